@@ -1,0 +1,57 @@
+// A fixed pool of compute threads that run one data-parallel job at a time.
+//
+// Threads are created once (never per step): a decode step issues dozens of
+// small jobs, so waking workers must cost microseconds. Workers spin briefly
+// on a generation counter before blocking on it, which keeps back-to-back
+// jobs in the same step cheap without burning a core while the engine idles.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <thread>
+#include <vector>
+
+namespace valet {
+
+class ThreadPool {
+ public:
+  // n_threads counts the calling thread; clamped to at least 1.
+  explicit ThreadPool(int n_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(ith, nth) on every thread, the caller being ith == 0, and returns
+  // when all calls have returned. Not reentrant: fn must not call Run.
+  void Run(const std::function<void(int ith, int nth)>& fn);
+
+  // Threads to use by default: the machine's hardware concurrency.
+  static int DefaultThreadCount();
+
+ private:
+  void WorkerLoop(int ith);
+
+  const int n_threads_;
+  std::vector<std::thread> workers_;
+  const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<uint32_t> pending_{0};
+  std::atomic<bool> stop_{false};
+};
+
+// The contiguous share [begin, end) of n items that thread ith of nth takes.
+struct Range {
+  int64_t begin;
+  int64_t end;
+};
+inline Range SplitRange(int64_t n, int ith, int nth) {
+  const int64_t per = (n + nth - 1) / nth;
+  const int64_t begin = per * ith < n ? per * ith : n;
+  const int64_t end = begin + per < n ? begin + per : n;
+  return {begin, end};
+}
+
+}  // namespace valet

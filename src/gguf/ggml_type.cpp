@@ -1,0 +1,48 @@
+#include "gguf/ggml_type.h"
+
+#include <cassert>
+
+namespace valet {
+namespace {
+
+struct Entry {
+  uint32_t id;
+  GgmlTypeTraits traits;
+};
+
+// Every type llama.cpp files may hold, so a reader can size (and skip) tensors
+// it has no kernels for and give a precise "unsupported" error instead.
+constexpr Entry kTypes[] = {
+    {0, {"f32", 1, 4, true}},
+    {1, {"f16", 1, 2, true}},
+    {2, {"q4_0", 32, 18, true}},
+    {3, {"q4_1", 32, 20, false}},
+    {6, {"q5_0", 32, 22, false}},
+    {7, {"q5_1", 32, 24, false}},
+    {8, {"q8_0", 32, 34, true}},
+    {9, {"q8_1", 32, 36, false}},
+    {10, {"q2_K", 256, 84, false}},
+    {11, {"q3_K", 256, 110, false}},
+    {12, {"q4_K", 256, 144, true}},
+    {13, {"q5_K", 256, 176, false}},
+    {14, {"q6_K", 256, 210, true}},
+    {15, {"q8_K", 256, 292, true}},
+    {30, {"bf16", 1, 2, true}},
+};
+
+}  // namespace
+
+const GgmlTypeTraits* FindGgmlTypeTraits(uint32_t raw_type) {
+  for (const Entry& e : kTypes) {
+    if (e.id == raw_type) return &e.traits;
+  }
+  return nullptr;
+}
+
+const GgmlTypeTraits& GetGgmlTypeTraits(GgmlType type) {
+  const GgmlTypeTraits* t = FindGgmlTypeTraits(static_cast<uint32_t>(type));
+  assert(t != nullptr && "GgmlType enumerator without traits");
+  return *t;
+}
+
+}  // namespace valet
