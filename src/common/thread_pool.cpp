@@ -14,16 +14,23 @@
 namespace valet {
 namespace {
 
-// Roughly 50-100 us of spinning: longer than the gap between the jobs of one
-// forward step, far shorter than the gap between steps when the engine idles.
-constexpr int kSpinIterations = 20000;
+// Tens of microseconds of spinning: longer than the gap between the jobs of
+// one forward step, far shorter than the gap between steps when the engine
+// idles. Yielding now and then matters when the machine is oversubscribed:
+// the thread we wait for may need this very core to make progress.
+constexpr int kSpinIterations = 4096;
+constexpr int kYieldEvery = 64;
 
 // Spins until value != old, then blocks; returns the new value.
 uint32_t AwaitChange(const std::atomic<uint32_t>& value, uint32_t old) {
   for (int i = 0; i < kSpinIterations; ++i) {
     uint32_t now = value.load(std::memory_order_acquire);
     if (now != old) return now;
-    VALET_CPU_RELAX();
+    if (i % kYieldEvery == kYieldEvery - 1) {
+      std::this_thread::yield();
+    } else {
+      VALET_CPU_RELAX();
+    }
   }
   for (;;) {
     value.wait(old, std::memory_order_acquire);

@@ -1,0 +1,124 @@
+// Kernel micro-benchmarks: vec_dot per type (scalar vs AVX2), MatMul as GEMV
+// (n_tokens = 1) and GEMM (n_tokens = 64), and the native-vs-BLAS crossover
+// used to pick BlasMinTokens (BM_MatMulBackend).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_table.h"
+#include "kernels/matmul.h"
+
+namespace valet {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                               GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+
+std::vector<float> Random(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<uint8_t> Encode(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> out(GgmlRowSize(type, static_cast<int64_t>(x.size())));
+  ScalarKernels()[type].from_float(x.data(), out.data(), static_cast<int64_t>(x.size()));
+  return out;
+}
+
+// args: type id, 0 = scalar / 1 = avx2
+void BM_VecDot(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const KernelTable* table = state.range(1) == 0 ? &ScalarKernels() : Avx2Kernels();
+  if (table == nullptr) {
+    state.SkipWithError("no AVX2");
+    return;
+  }
+  const int64_t n = 4096;
+  const auto w = Encode(type, Random(n, 1));
+  const auto a = Encode((*table)[type].vec_dot_type, Random(n, 2));
+  const vec_dot_fn dot = (*table)[type].vec_dot;
+  for (auto _ : state) benchmark::DoNotOptimize(dot(n, w.data(), a.data()));
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + table->name);
+  state.SetItemsProcessed(state.iterations() * n);
+}
+
+void VecDotArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : kTypes) {
+    for (int simd = 0; simd < 2; ++simd) b->Args({static_cast<int64_t>(t), simd});
+  }
+}
+BENCHMARK(BM_VecDot)->Apply(VecDotArgs);
+
+struct Problem {
+  std::vector<uint8_t> weights;
+  std::vector<float> x, y;
+  WeightMatrix w;
+};
+
+Problem MakeProblem(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
+  Problem p;
+  p.weights = Encode(type, Random(n_in * n_out, 3));
+  p.x = Random(n_in * n_tokens, 4);
+  p.y.resize(static_cast<size_t>(n_out * n_tokens));
+  p.w = WeightMatrix{type, n_in, n_out, p.weights.data(), GgmlRowSize(type, n_in)};
+  return p;
+}
+
+void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens,
+               MatMulBackend backend, int threads) {
+  Problem p = MakeProblem(type, n_in, n_out, n_tokens);
+  ThreadPool pool(threads);
+  MatMulScratch scratch;
+  const MatMulOptions options{backend, nullptr};
+  for (auto _ : state) {
+    MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch, options);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
+                                                benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+// args: type id, n_tokens, threads. 2048x2048, native kernels.
+void BM_MatMul(benchmark::State& state) {
+  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, 2048, state.range(1), MatMulBackend::kNative,
+            static_cast<int>(state.range(2)));
+}
+
+void MatMulArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : kTypes) {
+    for (int64_t tokens : {1, 64}) b->Args({static_cast<int64_t>(t), tokens, 2});
+  }
+}
+BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
+
+// args: type id, n_out, n_tokens, backend (1 native, 2 blas); n_in = 2048, 2 threads.
+void BM_MatMulBackend(benchmark::State& state) {
+  if (state.range(3) == 2 && !BlasAvailable()) {
+    state.SkipWithError("no BLAS");
+    return;
+  }
+  const auto backend = state.range(3) == 2 ? MatMulBackend::kBlas : MatMulBackend::kNative;
+  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, state.range(1), state.range(2), backend, 2);
+}
+
+void BackendArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    for (int64_t n_out : {2048, 5632}) {
+      for (int64_t tokens : {8, 16, 32, 64, 128, 256}) {
+        for (int64_t backend : {1, 2}) b->Args({static_cast<int64_t>(t), n_out, tokens, backend});
+      }
+    }
+  }
+}
+BENCHMARK(BM_MatMulBackend)->Apply(BackendArgs)->UseRealTime();
+
+}  // namespace
+}  // namespace valet
+
+BENCHMARK_MAIN();

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds everything (installing missing Debian packages) and runs valet's main
+# job on the built-in default model, which it synthesizes on first use.
+set -euo pipefail
+VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$VALET_ROOT/scripts/deps.sh"
+
+valet_install_deps
+valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+
+VALET="$VALET_ROOT/build/tools/valet"
+MODEL="$VALET_ROOT/build/models/valet-bench-q8_0.gguf"
+if [ ! -f "$MODEL" ]; then
+  mkdir -p "$(dirname "$MODEL")"
+  "$VALET" synth-model --preset bench --type q8_0 -o "$MODEL"
+fi
+"$VALET" info -m "$MODEL" | tail -n 3
+"$VALET" generate -m "$MODEL" -p "Once upon a time, in a quiet town by the sea," -n 48 --temp 0.8 --seed 7
+"$VALET" bench-engine -m "$MODEL" --reps 3

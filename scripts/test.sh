@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: the unit and golden tests (Release), the same
+# suite under ASan+UBSan, and the GGUF reader fuzzer for 60 seconds.
+# VALET_TEST_QUICK=1 skips the sanitizer build and the fuzzer.
+set -euo pipefail
+VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$VALET_ROOT/scripts/deps.sh"
+
+valet_install_deps
+jobs=$(nproc)
+
+echo "== release build + tests"
+valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
+
+if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
+  echo "== ASan+UBSan build + tests"
+  valet_build "$VALET_ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=address -DVALET_BUILD_BENCH=OFF
+  ctest --test-dir "$VALET_ROOT/build-asan" --output-on-failure -j "$jobs"
+
+  echo "== GGUF reader fuzzing (60 s)"
+  bash "$VALET_ROOT/scripts/fuzz.sh" 60
+fi

@@ -1,0 +1,34 @@
+#include "engine/engine.h"
+
+namespace valet {
+
+Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->options_ = options;
+  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(options.model_path));
+  VALET_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::FromGguf(e->model_->file()));
+  const ModelConfig& c = e->model_->config();
+  if (vocab.size() != c.n_vocab) {
+    return Corrupt(options.model_path + ": the vocabulary has " + std::to_string(vocab.size()) +
+                   " tokens but the embedding matrix has " + std::to_string(c.n_vocab) + " rows");
+  }
+  e->tokenizer_ = std::make_unique<SpmTokenizer>(std::make_shared<const Vocabulary>(std::move(vocab)));
+
+  KvPoolOptions pool_options;
+  pool_options.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, options.kv_block_tokens};
+  pool_options.capacity_bytes = options.kv_capacity_bytes;
+  VALET_ASSIGN_OR_RETURN(e->kv_pool_, KvPool::Create(pool_options));
+
+  ContextOptions ctx_options;
+  ctx_options.n_threads = options.n_threads;
+  ctx_options.n_ctx = options.n_ctx;
+  ctx_options.max_batch_tokens = options.max_batch_tokens;
+  VALET_ASSIGN_OR_RETURN(e->context_, LlamaContext::Create(e->model_, ctx_options));
+  return e;
+}
+
+MemoryReport Engine::memory() const {
+  return MemoryReport{model_->weight_bytes(), kv_pool_->capacity_bytes(), context_->scratch_bytes()};
+}
+
+}  // namespace valet

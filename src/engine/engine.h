@@ -1,0 +1,55 @@
+// The engine facade: one model, its tokenizer, a KV pool and a forward
+// context, opened together from a GGUF path. Higher layers (CLI, scheduler,
+// server) hold an Engine and never assemble the parts themselves.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kv/kv_pool.h"
+#include "model/llama_context.h"
+#include "model/llama_model.h"
+#include "tokenizer/spm_tokenizer.h"
+#include "valet/status.h"
+
+namespace valet {
+
+struct EngineOptions {
+  std::string model_path;
+  int n_threads = ThreadPool::DefaultThreadCount();
+  int32_t n_ctx = 0;                    // 0: the model's training context
+  int32_t max_batch_tokens = 512;       // tokens per forward step
+  int32_t kv_block_tokens = 16;
+  size_t kv_capacity_bytes = 256u << 20;  // KV pool budget
+};
+
+// Resident memory of an engine, by part.
+struct MemoryReport {
+  size_t weights_mapped = 0;  // tensor bytes mapped from the file (not copied)
+  size_t kv_pool = 0;         // KV pool capacity, allocated up front
+  size_t scratch = 0;         // forward-pass activations and matmul buffers
+};
+
+class Engine {
+ public:
+  static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
+
+  const LlamaModel& model() const { return *model_; }
+  const SpmTokenizer& tokenizer() const { return *tokenizer_; }
+  LlamaContext& context() { return *context_; }
+  KvPool& kv_pool() { return *kv_pool_; }
+  const KvPool& kv_pool() const { return *kv_pool_; }
+  const EngineOptions& options() const { return options_; }
+  MemoryReport memory() const;
+
+ private:
+  Engine() = default;
+
+  EngineOptions options_;
+  std::shared_ptr<const LlamaModel> model_;
+  std::unique_ptr<SpmTokenizer> tokenizer_;
+  std::unique_ptr<KvPool> kv_pool_;
+  std::unique_ptr<LlamaContext> context_;
+};
+
+}  // namespace valet

@@ -1,0 +1,85 @@
+#include "kernels/kernel_table.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/kernels_avx2.h"
+#include "kernels/kernels_scalar.h"
+
+namespace valet {
+namespace {
+
+void Set(KernelTable& t, GgmlType type, TypeKernels k) { t.types[static_cast<uint32_t>(type)] = k; }
+
+KernelTable BuildScalar() {
+  using namespace scalar;  // NOLINT: the table lists every scalar kernel
+  KernelTable t;
+  t.name = "scalar";
+  Set(t, GgmlType::kF32, {GgmlType::kF32, F32ToFloat, F32FromFloat, DotF32});
+  Set(t, GgmlType::kF16, {GgmlType::kF16, F16ToFloat, F16FromFloat, DotF16});
+  Set(t, GgmlType::kBF16, {GgmlType::kBF16, Bf16ToFloat, Bf16FromFloat, DotBf16});
+  Set(t, GgmlType::kQ8_0, {GgmlType::kQ8_0, Q8_0ToFloat, Q8_0FromFloat, DotQ8_0});
+  Set(t, GgmlType::kQ4_0, {GgmlType::kQ8_0, Q4_0ToFloat, Q4_0FromFloat, DotQ4_0});
+  Set(t, GgmlType::kQ4_K, {GgmlType::kQ8_K, Q4_KToFloat, Q4_KFromFloat, DotQ4_K});
+  Set(t, GgmlType::kQ6_K, {GgmlType::kQ8_K, Q6_KToFloat, Q6_KFromFloat, DotQ6_K});
+  Set(t, GgmlType::kQ8_K, {GgmlType::kQ8_K, Q8_KToFloat, Q8_KFromFloat, nullptr});
+  return t;
+}
+
+KernelTable BuildAvx2() {
+  KernelTable t = BuildScalar();
+  t.name = "avx2";
+  auto patch = [&t](GgmlType type, from_float_fn from, vec_dot_fn dot) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    if (from != nullptr) k.from_float = from;
+    if (dot != nullptr) k.vec_dot = dot;
+  };
+  patch(GgmlType::kF32, nullptr, avx2::DotF32);
+  patch(GgmlType::kF16, avx2::F16FromFloat, avx2::DotF16);
+  t.types[static_cast<uint32_t>(GgmlType::kF16)].to_float = avx2::F16ToFloat;
+  patch(GgmlType::kBF16, nullptr, avx2::DotBf16);
+  patch(GgmlType::kQ8_0, avx2::Q8_0FromFloat, avx2::DotQ8_0);
+  patch(GgmlType::kQ4_0, nullptr, avx2::DotQ4_0);
+  patch(GgmlType::kQ4_K, nullptr, avx2::DotQ4_K);
+  patch(GgmlType::kQ6_K, nullptr, avx2::DotQ6_K);
+  patch(GgmlType::kQ8_K, avx2::Q8_KFromFloat, nullptr);
+  return t;
+}
+
+bool CpuHasAvx2() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  return avx2::Compiled() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+const KernelTable& ChooseActive() {
+  const char* forced = std::getenv("VALET_KERNELS");
+  if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return ScalarKernels();
+  const KernelTable* avx2 = Avx2Kernels();
+  return avx2 != nullptr ? *avx2 : ScalarKernels();
+}
+
+}  // namespace
+
+const KernelTable& ScalarKernels() {
+  static const KernelTable table = BuildScalar();
+  return table;
+}
+
+const KernelTable* Avx2Kernels() {
+  static const KernelTable* table = CpuHasAvx2() ? new KernelTable(BuildAvx2()) : nullptr;
+  return table;
+}
+
+const KernelTable& ActiveKernels() {
+  static const KernelTable& table = ChooseActive();
+  return table;
+}
+
+const char* ActiveKernelsName() { return ActiveKernels().name; }
+
+}  // namespace valet

@@ -1,0 +1,345 @@
+// AVX2+FMA+F16C variants of the dot products and activation converters.
+//
+// Integer paths compute exactly the integers the scalar reference computes.
+// The K-quant dots also apply the float scales in the reference's order (one
+// scalar update per 256-element super-block), so they are bit-exact with it.
+// The 32-element block types keep 8 float lanes across blocks (a scalar update
+// per block would cost a horizontal sum every 32 elements), and the float types
+// accumulate in f32 lanes, so those agree with the reference to rounding only.
+// The activation quantizers are bit-exact with the reference.
+#include "kernels/kernels_avx2.h"
+
+#include <cstring>
+
+#include "kernels/fp16.h"
+#include "kernels/kernels_scalar.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/rounding.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define VALET_AVX2_COMPILED 1
+#include <immintrin.h>
+#define VALET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#endif
+
+namespace valet::avx2 {
+
+#if VALET_AVX2_COMPILED
+
+namespace {
+
+VALET_AVX2 inline float HsumPs(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+VALET_AVX2 inline float HmaxPs(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+VALET_AVX2 inline int HsumEpi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+VALET_AVX2 inline __m256 AbsPs(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// Signed int8 x int8 products summed in 4s into 8 int32 lanes. maddubs takes an
+// unsigned first operand, so x's sign moves onto y; exact while no operand is
+// -128 (quantizers emit [-127, 127]).
+VALET_AVX2 inline __m256i MulSumI8(__m256i x, __m256i y) {
+  const __m256i dot16 = _mm256_maddubs_epi16(_mm256_abs_epi8(x), _mm256_sign_epi8(y, x));
+  return _mm256_madd_epi16(dot16, _mm256_set1_epi16(1));
+}
+
+// Four vectors of 8 int32 (each in [-128, 127]) into 32 int8 in order.
+VALET_AVX2 inline __m256i PackI32ToI8(__m256i a, __m256i b, __m256i c, __m256i d) {
+  const __m256i ab = _mm256_packs_epi32(a, b);
+  const __m256i cd = _mm256_packs_epi32(c, d);
+  const __m256i packed = _mm256_packs_epi16(ab, cd);
+  return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+// roundf semantics (ties away from zero), exactly as the reference.
+VALET_AVX2 inline __m256i RoundHalfAwayPs(__m256 x) {
+  const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 frac = AbsPs(_mm256_sub_ps(x, t));
+  const __m256 step = _mm256_or_ps(_mm256_and_ps(x, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
+  const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
+  return _mm256_cvttps_epi32(_mm256_add_ps(t, up));
+}
+
+VALET_AVX2 inline __m256 LoadF16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+VALET_AVX2 inline __m256 LoadBf16(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+VALET_AVX2 inline __m256i Load256(const void* p) {
+  return _mm256_loadu_si256(static_cast<const __m256i*>(p));
+}
+
+}  // namespace
+
+bool Compiled() { return true; }
+
+VALET_AVX2 void F16ToFloat(const void* src, float* dst, int64_t n) {
+  const auto* h = static_cast<const uint16_t*>(src);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, LoadF16(h + i));
+  for (; i < n; ++i) dst[i] = Fp16ToFp32(h[i]);
+}
+
+VALET_AVX2 void F16FromFloat(const float* src, void* dst, int64_t n) {
+  auto* h = static_cast<uint16_t*>(dst);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i v = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(h + i), v);
+  }
+  for (; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
+}
+
+VALET_AVX2 void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    const float* x = src + i * kQK8_0;
+    __m256 v[4];
+    __m256 vmax = _mm256_setzero_ps();
+    for (int k = 0; k < 4; ++k) {
+      v[k] = _mm256_loadu_ps(x + 8 * k);
+      vmax = _mm256_max_ps(vmax, AbsPs(v[k]));
+    }
+    const float amax = HmaxPs(vmax);
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = Fp32ToFp16(d);
+    const __m256 mul = _mm256_set1_ps(id);
+    __m256i q[4];
+    for (int k = 0; k < 4; ++k) q[k] = RoundHalfAwayPs(_mm256_mul_ps(v[k], mul));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), PackI32ToI8(q[0], q[1], q[2], q[3]));
+  }
+}
+
+namespace {
+
+// The reference's "first element of largest magnitude": the vector pass finds
+// the magnitude, a scan finds where it first occurs.
+VALET_AVX2 float SignedAbsMaxAvx2(const float* x) {
+  __m256 vmax = _mm256_setzero_ps();
+  for (int k = 0; k < kQK_K; k += 8) vmax = _mm256_max_ps(vmax, AbsPs(_mm256_loadu_ps(x + k)));
+  const __m256 amax = _mm256_set1_ps(HmaxPs(vmax));
+  for (int k = 0; k < kQK_K; k += 8) {
+    const int mask = _mm256_movemask_ps(_mm256_cmp_ps(AbsPs(_mm256_loadu_ps(x + k)), amax, _CMP_EQ_OQ));
+    if (mask != 0) return x[k + __builtin_ctz(static_cast<unsigned>(mask))];
+  }
+  return 0.0f;
+}
+
+}  // namespace
+
+VALET_AVX2 void Q8_KFromFloat(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_K*>(dst);
+  const __m256i limit = _mm256_set1_epi32(127);
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    const float* x = src + i * kQK_K;
+    const float max = SignedAbsMaxAvx2(x);
+    if (max == 0.0f) {
+      std::memset(&b[i], 0, sizeof(BlockQ8_K));
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    const __m256 mul = _mm256_set1_ps(iscale);
+    for (int k = 0; k < kQK_K; k += 32) {
+      __m256i q[4];
+      for (int m = 0; m < 4; ++m) {
+        // cvtps rounds to nearest-even under the default MXCSR, as NearestInt does.
+        const __m256i r = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + k + 8 * m), mul));
+        q[m] = _mm256_min_epi32(r, limit);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + k), PackI32ToI8(q[0], q[1], q[2], q[3]));
+    }
+    FillQ8KBsums(&b[i]);
+    b[i].d = 1.0f / iscale;
+  }
+}
+
+VALET_AVX2 float DotF32(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const float*>(x);
+  const auto* b = static_cast<const float*>(y);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
+    }
+  }
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc[0]);
+  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+VALET_AVX2 float DotF16(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const uint16_t*>(x);
+  const auto* b = static_cast<const uint16_t*>(y);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(LoadF16(a + i + 8 * k), LoadF16(b + i + 8 * k), acc[k]);
+  }
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), acc[0]);
+  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; i < n; ++i) sum += Fp16ToFp32(a[i]) * Fp16ToFp32(b[i]);
+  return sum;
+}
+
+VALET_AVX2 float DotBf16(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const uint16_t*>(x);
+  const auto* b = static_cast<const uint16_t*>(y);
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(LoadBf16(a + i + 8 * k), LoadBf16(b + i + 8 * k), acc[k]);
+  }
+  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LoadBf16(a + i), LoadBf16(b + i), acc[0]);
+  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  for (; i < n; ++i) sum += Bf16ToFp32(a[i]) * Bf16ToFp32(b[i]);
+  return sum;
+}
+
+VALET_AVX2 float DotQ8_0(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const BlockQ8_0*>(x);
+  const auto* b = static_cast<const BlockQ8_0*>(y);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(a[i].d) * _cvtsh_ss(b[i].d));
+    const __m256i p = MulSumI8(Load256(a[i].qs), Load256(b[i].qs));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+  }
+  return HsumPs(acc);
+}
+
+VALET_AVX2 float DotQ4_0(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const BlockQ4_0*>(x);
+  const auto* b = static_cast<const BlockQ8_0*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i eight = _mm256_set1_epi8(8);
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n / kQK4_0; ++i) {
+    const __m256 d = _mm256_set1_ps(_cvtsh_ss(a[i].d) * _cvtsh_ss(b[i].d));
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[i].qs));
+    // Low 128 bits: low nibbles (elements 0..15); high 128 bits: high nibbles.
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(raw), _mm_srli_epi16(raw, 4), 1);
+    const __m256i q = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+    const __m256i p = MulSumI8(q, Load256(b[i].qs));
+    acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(p), acc);
+  }
+  return HsumPs(acc);
+}
+
+VALET_AVX2 float DotQ4_K(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const BlockQ4_K*>(x);
+  const auto* b = static_cast<const BlockQ8_K*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    uint8_t sc[8], mn[8];
+    int msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      UnpackQ4KScaleMin(a[i].scales, j, &sc[j], &mn[j]);
+      msum += mn[j] * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
+    }
+    __m256i acc = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = Load256(a[i].qs + 32 * c);
+      const __m256i lo = _mm256_and_si256(q, low4);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
+      const __m256i plo = _mm256_maddubs_epi16(lo, Load256(b[i].qs + 64 * c));
+      const __m256i phi = _mm256_maddubs_epi16(hi, Load256(b[i].qs + 64 * c + 32));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
+    }
+    const int isum = HsumEpi32(acc);
+    const float d = Fp16ToFp32(a[i].d) * b[i].d;
+    const float dmin = Fp16ToFp32(a[i].dmin) * b[i].d;
+    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(msum);
+  }
+  return sum;
+}
+
+namespace {
+
+// 16 int16 lanes: the first 8 scaled by s0, the last 8 by s1 (two groups of 16 elements).
+VALET_AVX2 inline __m256i PairScales(int s0, int s1) {
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<int16_t>(s0))),
+                                 _mm_set1_epi16(static_cast<int16_t>(s1)), 1);
+}
+
+// Sum of scale * q6 * q8 over one 128-element half, q6 taken unsigned (0..63).
+VALET_AVX2 inline __m256i Q6KHalf(const uint8_t* ql, const uint8_t* qh, const int8_t* sc, const int8_t* q8) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i two = _mm256_set1_epi8(0x03);
+  const __m256i l0 = Load256(ql), l1 = Load256(ql + 32), h = Load256(qh);
+  __m256i q[4];
+  q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, two), 4));
+  q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4));
+  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4));
+  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
+                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4));
+  __m256i acc = _mm256_setzero_si256();
+  for (int k = 0; k < 4; ++k) {
+    const __m256i p = _mm256_maddubs_epi16(q[k], Load256(q8 + 32 * k));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, PairScales(sc[2 * k], sc[2 * k + 1])));
+  }
+  return acc;
+}
+
+}  // namespace
+
+VALET_AVX2 float DotQ6_K(int64_t n, const void* x, const void* y) {
+  const auto* a = static_cast<const BlockQ6_K*>(x);
+  const auto* b = static_cast<const BlockQ8_K*>(y);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n / kQK_K; ++i) {
+    // The quants are stored offset by +32; fold the offset out through bsums.
+    int offset = 0;
+    for (int g = 0; g < 16; ++g) offset += a[i].scales[g] * b[i].bsums[g];
+    const __m256i acc = _mm256_add_epi32(Q6KHalf(a[i].ql, a[i].qh, a[i].scales, b[i].qs),
+                                         Q6KHalf(a[i].ql + 64, a[i].qh + 32, a[i].scales + 8, b[i].qs + 128));
+    const int isum = HsumEpi32(acc) - 32 * offset;
+    sum += (Fp16ToFp32(a[i].d) * b[i].d) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+#else  // !VALET_AVX2_COMPILED
+
+bool Compiled() { return false; }
+void F16ToFloat(const void* src, float* dst, int64_t n) { scalar::F16ToFloat(src, dst, n); }
+void F16FromFloat(const float* src, void* dst, int64_t n) { scalar::F16FromFloat(src, dst, n); }
+void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFloat(src, dst, n); }
+void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
+float DotF32(int64_t n, const void* x, const void* y) { return scalar::DotF32(n, x, y); }
+float DotF16(int64_t n, const void* x, const void* y) { return scalar::DotF16(n, x, y); }
+float DotBf16(int64_t n, const void* x, const void* y) { return scalar::DotBf16(n, x, y); }
+float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
+float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }
+float DotQ4_K(int64_t n, const void* x, const void* y) { return scalar::DotQ4_K(n, x, y); }
+float DotQ6_K(int64_t n, const void* x, const void* y) { return scalar::DotQ6_K(n, x, y); }
+
+#endif
+
+}  // namespace valet::avx2

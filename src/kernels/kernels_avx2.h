@@ -1,0 +1,26 @@
+// Internal: AVX2+FMA+F16C variants. Each function is compiled with a per-function
+// target attribute, so calling one on a CPU without AVX2 is undefined: only the
+// dispatch in kernel_table.cpp calls them, after checking CPUID.
+#pragma once
+
+#include <cstdint>
+
+namespace valet::avx2 {
+
+// True when this build contains the AVX2 variants (x86-64 with GCC/Clang).
+bool Compiled();
+
+void F16ToFloat(const void* src, float* dst, int64_t n);
+void F16FromFloat(const float* src, void* dst, int64_t n);
+void Q8_0FromFloat(const float* src, void* dst, int64_t n);
+void Q8_KFromFloat(const float* src, void* dst, int64_t n);
+
+float DotF32(int64_t n, const void* x, const void* y);
+float DotF16(int64_t n, const void* x, const void* y);
+float DotBf16(int64_t n, const void* x, const void* y);
+float DotQ8_0(int64_t n, const void* x, const void* y);
+float DotQ4_0(int64_t n, const void* x, const void* y);
+float DotQ4_K(int64_t n, const void* x, const void* y);
+float DotQ6_K(int64_t n, const void* x, const void* y);
+
+}  // namespace valet::avx2

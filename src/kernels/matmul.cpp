@@ -1,0 +1,179 @@
+#include "kernels/matmul.h"
+
+#include <algorithm>
+#include <cassert>
+#include <limits>
+
+#if VALET_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+namespace valet {
+namespace {
+
+// Output tiles: a few weight rows against a few tokens, so each weight row is
+// fetched from memory once per tile of tokens rather than once per token.
+constexpr int64_t kTileRows = 16;
+constexpr int64_t kTileTokens = 8;
+
+const KernelTable& TableFor(const MatMulOptions& options) {
+  return options.kernels != nullptr ? *options.kernels : ActiveKernels();
+}
+
+// Jobs capture one pointer to their context so std::function keeps them in its
+// small buffer: MatMul must not allocate once its scratch is warm.
+struct ConvertJob {
+  const float* x;
+  int64_t n_tokens;
+  int64_t n_in;
+  const GgmlTypeTraits* traits;
+  size_t row_bytes;
+  from_float_fn convert;
+  uint8_t* out;
+};
+
+// Each thread converts the same block range of every token row, so short
+// batches (decode) still split evenly.
+void RunConvert(const ConvertJob& job, int ith, int nth) {
+  const Range r = SplitRange(job.n_in / job.traits->block_size, ith, nth);
+  if (r.begin >= r.end) return;
+  for (int64_t t = 0; t < job.n_tokens; ++t) {
+    const float* src = job.x + t * job.n_in + r.begin * job.traits->block_size;
+    uint8_t* dst = job.out + static_cast<size_t>(t) * job.row_bytes + static_cast<size_t>(r.begin) * job.traits->type_size;
+    job.convert(src, dst, (r.end - r.begin) * job.traits->block_size);
+  }
+}
+
+struct DotJob {
+  const WeightMatrix* w;
+  const uint8_t* act;
+  size_t act_row_bytes;
+  int64_t n_tokens;
+  float* y;
+  vec_dot_fn dot;
+};
+
+void RunDots(const DotJob& job, int ith, int nth) {
+  const WeightMatrix& w = *job.w;
+  const Range rows = SplitRange(w.n_out, ith, nth);
+  for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kTileRows) {
+    const int64_t r1 = std::min(rows.end, r0 + kTileRows);
+    for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kTileTokens) {
+      const int64_t t1 = std::min(job.n_tokens, t0 + kTileTokens);
+      for (int64_t r = r0; r < r1; ++r) {
+        const void* wrow = w.Row(r);
+        for (int64_t t = t0; t < t1; ++t) {
+          job.y[t * w.n_out + r] = job.dot(w.n_in, wrow, job.act + static_cast<size_t>(t) * job.act_row_bytes);
+        }
+      }
+    }
+  }
+}
+
+void MatMulNative(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                  MatMulScratch& scratch, const KernelTable& table) {
+  const TypeKernels& k = table[w.type];
+  const GgmlType vdt = k.vec_dot_type;
+  const size_t act_row_bytes = GgmlRowSize(vdt, w.n_in);
+  const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
+  if (vdt != GgmlType::kF32) {
+    const size_t need = act_row_bytes * static_cast<size_t>(n_tokens);
+    if (scratch.activations.size() < need) scratch.activations.resize(need);
+    const ConvertJob job{x, n_tokens, w.n_in, &GetGgmlTypeTraits(vdt), act_row_bytes, table[vdt].from_float,
+                         scratch.activations.data()};
+    pool.Run([&job](int ith, int nth) { RunConvert(job, ith, nth); });
+    act = scratch.activations.data();
+  }
+  const DotJob job{&w, act, act_row_bytes, n_tokens, y, k.vec_dot};
+  pool.Run([&job](int ith, int nth) { RunDots(job, ith, nth); });
+}
+
+#if VALET_HAVE_BLAS
+void MatMulBlas(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                MatMulScratch& scratch, const KernelTable& table) {
+  const float* wf = static_cast<const float*>(w.data);
+  int64_t ldw = static_cast<int64_t>(w.row_bytes / sizeof(float));
+  if (w.type != GgmlType::kF32) {
+    const size_t need = static_cast<size_t>(w.n_out * w.n_in);
+    if (scratch.dequantized.size() < need) scratch.dequantized.resize(need);
+    float* out = scratch.dequantized.data();
+    struct DequantJob {
+      const WeightMatrix* w;
+      to_float_fn to_float;
+      float* out;
+    } job{&w, table[w.type].to_float, out};
+    pool.Run([&job](int ith, int nth) {
+      const Range r = SplitRange(job.w->n_out, ith, nth);
+      for (int64_t i = r.begin; i < r.end; ++i) job.to_float(job.w->Row(i), job.out + i * job.w->n_in, job.w->n_in);
+    });
+    wf = out;
+    ldw = w.n_in;
+  }
+  openblas_set_num_threads(pool.size());
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens), static_cast<int>(w.n_out),
+              static_cast<int>(w.n_in), 1.0f, x, static_cast<int>(w.n_in), wf, static_cast<int>(ldw), 0.0f, y,
+              static_cast<int>(w.n_out));
+}
+#endif
+
+bool UseBlas(const WeightMatrix& w, int64_t n_tokens, MatMulBackend backend) {
+  if (!BlasAvailable()) return false;
+  switch (backend) {
+    case MatMulBackend::kNative: return false;
+    case MatMulBackend::kBlas: return true;
+    case MatMulBackend::kAuto: return n_tokens >= BlasMinTokens(w.type);
+  }
+  return false;
+}
+
+}  // namespace
+
+bool BlasAvailable() {
+#if VALET_HAVE_BLAS
+  return true;
+#else
+  return false;
+#endif
+}
+
+int64_t BlasMinTokens(GgmlType type) {
+  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
+  if (!BlasAvailable()) return kNever;
+  // Placeholder until measured (see the numbers below).
+  switch (type) {
+    case GgmlType::kF32: return 32;
+    default: return kNever;
+  }
+}
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch) {
+  MatMul(w, x, n_tokens, y, pool, scratch, MatMulOptions{});
+}
+
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch, const MatMulOptions& options) {
+  const KernelTable& table = TableFor(options);
+  assert(table.SupportsWeight(w.type) && "MatMul on a weight type without kernels");
+  if (n_tokens <= 0 || w.n_out <= 0) return;
+#if VALET_HAVE_BLAS
+  if (UseBlas(w, n_tokens, options.backend)) {
+    MatMulBlas(w, x, n_tokens, y, pool, scratch, table);
+    return;
+  }
+#else
+  (void)UseBlas;
+#endif
+  MatMulNative(w, x, n_tokens, y, pool, scratch, table);
+}
+
+void GetRows(const WeightMatrix& w, std::span<const int32_t> ids, float* out) {
+  const to_float_fn to_float = ActiveKernels()[w.type].to_float;
+  assert(to_float != nullptr && "GetRows on a type without a dequantizer");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    assert(ids[i] >= 0 && ids[i] < w.n_out && "GetRows id out of range");
+    to_float(w.Row(ids[i]), out + static_cast<int64_t>(i) * w.n_in, w.n_in);
+  }
+}
+
+}  // namespace valet

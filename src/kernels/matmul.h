@@ -1,0 +1,65 @@
+// The matrix product the forward pass calls, and the embedding row lookup.
+//
+// Shapes (row-major, GGUF naming in brackets):
+//   W  [n_out rows][n_in]   (ne[0] = n_in is the contiguous row, ne[1] = n_out)
+//   x  [n_tokens][n_in]     f32 activations, one token per row
+//   y  [n_tokens][n_out]    f32, y = x · Wᵀ, i.e. y[t][r] = dot(W row r, x row t)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "gguf/ggml_type.h"
+#include "kernels/kernel_table.h"
+
+namespace valet {
+
+struct WeightMatrix {
+  GgmlType type = GgmlType::kF32;
+  int64_t n_in = 0;   // row length, ne[0]
+  int64_t n_out = 0;  // rows, ne[1]
+  const void* data = nullptr;
+  size_t row_bytes = 0;  // stride between rows (GgmlRowSize(type, n_in) for dense tensors)
+
+  const void* Row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * static_cast<int64_t>(row_bytes); }
+};
+
+// Per-caller reusable buffers: once grown to the largest shape seen, MatMul
+// allocates nothing. Not shareable between concurrent MatMul calls.
+struct MatMulScratch {
+  std::vector<uint8_t> activations;  // x converted to the weight's vec_dot type
+  std::vector<float> dequantized;    // W as f32 for the BLAS path
+};
+
+enum class MatMulBackend {
+  kAuto,    // BLAS when available and n_tokens >= BlasMinTokens(type), native otherwise
+  kNative,  // the kernel table's vec_dot, always
+  kBlas,    // dequantize W to f32 and call sgemm (falls back to native without BLAS)
+};
+
+struct MatMulOptions {
+  MatMulBackend backend = MatMulBackend::kAuto;
+  const KernelTable* kernels = nullptr;  // nullptr: ActiveKernels()
+};
+
+// n_in must be a multiple of the block sizes of w.type and of its vec_dot type,
+// and w.type must have kernels (KernelTable::SupportsWeight).
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch);
+void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatMulScratch& scratch, const MatMulOptions& options);
+
+// True when this build links a BLAS for the large-batch path.
+bool BlasAvailable();
+// Smallest n_tokens for which kAuto uses BLAS for weights of `type` (measured;
+// INT64_MAX when native always wins or BLAS is absent).
+int64_t BlasMinTokens(GgmlType type);
+
+// out[i][*] = dequantized row ids[i] of w (out is [ids.size()][n_in]). Every id
+// must be in [0, n_out).
+void GetRows(const WeightMatrix& w, std::span<const int32_t> ids, float* out);
+
+}  // namespace valet

@@ -1,0 +1,274 @@
+#include "model/llama_context.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+#include "kernels/kernel_table.h"
+
+namespace valet {
+namespace {
+
+// y = (x / rms(x)) * w over each row; the sum of squares accumulates in double
+// as llama.cpp does, so long rows do not drift.
+void RmsNorm(const float* x, const float* w, float* y, int32_t n_rows, int32_t dim, float eps,
+             ThreadPool& pool) {
+  pool.Run([&](int ith, int nth) {
+    Range r = SplitRange(n_rows, ith, nth);
+    for (int64_t row = r.begin; row < r.end; ++row) {
+      const float* xr = x + row * dim;
+      float* yr = y + row * dim;
+      double sum = 0.0;
+      for (int32_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
+      const float mean = static_cast<float>(sum / dim);
+      const float scale = 1.0f / std::sqrt(mean + eps);
+      for (int32_t i = 0; i < dim; ++i) yr[i] = (xr[i] * scale) * w[i];
+    }
+  });
+}
+
+void AddInPlace(float* x, const float* y, int64_t n, ThreadPool& pool) {
+  pool.Run([&](int ith, int nth) {
+    Range r = SplitRange(n, ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) x[i] += y[i];
+  });
+}
+
+// gate = silu(gate) * up, element-wise (SwiGLU).
+void SwiGlu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
+  pool.Run([&](int ith, int nth) {
+    Range r = SplitRange(n, ith, nth);
+    for (int64_t i = r.begin; i < r.end; ++i) {
+      const float g = gate[i];
+      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+  });
+}
+
+// Rotates adjacent pairs (2i, 2i+1) of the first rope_dim dims of one head.
+// cs holds (cos, sin) of each pair for this token's position.
+void RopeHead(float* h, const float* cs, int32_t rope_dim) {
+  for (int32_t i = 0; i < rope_dim; i += 2) {
+    const float c = cs[i], s = cs[i + 1];
+    const float x0 = h[i], x1 = h[i + 1];
+    h[i] = x0 * c - x1 * s;
+    h[i + 1] = x0 * s + x1 * c;
+  }
+}
+
+}  // namespace
+
+LlamaContext::LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options)
+    : model_(std::move(model)), options_(options), pool_(options.n_threads) {}
+
+Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const LlamaModel> model,
+                                                           const ContextOptions& options) {
+  if (options.n_threads < 1 || options.n_threads > 256) {
+    return InvalidArgument("thread count must be between 1 and 256, got " + std::to_string(options.n_threads));
+  }
+  if (options.max_batch_tokens < 1) return InvalidArgument("max_batch_tokens must be positive");
+  if (options.n_ctx < 0) return InvalidArgument("context size must not be negative");
+  ContextOptions o = options;
+  const ModelConfig& c = model->config();
+  if (o.n_ctx == 0) o.n_ctx = c.n_ctx_train;
+  std::unique_ptr<LlamaContext> ctx(new LlamaContext(std::move(model), o));
+  const size_t n = static_cast<size_t>(o.max_batch_tokens);
+  ctx->x_.resize(n * c.n_embd);
+  ctx->xn_.resize(n * c.n_embd);
+  ctx->q_.resize(n * c.n_head * c.head_dim);
+  ctx->k_.resize(n * c.n_head_kv * c.head_dim);
+  ctx->v_.resize(n * c.n_head_kv * c.head_dim);
+  ctx->attn_.resize(n * c.n_head * c.head_dim);
+  ctx->gate_.resize(n * c.n_ff);
+  ctx->up_.resize(n * c.n_ff);
+  ctx->tmp_.resize(n * c.n_embd);
+  ctx->rope_.resize(n * c.rope_dim);
+  ctx->scores_.resize(static_cast<size_t>(ctx->pool_.size()) * o.n_ctx);
+  return ctx;
+}
+
+size_t LlamaContext::scratch_bytes() const {
+  size_t floats = x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() +
+                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + scores_.size();
+  return floats * sizeof(float) + matmul_scratch_.activations.capacity() +
+         matmul_scratch_.dequantized.capacity() * sizeof(float);
+}
+
+Status LlamaContext::Validate(std::span<const BatchItem> batch, int32_t* n_tokens, int32_t* n_rows) const {
+  const ModelConfig& c = model_->config();
+  std::unordered_set<const KvSequence*> seen;
+  int64_t tokens = 0, rows = 0;
+  for (const BatchItem& item : batch) {
+    if (item.seq == nullptr) return InvalidArgument("batch item without a sequence");
+    if (&item.seq->pool().layout() == nullptr || item.seq->pool().layout().n_layer != c.n_layer ||
+        item.seq->pool().layout().n_kv_head != c.n_head_kv || item.seq->pool().layout().head_dim != c.head_dim) {
+      return InvalidArgument("sequence belongs to a KV pool laid out for another model");
+    }
+    if (!seen.insert(item.seq).second) return InvalidArgument("a sequence appears twice in one batch");
+    if (item.tokens.empty()) return InvalidArgument("batch item without tokens");
+    for (int32_t id : item.tokens) {
+      if (id < 0 || id >= c.n_vocab) {
+        return InvalidArgument("token id " + std::to_string(id) + " is outside the vocabulary of " +
+                               std::to_string(c.n_vocab));
+      }
+    }
+    const int64_t end = int64_t{item.seq->n_tokens()} + static_cast<int64_t>(item.tokens.size());
+    if (end > options_.n_ctx) {
+      return OutOfRange("sequence would reach " + std::to_string(end) + " tokens, past the context of " +
+                        std::to_string(options_.n_ctx));
+    }
+    tokens += static_cast<int64_t>(item.tokens.size());
+    rows += item.logits == LogitsMode::kAll ? static_cast<int64_t>(item.tokens.size())
+            : item.logits == LogitsMode::kLast ? 1 : 0;
+  }
+  if (tokens == 0) return InvalidArgument("empty batch");
+  if (tokens > options_.max_batch_tokens) {
+    return OutOfRange("batch of " + std::to_string(tokens) + " tokens exceeds the step limit of " +
+                      std::to_string(options_.max_batch_tokens));
+  }
+  *n_tokens = static_cast<int32_t>(tokens);
+  *n_rows = static_cast<int32_t>(rows);
+  return Status::Ok();
+}
+
+Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float>& logits) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const ModelConfig& c = model_->config();
+  int32_t n = 0, n_rows = 0;
+  VALET_RETURN_IF_ERROR(Validate(batch, &n, &n_rows));
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Status s = batch[i].seq->Reserve(static_cast<int32_t>(batch[i].tokens.size()));
+    if (!s.ok()) return s;  // reserved-but-unfilled blocks stay with their sequences for next time
+  }
+
+  ids_.clear();
+  seq_of_.clear();
+  pos_of_.clear();
+  out_rows_.clear();
+  for (const BatchItem& item : batch) {
+    const int32_t first = static_cast<int32_t>(ids_.size());
+    for (size_t j = 0; j < item.tokens.size(); ++j) {
+      ids_.push_back(item.tokens[j]);
+      seq_of_.push_back(item.seq);
+      pos_of_.push_back(item.seq->n_tokens() + static_cast<int32_t>(j));
+      if (item.logits == LogitsMode::kAll) out_rows_.push_back(first + static_cast<int32_t>(j));
+    }
+    if (item.logits == LogitsMode::kLast) out_rows_.push_back(static_cast<int32_t>(ids_.size()) - 1);
+  }
+
+  // RoPE angles per token, (cos, sin) per rotated pair, computed the way
+  // llama.cpp does (theta multiplied up pair by pair in float).
+  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dim));
+  for (int32_t t = 0; t < n; ++t) {
+    float theta = static_cast<float>(pos_of_[t]);
+    float* cs = rope_.data() + static_cast<size_t>(t) * c.rope_dim;
+    for (int32_t i = 0; i < c.rope_dim; i += 2) {
+      cs[i] = std::cos(theta);
+      cs[i + 1] = std::sin(theta);
+      theta *= theta_scale;
+    }
+  }
+
+  GetRows(model_->token_embd(), ids_, x_.data());  // x: [n, n_embd]
+  for (int32_t il = 0; il < c.n_layer; ++il) Layer(model_->layers()[il], il, n);
+
+  // Only the rows whose logits were asked for go through the output head.
+  for (int32_t r = 0; r < n_rows; ++r) {
+    std::copy_n(x_.data() + static_cast<size_t>(out_rows_[r]) * c.n_embd, c.n_embd,
+                tmp_.data() + static_cast<size_t>(r) * c.n_embd);
+  }
+  logits.resize(static_cast<size_t>(n_rows) * c.n_vocab);
+  if (n_rows > 0) {
+    RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, pool_);
+    MatMul(model_->output(), xn_.data(), n_rows, logits.data(), pool_, matmul_scratch_);  // [n_rows, n_vocab]
+  }
+  for (const BatchItem& item : batch) item.seq->Commit(static_cast<int32_t>(item.tokens.size()));
+
+  stats_.steps += 1;
+  stats_.tokens += n;
+  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return Status::Ok();
+}
+
+void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
+  const ModelConfig& c = model_->config();
+  const int64_t embd = static_cast<int64_t>(n) * c.n_embd;
+
+  RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_);  // xn: [n, n_embd]
+  MatMul(L.wq, xn_.data(), n, q_.data(), pool_, matmul_scratch_);  // q: [n, n_head * head_dim]
+  MatMul(L.wk, xn_.data(), n, k_.data(), pool_, matmul_scratch_);  // k: [n, n_head_kv * head_dim]
+  MatMul(L.wv, xn_.data(), n, v_.data(), pool_, matmul_scratch_);  // v: [n, n_head_kv * head_dim]
+  Attention(il, n);                                                 // attn: [n, n_head * head_dim]
+  MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  AddInPlace(x_.data(), tmp_.data(), embd, pool_);
+
+  RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_);  // xn: [n, n_embd]
+  MatMul(L.w_gate, xn_.data(), n, gate_.data(), pool_, matmul_scratch_);  // gate: [n, n_ff]
+  MatMul(L.w_up, xn_.data(), n, up_.data(), pool_, matmul_scratch_);      // up: [n, n_ff]
+  SwiGlu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff, pool_);
+  MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  AddInPlace(x_.data(), tmp_.data(), embd, pool_);
+}
+
+void LlamaContext::Attention(int32_t il, int32_t n) {
+  const ModelConfig& c = model_->config();
+  const int32_t hd = c.head_dim;
+  const int32_t q_dim = c.n_head * hd;
+  const int32_t kv_dim = c.n_head_kv * hd;
+  const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const vec_dot_fn dot_f32 = ActiveKernels()[GgmlType::kF32].vec_dot;
+
+  // Rotate q and k, then store k and v at each token's position, so that every
+  // token of the step sees the earlier tokens of its own sequence.
+  pool_.Run([&](int ith, int nth) {
+    Range r = SplitRange(n, ith, nth);
+    for (int64_t t = r.begin; t < r.end; ++t) {
+      const float* cs = rope_.data() + t * c.rope_dim;
+      for (int32_t h = 0; h < c.n_head; ++h) RopeHead(q_.data() + t * q_dim + h * hd, cs, c.rope_dim);
+      for (int32_t h = 0; h < c.n_head_kv; ++h) {
+        float* kh = k_.data() + t * kv_dim + h * hd;
+        RopeHead(kh, cs, c.rope_dim);
+        std::copy_n(kh, hd, seq_of_[t]->row(il, 0, h, pos_of_[t]));
+        std::copy_n(v_.data() + t * kv_dim + h * hd, hd, seq_of_[t]->row(il, 1, h, pos_of_[t]));
+      }
+    }
+  });
+
+  // softmax(q·Kᵀ · scale) · V per (token, head), causal within the sequence.
+  const int64_t n_items = static_cast<int64_t>(n) * c.n_head;
+  pool_.Run([&](int ith, int nth) {
+    float* p = scores_.data() + static_cast<size_t>(ith) * options_.n_ctx;
+    Range r = SplitRange(n_items, ith, nth);
+    for (int64_t item = r.begin; item < r.end; ++item) {
+      const int64_t t = item / c.n_head;
+      const int32_t h = static_cast<int32_t>(item % c.n_head);
+      const int32_t kvh = h / group;
+      KvSequence& seq = *seq_of_[t];
+      const int32_t n_pos = pos_of_[t] + 1;
+      const float* qh = q_.data() + t * q_dim + h * hd;
+      float max = -INFINITY;
+      for (int32_t j = 0; j < n_pos; ++j) {
+        p[j] = dot_f32(hd, seq.row(il, 0, kvh, j), qh) * scale;
+        max = std::max(max, p[j]);
+      }
+      double sum = 0.0;
+      for (int32_t j = 0; j < n_pos; ++j) {
+        p[j] = std::exp(p[j] - max);
+        sum += p[j];
+      }
+      const float inv = static_cast<float>(1.0 / sum);
+      float* out = attn_.data() + t * q_dim + h * hd;
+      std::fill_n(out, hd, 0.0f);
+      for (int32_t j = 0; j < n_pos; ++j) {
+        const float w = p[j] * inv;
+        const float* vj = seq.row(il, 1, kvh, j);
+        for (int32_t d = 0; d < hd; ++d) out[d] += w * vj[d];
+      }
+    }
+  });
+}
+
+}  // namespace valet

@@ -1,0 +1,96 @@
+// Per-use state for running a LlamaModel: scratch buffers, the thread pool and
+// the forward pass itself. The model is shared and immutable; KV state lives in
+// KvSequence objects owned by the caller, so one context can serve many
+// sequences in one batch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kv/kv_pool.h"
+#include "model/llama_model.h"
+#include "valet/status.h"
+
+namespace valet {
+
+enum class LogitsMode {
+  kNone,  // just extend the KV cache (a prefill chunk that is not the last)
+  kLast,  // logits after the item's last token
+  kAll,   // logits after every token of the item (teacher forcing, scoring)
+};
+
+// One sequence's share of a forward step: `tokens` are appended at positions
+// seq->n_tokens() onwards.
+struct BatchItem {
+  KvSequence* seq = nullptr;
+  std::span<const int32_t> tokens;
+  LogitsMode logits = LogitsMode::kLast;
+};
+
+struct ContextOptions {
+  int n_threads = ThreadPool::DefaultThreadCount();
+  int32_t n_ctx = 0;             // positions per sequence; 0 = the model's training context
+  int32_t max_batch_tokens = 512;  // tokens per forward step (sizes the scratch buffers)
+};
+
+// Cumulative engine counters, the raw material of the cost models above.
+struct ForwardStats {
+  int64_t steps = 0;
+  int64_t tokens = 0;
+  double seconds = 0.0;
+};
+
+class LlamaContext {
+ public:
+  static Result<std::unique_ptr<LlamaContext>> Create(std::shared_ptr<const LlamaModel> model,
+                                                      const ContextOptions& options);
+
+  const LlamaModel& model() const { return *model_; }
+  const ContextOptions& options() const { return options_; }
+  const ForwardStats& stats() const { return stats_; }
+  int n_threads() const { return pool_.size(); }
+  // Bytes of scratch memory the forward pass holds.
+  size_t scratch_bytes() const;
+
+  // Runs one forward step over the batch (each sequence at most once) and
+  // writes the requested logits row after row, in item order:
+  // logits is [n_rows, n_vocab]. On error no sequence is changed.
+  Status Forward(std::span<const BatchItem> batch, std::vector<float>& logits);
+
+ private:
+  LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options);
+  Status Validate(std::span<const BatchItem> batch, int32_t* n_tokens, int32_t* n_rows) const;
+  void Layer(const LlamaLayer& layer, int32_t il, int32_t n);
+  void Attention(int32_t il, int32_t n);
+
+  std::shared_ptr<const LlamaModel> model_;
+  ContextOptions options_;
+  ThreadPool pool_;
+  MatMulScratch matmul_scratch_;
+  ForwardStats stats_;
+
+  // Per-token bookkeeping of the current step.
+  std::vector<int32_t> ids_;         // [n]
+  std::vector<KvSequence*> seq_of_;  // [n]
+  std::vector<int32_t> pos_of_;      // [n]
+  std::vector<int32_t> out_rows_;    // [n_rows] token index of each logits row
+
+  // Activations; n = tokens in the step.
+  std::vector<float> x_;       // [n, n_embd] residual stream
+  std::vector<float> xn_;      // [n, n_embd] normalised input of a sub-layer
+  std::vector<float> q_;       // [n, n_head * head_dim]
+  std::vector<float> k_;       // [n, n_head_kv * head_dim]
+  std::vector<float> v_;       // [n, n_head_kv * head_dim]
+  std::vector<float> attn_;    // [n, n_head * head_dim]
+  std::vector<float> gate_;    // [n, n_ff]
+  std::vector<float> up_;      // [n, n_ff]
+  std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
+  std::vector<float> rope_;    // [n, rope_dim] cos/sin pairs per token
+  std::vector<float> scores_;  // [n_threads, n_ctx] attention weights
+};
+
+}  // namespace valet

@@ -1,0 +1,59 @@
+// A loaded Llama-family model: configuration plus weight views into the
+// memory-mapped GGUF file. Immutable after Load, so any number of contexts and
+// threads may share one instance.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kernels/matmul.h"
+#include "model/model_config.h"
+#include "valet/status.h"
+
+namespace valet {
+
+struct LlamaLayer {
+  const float* attn_norm;  // [n_embd]
+  WeightMatrix wq;         // [n_embd -> n_head * head_dim]
+  WeightMatrix wk;         // [n_embd -> n_head_kv * head_dim]
+  WeightMatrix wv;         // [n_embd -> n_head_kv * head_dim]
+  WeightMatrix wo;         // [n_head * head_dim -> n_embd]
+  const float* ffn_norm;   // [n_embd]
+  WeightMatrix w_gate;     // [n_embd -> n_ff]
+  WeightMatrix w_up;       // [n_embd -> n_ff]
+  WeightMatrix w_down;     // [n_ff -> n_embd]
+};
+
+class LlamaModel {
+ public:
+  static Result<std::shared_ptr<const LlamaModel>> Load(const std::string& path);
+
+  const ModelConfig& config() const { return config_; }
+  const GgufFile& file() const { return file_; }
+  const WeightMatrix& token_embd() const { return token_embd_; }  // [n_embd -> n_vocab] rows per token
+  const float* output_norm() const { return output_norm_; }       // [n_embd]
+  const WeightMatrix& output() const { return output_; }          // [n_embd -> n_vocab]; may alias token_embd
+  bool tied_output() const { return tied_output_; }
+  const std::vector<LlamaLayer>& layers() const { return layers_; }
+  // Bytes of tensor data in the file (all mapped, none copied).
+  size_t weight_bytes() const { return weight_bytes_; }
+
+ private:
+  explicit LlamaModel(GgufFile file) : file_(std::move(file)) {}
+  Status BindTensors();
+  Result<WeightMatrix> Matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
+  Result<const float*> Vector(const std::string& name, int64_t n) const;
+
+  GgufFile file_;
+  ModelConfig config_;
+  WeightMatrix token_embd_{};
+  const float* output_norm_ = nullptr;
+  WeightMatrix output_{};
+  bool tied_output_ = false;
+  std::vector<LlamaLayer> layers_;
+  size_t weight_bytes_ = 0;
+};
+
+}  // namespace valet

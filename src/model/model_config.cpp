@@ -1,0 +1,79 @@
+#include "model/model_config.h"
+
+#include <limits>
+
+#include "gguf/gguf_file.h"
+
+namespace valet {
+namespace {
+
+// Reads `<arch>.<suffix>` as a positive int32; `fallback` < 0 makes it required.
+Result<int32_t> ReadDim(const GgufFile& file, const std::string& key, int64_t fallback = -1) {
+  if (file.Find(key) == nullptr) {
+    if (fallback >= 0) return static_cast<int32_t>(fallback);
+    return NotFound(file.path() + ": missing metadata key '" + key + "'");
+  }
+  VALET_ASSIGN_OR_RETURN(uint64_t v, file.GetUint(key));
+  if (v == 0 || v > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+    return Corrupt(file.path() + ": metadata '" + key + "' = " + std::to_string(v) + " is out of range");
+  }
+  return static_cast<int32_t>(v);
+}
+
+Result<float> ReadFloat(const GgufFile& file, const std::string& key, float fallback) {
+  if (file.Find(key) == nullptr) return fallback;
+  VALET_ASSIGN_OR_RETURN(double v, file.GetFloat(key));
+  if (!(v > 0.0) || v > 1e12) {
+    return Corrupt(file.path() + ": metadata '" + key + "' = " + std::to_string(v) + " is out of range");
+  }
+  return static_cast<float>(v);
+}
+
+}  // namespace
+
+Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
+  ModelConfig c;
+  VALET_ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
+  c.architecture = std::string(arch);
+  if (c.architecture != "llama") {
+    return Unsupported(file.path() + ": unknown architecture '" + c.architecture +
+                       "' (valet runs 'llama')");
+  }
+  if (file.Find("general.name") != nullptr) {
+    VALET_ASSIGN_OR_RETURN(std::string_view name, file.GetString("general.name"));
+    c.name = std::string(name);
+  }
+  const std::string p = c.architecture + ".";
+  VALET_ASSIGN_OR_RETURN(c.n_embd, ReadDim(file, p + "embedding_length"));
+  VALET_ASSIGN_OR_RETURN(c.n_layer, ReadDim(file, p + "block_count"));
+  VALET_ASSIGN_OR_RETURN(c.n_ff, ReadDim(file, p + "feed_forward_length"));
+  VALET_ASSIGN_OR_RETURN(c.n_head, ReadDim(file, p + "attention.head_count"));
+  VALET_ASSIGN_OR_RETURN(c.n_head_kv, ReadDim(file, p + "attention.head_count_kv", c.n_head));
+  VALET_ASSIGN_OR_RETURN(c.n_ctx_train, ReadDim(file, p + "context_length", 2048));
+  if (c.n_embd % c.n_head != 0 || c.n_head % c.n_head_kv != 0) {
+    return Corrupt(file.path() + ": embedding length " + std::to_string(c.n_embd) + ", " +
+                   std::to_string(c.n_head) + " heads and " + std::to_string(c.n_head_kv) +
+                   " KV heads do not divide evenly");
+  }
+  VALET_ASSIGN_OR_RETURN(c.head_dim, ReadDim(file, p + "attention.key_length", c.n_embd / c.n_head));
+  if (c.head_dim * c.n_head != c.n_embd) {
+    return Unsupported(file.path() + ": head size " + std::to_string(c.head_dim) +
+                       " times head count differs from the embedding length");
+  }
+  VALET_ASSIGN_OR_RETURN(c.rope_dim, ReadDim(file, p + "rope.dimension_count", c.head_dim));
+  if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
+    return Corrupt(file.path() + ": rope dimension " + std::to_string(c.rope_dim) +
+                   " must be even and at most the head size " + std::to_string(c.head_dim));
+  }
+  VALET_ASSIGN_OR_RETURN(c.rope_base, ReadFloat(file, p + "rope.freq_base", 10000.0f));
+  VALET_ASSIGN_OR_RETURN(c.rms_eps, ReadFloat(file, p + "attention.layer_norm_rms_epsilon", 1e-5f));
+  return c;
+}
+
+int64_t ModelConfig::n_params() const {
+  const int64_t attn = int64_t{n_embd} * n_embd * 2 + int64_t{n_embd} * head_dim * n_head_kv * 2;
+  const int64_t ffn = int64_t{n_embd} * n_ff * 3;
+  return n_layer * (attn + ffn);
+}
+
+}  // namespace valet

@@ -1,0 +1,34 @@
+// Hyper-parameters of a Llama-family model, read from GGUF metadata.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "valet/status.h"
+
+namespace valet {
+
+class GgufFile;
+
+struct ModelConfig {
+  std::string architecture;  // "llama"
+  std::string name;          // general.name, if any
+  int32_t n_vocab = 0;
+  int32_t n_ctx_train = 0;   // context length the model was trained for
+  int32_t n_embd = 0;
+  int32_t n_layer = 0;
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;     // < n_head for grouped-query attention
+  int32_t head_dim = 0;
+  int32_t n_ff = 0;
+  int32_t rope_dim = 0;      // leading dims of each head that RoPE rotates
+  float rope_base = 10000.0f;
+  float rms_eps = 1e-5f;
+
+  // Validates the metadata of `file`; errors name the file and the key.
+  static Result<ModelConfig> FromGguf(const GgufFile& file);
+  // Parameters of the attention/FFN weights (no embeddings), for reports.
+  int64_t n_params() const;
+};
+
+}  // namespace valet

@@ -1,0 +1,138 @@
+#include "tokenizer/vocabulary.h"
+
+#include <algorithm>
+#include <cassert>
+#include <optional>
+#include <utility>
+
+namespace valet {
+namespace {
+
+std::optional<uint8_t> HexDigit(char c) {
+  if (c >= '0' && c <= '9') return static_cast<uint8_t>(c - '0');
+  if (c >= 'A' && c <= 'F') return static_cast<uint8_t>(c - 'A' + 10);
+  if (c >= 'a' && c <= 'f') return static_cast<uint8_t>(c - 'a' + 10);
+  return std::nullopt;
+}
+
+// "<0xNN>" -> NN.
+std::optional<uint8_t> ParseByteText(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return std::nullopt;
+  std::optional<uint8_t> hi = HexDigit(text[3]);
+  std::optional<uint8_t> lo = HexDigit(text[4]);
+  if (!hi || !lo) return std::nullopt;
+  return static_cast<uint8_t>(*hi << 4 | *lo);
+}
+
+std::string ByteText(uint8_t byte) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  return std::string{'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
+}
+
+bool IsSplitting(TokenType type) {
+  return type == TokenType::kControl || type == TokenType::kUserDefined ||
+         type == TokenType::kUnknown;
+}
+
+Status CheckModel(const std::string& model) {
+  if (model == "llama") return Status::Ok();
+  return Unsupported("tokenizer model '" + model +
+                     "' is not supported yet: valet handles SentencePiece ('llama') "
+                     "vocabularies; BPE and others are planned");
+}
+
+Status CheckSpecialId(const char* name, int32_t id, size_t n_tokens) {
+  if (id == Vocabulary::kNoToken || (id >= 0 && static_cast<size_t>(id) < n_tokens)) {
+    return Status::Ok();
+  }
+  return Corrupt(std::string(name) + " token id " + std::to_string(id) +
+                 " is outside the vocabulary of " + std::to_string(n_tokens) + " tokens");
+}
+
+Status CheckParts(const VocabularyParts& parts) {
+  VALET_RETURN_IF_ERROR(CheckModel(parts.model));
+  const size_t n = parts.tokens.size();
+  if (n == 0) return Corrupt("vocabulary has no tokens");
+  if (n > static_cast<size_t>(INT32_MAX)) return Corrupt("vocabulary is too large");
+  if (!parts.scores.empty() && parts.scores.size() != n) {
+    return Corrupt("vocabulary has " + std::to_string(n) + " tokens but " +
+                   std::to_string(parts.scores.size()) + " scores");
+  }
+  if (!parts.types.empty() && parts.types.size() != n) {
+    return Corrupt("vocabulary has " + std::to_string(n) + " tokens but " +
+                   std::to_string(parts.types.size()) + " token types");
+  }
+  VALET_RETURN_IF_ERROR(CheckSpecialId("BOS", parts.bos_id, n));
+  VALET_RETURN_IF_ERROR(CheckSpecialId("EOS", parts.eos_id, n));
+  VALET_RETURN_IF_ERROR(CheckSpecialId("UNK", parts.unk_id, n));
+  VALET_RETURN_IF_ERROR(CheckSpecialId("PAD", parts.pad_id, n));
+  for (size_t i = 0; i < parts.types.size(); ++i) {
+    const auto raw = static_cast<int32_t>(parts.types[i]);
+    if (raw < 0 || raw > static_cast<int32_t>(TokenType::kByte)) {
+      return Corrupt("token " + std::to_string(i) + " has unknown type " + std::to_string(raw));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+size_t Vocabulary::Index(int32_t id) const {
+  assert(Contains(id) && "token id outside the vocabulary");
+  return static_cast<size_t>(id);
+}
+
+Result<Vocabulary> Vocabulary::FromParts(VocabularyParts parts) {
+  VALET_RETURN_IF_ERROR(CheckParts(parts));
+  const size_t n = parts.tokens.size();
+  Vocabulary vocab;
+  vocab.model_ = std::move(parts.model);
+  vocab.texts_ = std::move(parts.tokens);
+  vocab.scores_ = parts.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(parts.scores);
+  vocab.types_ =
+      parts.types.empty() ? std::vector<TokenType>(n, TokenType::kNormal) : std::move(parts.types);
+  vocab.bos_id_ = parts.bos_id;
+  vocab.eos_id_ = parts.eos_id;
+  vocab.unk_id_ = parts.unk_id;
+  vocab.pad_id_ = parts.pad_id;
+  vocab.add_bos_ = parts.add_bos;
+  vocab.add_eos_ = parts.add_eos;
+  vocab.add_space_prefix_ = parts.add_space_prefix;
+  VALET_RETURN_IF_ERROR(vocab.BuildIndexes());
+  return vocab;
+}
+
+Status Vocabulary::BuildIndexes() {
+  const int32_t n = size();
+  byte_values_.assign(texts_.size(), 0);
+  text_to_id_.reserve(texts_.size());
+  for (int32_t id = 0; id < n; ++id) {
+    text_to_id_.insert_or_assign(texts_[id], id);  // later ids win, as in llama.cpp
+    if (types_[id] == TokenType::kByte) {
+      std::optional<uint8_t> byte = ParseByteText(texts_[id]);
+      if (!byte) {
+        return Corrupt("byte token " + std::to_string(id) + " is not of the form <0xNN>");
+      }
+      byte_values_[id] = *byte;
+    }
+    if (IsSplitting(types_[id]) && !texts_[id].empty()) splitting_tokens_.push_back(id);
+  }
+  for (int b = 0; b < 256; ++b) {
+    const auto byte = static_cast<uint8_t>(b);
+    int32_t id = Lookup(ByteText(byte));
+    if (id == kNoToken) id = Lookup(std::string(1, static_cast<char>(byte)));
+    byte_tokens_[byte] = id;
+  }
+  // Longest first so that a special text containing another one wins; ids break
+  // ties to keep the order deterministic.
+  std::stable_sort(splitting_tokens_.begin(), splitting_tokens_.end(),
+                   [this](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
+  return Status::Ok();
+}
+
+int32_t Vocabulary::Lookup(std::string_view text) const {
+  auto it = text_to_id_.find(text);
+  return it == text_to_id_.end() ? kNoToken : it->second;
+}
+
+}  // namespace valet

@@ -1,0 +1,50 @@
+// Flag parsing for the valet CLI: every command declares its flags, values are
+// validated with a range, and any mistake becomes a one-line error (exit 2).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "valet/status.h"
+
+namespace valet::cli {
+
+struct FlagSpec {
+  const char* name;        // "--temp"
+  const char* short_name;  // "-t", or nullptr
+  bool takes_value;
+  const char* help;
+};
+
+class Args {
+ public:
+  static Result<Args> Parse(std::span<const FlagSpec> specs, std::span<char* const> argv);
+
+  bool Has(const std::string& name) const { return values_.count(name) != 0; }
+  Result<std::string> String(const std::string& name, std::optional<std::string> fallback) const;
+  Result<int64_t> Int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
+  Result<double> Double(const std::string& name, double fallback, double min, double max) const;
+  // Every value given for a repeatable flag, in order.
+  std::vector<std::string> All(const std::string& name) const;
+
+ private:
+  std::multimap<std::string, std::string> values_;
+};
+
+std::string Usage(const char* command, const char* synopsis, std::span<const FlagSpec> specs);
+
+}  // namespace valet::cli
+
+namespace valet::cli {
+
+// Parses `argv` for `command`. Returns the exit code to stop with (--help
+// prints usage and gives 0; a parse error prints it and gives 2) or nothing
+// when the command should go on with `*out`.
+std::optional<int> ParseCommandLine(const char* command, const char* synopsis, std::span<const FlagSpec> specs,
+                                    std::span<char* const> argv, Args* out);
+
+}  // namespace valet::cli

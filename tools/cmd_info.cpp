@@ -1,0 +1,70 @@
+// valet info: a model's metadata, tensor table, configuration and memory.
+#include <cstdio>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "engine/engine.h"
+#include "kernels/kernel_table.h"
+#include "process_memory.h"
+
+namespace valet::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"--model", "-m", true, "GGUF model file (required)"},
+    {"--ctx-size", "-c", true, "context size used for the memory report (default: the model's)"},
+};
+
+std::string ShapeText(const GgufTensorInfo& t) {
+  std::string s;
+  for (int i = 0; i < t.n_dims; ++i) s += (i ? " x " : "") + std::to_string(t.ne[i]);
+  return s;
+}
+
+void PrintFile(const GgufFile& f) {
+  std::printf("file: %s (GGUF v%u, %zu bytes, alignment %zu)\n\nmetadata (%zu keys):\n", f.path().c_str(),
+              f.version(), f.file_size(), f.alignment(), f.metadata_count());
+  for (const GgufKeyValue& kv : f.metadata()) {
+    std::printf("  %-44.*s %s\n", static_cast<int>(kv.key.size()), kv.key.data(),
+                GgufFile::ValueToString(kv.value).c_str());
+  }
+  std::printf("\ntensors (%zu):\n  %-32s %-6s %-16s %12s %12s\n", f.tensors().size(), "name", "type", "shape",
+              "offset", "bytes");
+  for (const GgufTensorInfo& t : f.tensors()) {
+    std::printf("  %-32s %-6s %-16s %12llu %12zu\n", t.name.c_str(), GgmlTypeName(t.type), ShapeText(t).c_str(),
+                static_cast<unsigned long long>(t.offset), t.nbytes);
+  }
+}
+
+}  // namespace
+
+int RunInfo(std::span<char* const> argv) {
+  Args args;
+  if (auto code = ParseCommandLine("info", "-m MODEL", kFlags, argv, &args)) return *code;
+  EngineOptions options;
+  Result<std::string> path = args.String("--model", std::nullopt);
+  if (!path.ok()) return Fail("info", path.status());
+  options.model_path = *path;
+  Result<int64_t> n_ctx = args.Int("--ctx-size", 0, 0, 1 << 20);
+  if (!n_ctx.ok()) return Fail("info", n_ctx.status());
+  options.n_ctx = static_cast<int32_t>(*n_ctx);
+  options.n_threads = 1;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(options);
+  if (!engine.ok()) return Fail("info", engine.status());
+  const Engine& e = **engine;
+  PrintFile(e.model().file());
+  const ModelConfig& c = e.model().config();
+  std::printf("\nmodel: %s, %d layers, n_embd %d, %d heads (%d KV, head size %d), n_ff %d, vocab %d, "
+              "context %d, RoPE base %g over %d dims, RMS eps %g, %s output\n",
+              c.architecture.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
+              c.n_ctx_train, c.rope_base, c.rope_dim, c.rms_eps, e.model().tied_output() ? "tied" : "separate");
+  std::printf("kernels: %s\n", ActiveKernelsName());
+  const MemoryReport m = e.memory();
+  std::printf("memory: weights %.2f MiB mapped, KV pool %.2f MiB (%d blocks of %d tokens), scratch %.2f MiB, "
+              "process resident %.2f MiB\n",
+              m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
+              e.options().kv_block_tokens, m.scratch / 1048576.0, ResidentBytes() / 1048576.0);
+  return 0;
+}
+
+}  // namespace valet::cli

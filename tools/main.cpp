@@ -1,0 +1,56 @@
+// valet: the command-line front end. `valet <command> --help` for flags.
+#include <cstdio>
+#include <cstring>
+#include <span>
+
+#include "commands.h"
+#include "valet/status.h"
+
+namespace valet::cli {
+
+int Fail(const char* command, const Status& status) {
+  std::fprintf(stderr, "valet %s: error: %s\n", command, status.message().c_str());
+  const bool bad_input = status.code() != StatusCode::kIo && status.code() != StatusCode::kInternal;
+  return bad_input ? 2 : 1;
+}
+
+}  // namespace valet::cli
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(std::span<char* const>);
+  const char* summary;
+};
+
+constexpr Command kCommands[] = {
+    {"generate", valet::cli::RunGenerate, "generate text from a prompt"},
+    {"info", valet::cli::RunInfo, "print a model's metadata, tensors and memory"},
+    {"synth-model", valet::cli::RunSynthModel, "write a seeded random Llama GGUF (the built-in models)"},
+    {"bench-engine", valet::cli::RunBenchEngine, "prefill/decode throughput (pp512/tg128)"},
+};
+
+void PrintHelp(std::FILE* out) {
+  std::fprintf(out, "usage: valet <command> [flags]\n\ncommands:\n");
+  for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
+  std::fprintf(out, "\n`valet <command> --help` lists a command's flags.\n");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintHelp(stderr);
+    return 2;
+  }
+  if (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    PrintHelp(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (std::strcmp(argv[1], c.name) == 0) return c.run(std::span<char* const>(argv + 2, argc - 2));
+  }
+  std::fprintf(stderr, "valet: error: unknown command '%s' (try `valet --help`)\n", argv[1]);
+  return 2;
+}
