@@ -56,9 +56,9 @@ GgufWriter WithTensors(uint32_t alignment) {
     size_t nbytes;
   };
   const T tensors[] = {
-      {"f32", GgmlType::kF32, {4, 2}, 32},      {"f16", GgmlType::kF16, {8}, 16},
-      {"q8_0", GgmlType::kQ8_0, {32, 2}, 68},   {"q4_0", GgmlType::kQ4_0, {32}, 18},
-      {"q4_k", GgmlType::kQ4_K, {256}, 144},    {"q6_k", GgmlType::kQ6_K, {256}, 210},
+      {"f32", GgmlType::kF32, {4, 2}, 32},        {"f16", GgmlType::kF16, {8}, 16},
+      {"q8_0", GgmlType::kQ8_0, {32, 2}, 68},     {"q4_0", GgmlType::kQ4_0, {32}, 18},
+      {"q4_k", GgmlType::kQ4_K, {256}, 144},      {"q6_k", GgmlType::kQ6_K, {256}, 210},
       {"bf16", GgmlType::kBF16, {2, 1, 1, 2}, 8},
   };
   uint8_t seed = 1;
@@ -88,7 +88,8 @@ int main(int argc, char** argv) {
   const bool ok = Write(dir + "/seed-metadata.gguf", MetadataOnly().Serialize()) &&
                   Write(dir + "/seed-tensors-a32.gguf", WithTensors(32).Serialize()) &&
                   Write(dir + "/seed-tensors-a8.gguf", WithTensors(8).Serialize()) &&
-                  Write(dir + "/seed-v2.gguf", v2) && Write(dir + "/seed-empty.gguf", GgufWriter().Serialize());
+                  Write(dir + "/seed-v2.gguf", v2) &&
+                  Write(dir + "/seed-empty.gguf", GgufWriter().Serialize());
   if (!ok) {
     std::perror(dir.c_str());
     return 1;

@@ -39,7 +39,8 @@ Result<Flags> ReadFlags(const Args& a) {
 
 int RunSynthModel(std::span<char* const> argv) {
   Args args;
-  if (auto code = ParseCommandLine("synth-model", "--preset NAME -o FILE [flags]", kFlags, argv, &args)) {
+  if (auto code =
+          ParseCommandLine("synth-model", "--preset NAME -o FILE [flags]", kFlags, argv, &args)) {
     return *code;
   }
   Result<Flags> flags = ReadFlags(args);
@@ -53,8 +54,8 @@ int RunSynthModel(std::span<char* const> argv) {
   const int64_t params = SynthParamCount(SynthPresetShape(m.preset));
   std::printf("%s: preset %s, type %s, seed %llu, %lld parameters (%.1fM), %ju bytes (%.1f MB)\n",
               flags->path.c_str(), SynthPresetName(m.preset), SynthTypeName(m.type),
-              static_cast<unsigned long long>(m.seed), static_cast<long long>(params), params / 1e6, size,
-              size / 1e6);
+              static_cast<unsigned long long>(m.seed), static_cast<long long>(params), params / 1e6,
+              size, size / 1e6);
   return 0;
 }
 

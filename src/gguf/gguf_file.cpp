@@ -13,9 +13,10 @@ constexpr uint32_t kMinVersion = 2;
 constexpr uint32_t kMaxVersion = 3;
 constexpr int kMaxDims = 4;
 // Smallest encodings, used to reject counts that cannot fit before reserving.
-constexpr size_t kMinKeyValueSize = 8 + 4 + 1;             // key length, type, 1-byte value
-constexpr size_t kMinTensorInfoSize = 8 + 4 + 8 + 4 + 8;   // name length, n_dims, ne[0], type, offset
-constexpr size_t kMinNestedArraySize = 4 + 8;              // element type, count
+constexpr size_t kMinKeyValueSize = 8 + 4 + 1;  // key length, type, 1-byte value
+constexpr size_t kMinTensorInfoSize =
+    8 + 4 + 8 + 4 + 8;                         // name length, n_dims, ne[0], type, offset
+constexpr size_t kMinNestedArraySize = 4 + 8;  // element type, count
 
 std::string Quoted(std::string_view s) {
   std::string out(1, '\'');
@@ -33,7 +34,9 @@ float ToFloat(double d) {
   return static_cast<float>(d);
 }
 
-bool IsKnownValueType(uint32_t raw) { return raw <= static_cast<uint32_t>(GgufValueType::kFloat64); }
+bool IsKnownValueType(uint32_t raw) {
+  return raw <= static_cast<uint32_t>(GgufValueType::kFloat64);
+}
 
 // Minimum encoded size of one array element of this type.
 size_t MinElementSize(GgufValueType t) {
@@ -48,7 +51,8 @@ size_t MinElementSize(GgufValueType t) {
 // checked against the buffer; all size arithmetic is overflow checked.
 class GgufFile::Parser {
  public:
-  explicit Parser(GgufFile& file) : f_(file), base_(file.bytes_.data()), size_(file.bytes_.size()) {}
+  explicit Parser(GgufFile& file)
+      : f_(file), base_(file.bytes_.data()), size_(file.bytes_.size()) {}
 
   Status Run() {
     uint64_t n_tensors = 0;
@@ -64,7 +68,9 @@ class GgufFile::Parser {
   }
 
  private:
-  Status Fail(StatusCode code, const std::string& msg) const { return {code, f_.path_ + ": " + msg}; }
+  Status Fail(StatusCode code, const std::string& msg) const {
+    return {code, f_.path_ + ": " + msg};
+  }
   Status Truncated(const char* what) const {
     return Fail(StatusCode::kCorrupt, std::string("truncated file: ") + what + " at offset " +
                                           std::to_string(pos_) + " runs past the end (file size " +
@@ -113,7 +119,8 @@ class GgufFile::Parser {
   Status ReadHeader(uint64_t* n_tensors, uint64_t* n_kv) {
     const uint8_t* magic = nullptr;
     if (size_ < sizeof(kMagic)) {
-      return Fail(StatusCode::kCorrupt, "not a GGUF file (only " + std::to_string(size_) + " bytes)");
+      return Fail(StatusCode::kCorrupt,
+                  "not a GGUF file (only " + std::to_string(size_) + " bytes)");
     }
     VALET_RETURN_IF_ERROR(ReadBytes(sizeof(kMagic), &magic, "magic"));
     if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
@@ -195,7 +202,8 @@ class GgufFile::Parser {
         return Status::Ok();
       case GgufValueType::kArray:
         if (depth >= kMaxArrayDepth) {
-          return Fail(StatusCode::kCorrupt, "metadata key " + Quoted(key) + " nests arrays deeper than " +
+          return Fail(StatusCode::kCorrupt, "metadata key " + Quoted(key) +
+                                                " nests arrays deeper than " +
                                                 std::to_string(kMaxArrayDepth) + " levels");
         }
         out->items.resize(n);
@@ -214,7 +222,8 @@ class GgufFile::Parser {
     idx.resize(f_.metadata_.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
     const auto& md = f_.metadata_;
-    std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return md[a].key < md[b].key; });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](uint32_t a, uint32_t b) { return md[a].key < md[b].key; });
     for (size_t i = 1; i < idx.size(); ++i) {
       if (md[idx[i - 1]].key == md[idx[i]].key) {
         return Fail(StatusCode::kCorrupt, "duplicate metadata key " + Quoted(md[idx[i]].key));
@@ -228,8 +237,9 @@ class GgufFile::Parser {
     if (v == nullptr) return Status::Ok();
     const std::optional<uint64_t> a = v->AsUint();
     if (!a.has_value() || !IsPowerOfTwo(*a) || *a > (uint64_t{1} << 30)) {
-      return Fail(StatusCode::kCorrupt, "general.alignment must be a non-zero power of two integer, got " +
-                                            GgufValueToString(*v, 2));
+      return Fail(StatusCode::kCorrupt,
+                  "general.alignment must be a non-zero power of two integer, got " +
+                      GgufValueToString(*v, 2));
     }
     f_.alignment_ = static_cast<size_t>(*a);
     return Status::Ok();
@@ -255,14 +265,16 @@ class GgufFile::Parser {
     uint32_t n_dims = 0;
     VALET_RETURN_IF_ERROR(ReadPod(&n_dims, "tensor dimension count"));
     if (n_dims < 1 || n_dims > kMaxDims) {
-      return TensorError(StatusCode::kCorrupt, *t, "has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
+      return TensorError(StatusCode::kCorrupt, *t,
+                         "has " + std::to_string(n_dims) + " dimensions (1 to 4 allowed)");
     }
     t->n_dims = static_cast<int>(n_dims);
     for (uint32_t d = 0; d < n_dims; ++d) {
       uint64_t raw = 0;
       VALET_RETURN_IF_ERROR(ReadPod(&raw, "tensor dimension"));
       if (raw > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return TensorError(StatusCode::kCorrupt, *t, "dimension " + std::to_string(d) + " is negative");
+        return TensorError(StatusCode::kCorrupt, *t,
+                           "dimension " + std::to_string(d) + " is negative");
       }
       t->ne[d] = static_cast<int64_t>(raw);
     }
@@ -313,7 +325,8 @@ class GgufFile::Parser {
     const auto& ts = f_.tensors_;
     idx.resize(ts.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
-    std::stable_sort(idx.begin(), idx.end(), [&](uint32_t a, uint32_t b) { return ts[a].name < ts[b].name; });
+    std::stable_sort(idx.begin(), idx.end(),
+                     [&](uint32_t a, uint32_t b) { return ts[a].name < ts[b].name; });
     for (size_t i = 1; i < idx.size(); ++i) {
       if (ts[idx[i - 1]].name == ts[idx[i]].name) {
         return Fail(StatusCode::kCorrupt, "duplicate tensor name " + Quoted(ts[idx[i]].name));
@@ -332,22 +345,23 @@ class GgufFile::Parser {
     f_.data_offset_ = data_offset;
     if (f_.tensors_.empty()) return Status::Ok();
     if (data_offset > size_) {
-      return Fail(StatusCode::kCorrupt, "tensor data section would start at offset " +
-                                            std::to_string(data_offset) + ", past the end of the file (size " +
-                                            std::to_string(size_) + ")");
+      return Fail(StatusCode::kCorrupt,
+                  "tensor data section would start at offset " + std::to_string(data_offset) +
+                      ", past the end of the file (size " + std::to_string(size_) + ")");
     }
     const uint64_t data_size = size_ - data_offset;
     for (GgufTensorInfo& t : f_.tensors_) {
       if (t.offset % align != 0) {
         return TensorError(StatusCode::kCorrupt, t,
-                           "data offset " + std::to_string(t.offset) + " is not a multiple of the alignment " +
-                               std::to_string(align));
+                           "data offset " + std::to_string(t.offset) +
+                               " is not a multiple of the alignment " + std::to_string(align));
       }
       uint64_t end = 0;
       if (__builtin_add_overflow(t.offset, uint64_t{t.nbytes}, &end) || end > data_size) {
         return TensorError(StatusCode::kCorrupt, t,
                            "data [" + std::to_string(t.offset) + ", +" + std::to_string(t.nbytes) +
-                               ") lies outside the " + std::to_string(data_size) + "-byte data section");
+                               ") lies outside the " + std::to_string(data_size) +
+                               "-byte data section");
       }
       t.data = base_ + data_offset + t.offset;
     }
@@ -359,7 +373,8 @@ class GgufFile::Parser {
     std::vector<uint32_t> by_offset(ts.size());
     for (size_t i = 0; i < by_offset.size(); ++i) by_offset[i] = static_cast<uint32_t>(i);
     std::sort(by_offset.begin(), by_offset.end(), [&](uint32_t a, uint32_t b) {
-      return ts[a].offset != ts[b].offset ? ts[a].offset < ts[b].offset : ts[a].nbytes < ts[b].nbytes;
+      return ts[a].offset != ts[b].offset ? ts[a].offset < ts[b].offset
+                                          : ts[a].nbytes < ts[b].nbytes;
     });
     for (size_t i = 1; i < by_offset.size(); ++i) {
       const GgufTensorInfo& prev = ts[by_offset[i - 1]];

@@ -70,8 +70,10 @@ class GgufFile {
   Result<bool> GetBool(std::string_view key) const;
   Result<std::string_view> GetString(std::string_view key) const;
   Result<std::vector<std::string_view>> GetStringArray(std::string_view key) const;
-  Result<std::vector<float>> GetFloatArray(std::string_view key) const;  // float or integer elements
-  Result<std::vector<int32_t>> GetIntArray(std::string_view key) const;  // integer elements that fit
+  Result<std::vector<float>> GetFloatArray(
+      std::string_view key) const;  // float or integer elements
+  Result<std::vector<int32_t>> GetIntArray(
+      std::string_view key) const;  // integer elements that fit
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   // O(log n).

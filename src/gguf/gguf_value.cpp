@@ -1,7 +1,6 @@
 #include "gguf/gguf_value.h"
 
 #include <cassert>
-#include <cinttypes>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -79,19 +78,32 @@ void AppendValue(std::string& out, const GgufValue& v, size_t max_items) {
 
 const char* GgufValueTypeName(GgufValueType type) {
   switch (type) {
-    case GgufValueType::kUint8: return "uint8";
-    case GgufValueType::kInt8: return "int8";
-    case GgufValueType::kUint16: return "uint16";
-    case GgufValueType::kInt16: return "int16";
-    case GgufValueType::kUint32: return "uint32";
-    case GgufValueType::kInt32: return "int32";
-    case GgufValueType::kFloat32: return "float32";
-    case GgufValueType::kBool: return "bool";
-    case GgufValueType::kString: return "string";
-    case GgufValueType::kArray: return "array";
-    case GgufValueType::kUint64: return "uint64";
-    case GgufValueType::kInt64: return "int64";
-    case GgufValueType::kFloat64: return "float64";
+    case GgufValueType::kUint8:
+      return "uint8";
+    case GgufValueType::kInt8:
+      return "int8";
+    case GgufValueType::kUint16:
+      return "uint16";
+    case GgufValueType::kInt16:
+      return "int16";
+    case GgufValueType::kUint32:
+      return "uint32";
+    case GgufValueType::kInt32:
+      return "int32";
+    case GgufValueType::kFloat32:
+      return "float32";
+    case GgufValueType::kBool:
+      return "bool";
+    case GgufValueType::kString:
+      return "string";
+    case GgufValueType::kArray:
+      return "array";
+    case GgufValueType::kUint64:
+      return "uint64";
+    case GgufValueType::kInt64:
+      return "int64";
+    case GgufValueType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
@@ -153,8 +165,7 @@ std::optional<uint64_t> GgufValue::AsUint() const {
 
 std::optional<int64_t> GgufValue::AsInt() const {
   if (!GgufIsInteger(type)) return std::nullopt;
-  if (!IsSigned(type) &&
-      scalar_bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+  if (!IsSigned(type) && scalar_bits > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return std::nullopt;
   }
   return static_cast<int64_t>(scalar_bits);
@@ -193,14 +204,30 @@ GgufValue GgufValue::FromScalarBytes(GgufValueType type, const uint8_t* p) {
   GgufValue v;
   v.type = type;
   switch (type) {
-    case GgufValueType::kUint8: v.scalar_bits = LoadLe<uint8_t>(p); break;
-    case GgufValueType::kBool: v.scalar_bits = LoadLe<uint8_t>(p); break;
-    case GgufValueType::kInt8: v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int8_t>(p)}); break;
-    case GgufValueType::kUint16: v.scalar_bits = LoadLe<uint16_t>(p); break;
-    case GgufValueType::kInt16: v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int16_t>(p)}); break;
-    case GgufValueType::kUint32: v.scalar_bits = LoadLe<uint32_t>(p); break;
-    case GgufValueType::kFloat32: v.scalar_bits = LoadLe<uint32_t>(p); break;
-    case GgufValueType::kInt32: v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int32_t>(p)}); break;
+    case GgufValueType::kUint8:
+      v.scalar_bits = LoadLe<uint8_t>(p);
+      break;
+    case GgufValueType::kBool:
+      v.scalar_bits = LoadLe<uint8_t>(p);
+      break;
+    case GgufValueType::kInt8:
+      v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int8_t>(p)});
+      break;
+    case GgufValueType::kUint16:
+      v.scalar_bits = LoadLe<uint16_t>(p);
+      break;
+    case GgufValueType::kInt16:
+      v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int16_t>(p)});
+      break;
+    case GgufValueType::kUint32:
+      v.scalar_bits = LoadLe<uint32_t>(p);
+      break;
+    case GgufValueType::kFloat32:
+      v.scalar_bits = LoadLe<uint32_t>(p);
+      break;
+    case GgufValueType::kInt32:
+      v.scalar_bits = static_cast<uint64_t>(int64_t{LoadLe<int32_t>(p)});
+      break;
     case GgufValueType::kUint64:
     case GgufValueType::kInt64:
     case GgufValueType::kFloat64:

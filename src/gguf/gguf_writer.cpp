@@ -20,7 +20,9 @@ void AppendString(std::vector<uint8_t>& out, std::string_view s) {
   out.insert(out.end(), s.begin(), s.end());
 }
 
-void AppendType(std::vector<uint8_t>& out, GgufValueType t) { AppendPod(out, static_cast<uint32_t>(t)); }
+void AppendType(std::vector<uint8_t>& out, GgufValueType t) {
+  AppendPod(out, static_cast<uint32_t>(t));
+}
 
 bool IsPowerOfTwo(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
@@ -38,11 +40,17 @@ GgufArray GgufArray::OfScalars(GgufValueType type, std::span<const T> v) {
 
 GgufArray GgufArray::Of(std::span<const uint8_t> v) { return OfScalars(GgufValueType::kUint8, v); }
 GgufArray GgufArray::Of(std::span<const int8_t> v) { return OfScalars(GgufValueType::kInt8, v); }
-GgufArray GgufArray::Of(std::span<const uint16_t> v) { return OfScalars(GgufValueType::kUint16, v); }
+GgufArray GgufArray::Of(std::span<const uint16_t> v) {
+  return OfScalars(GgufValueType::kUint16, v);
+}
 GgufArray GgufArray::Of(std::span<const int16_t> v) { return OfScalars(GgufValueType::kInt16, v); }
-GgufArray GgufArray::Of(std::span<const uint32_t> v) { return OfScalars(GgufValueType::kUint32, v); }
+GgufArray GgufArray::Of(std::span<const uint32_t> v) {
+  return OfScalars(GgufValueType::kUint32, v);
+}
 GgufArray GgufArray::Of(std::span<const int32_t> v) { return OfScalars(GgufValueType::kInt32, v); }
-GgufArray GgufArray::Of(std::span<const uint64_t> v) { return OfScalars(GgufValueType::kUint64, v); }
+GgufArray GgufArray::Of(std::span<const uint64_t> v) {
+  return OfScalars(GgufValueType::kUint64, v);
+}
 GgufArray GgufArray::Of(std::span<const int64_t> v) { return OfScalars(GgufValueType::kInt64, v); }
 GgufArray GgufArray::Of(std::span<const float> v) { return OfScalars(GgufValueType::kFloat32, v); }
 GgufArray GgufArray::Of(std::span<const double> v) { return OfScalars(GgufValueType::kFloat64, v); }
@@ -103,16 +111,36 @@ void GgufWriter::Put(std::string_view key, GgufValueType type, const void* paylo
   PutEncoded(key, std::move(enc));
 }
 
-void GgufWriter::SetUint8(std::string_view key, uint8_t v) { Put(key, GgufValueType::kUint8, &v, sizeof(v)); }
-void GgufWriter::SetInt8(std::string_view key, int8_t v) { Put(key, GgufValueType::kInt8, &v, sizeof(v)); }
-void GgufWriter::SetUint16(std::string_view key, uint16_t v) { Put(key, GgufValueType::kUint16, &v, sizeof(v)); }
-void GgufWriter::SetInt16(std::string_view key, int16_t v) { Put(key, GgufValueType::kInt16, &v, sizeof(v)); }
-void GgufWriter::SetUint32(std::string_view key, uint32_t v) { Put(key, GgufValueType::kUint32, &v, sizeof(v)); }
-void GgufWriter::SetInt32(std::string_view key, int32_t v) { Put(key, GgufValueType::kInt32, &v, sizeof(v)); }
-void GgufWriter::SetUint64(std::string_view key, uint64_t v) { Put(key, GgufValueType::kUint64, &v, sizeof(v)); }
-void GgufWriter::SetInt64(std::string_view key, int64_t v) { Put(key, GgufValueType::kInt64, &v, sizeof(v)); }
-void GgufWriter::SetFloat32(std::string_view key, float v) { Put(key, GgufValueType::kFloat32, &v, sizeof(v)); }
-void GgufWriter::SetFloat64(std::string_view key, double v) { Put(key, GgufValueType::kFloat64, &v, sizeof(v)); }
+void GgufWriter::SetUint8(std::string_view key, uint8_t v) {
+  Put(key, GgufValueType::kUint8, &v, sizeof(v));
+}
+void GgufWriter::SetInt8(std::string_view key, int8_t v) {
+  Put(key, GgufValueType::kInt8, &v, sizeof(v));
+}
+void GgufWriter::SetUint16(std::string_view key, uint16_t v) {
+  Put(key, GgufValueType::kUint16, &v, sizeof(v));
+}
+void GgufWriter::SetInt16(std::string_view key, int16_t v) {
+  Put(key, GgufValueType::kInt16, &v, sizeof(v));
+}
+void GgufWriter::SetUint32(std::string_view key, uint32_t v) {
+  Put(key, GgufValueType::kUint32, &v, sizeof(v));
+}
+void GgufWriter::SetInt32(std::string_view key, int32_t v) {
+  Put(key, GgufValueType::kInt32, &v, sizeof(v));
+}
+void GgufWriter::SetUint64(std::string_view key, uint64_t v) {
+  Put(key, GgufValueType::kUint64, &v, sizeof(v));
+}
+void GgufWriter::SetInt64(std::string_view key, int64_t v) {
+  Put(key, GgufValueType::kInt64, &v, sizeof(v));
+}
+void GgufWriter::SetFloat32(std::string_view key, float v) {
+  Put(key, GgufValueType::kFloat32, &v, sizeof(v));
+}
+void GgufWriter::SetFloat64(std::string_view key, double v) {
+  Put(key, GgufValueType::kFloat64, &v, sizeof(v));
+}
 
 void GgufWriter::SetBool(std::string_view key, bool v) {
   const uint8_t b = v ? 1 : 0;
@@ -135,7 +163,8 @@ void GgufWriter::SetArray(std::string_view key, const GgufArray& v) {
 
 Status GgufWriter::SetAlignment(uint32_t alignment) {
   if (!IsPowerOfTwo(alignment)) {
-    return InvalidArgument("GGUF alignment must be a non-zero power of two, got " + std::to_string(alignment));
+    return InvalidArgument("GGUF alignment must be a non-zero power of two, got " +
+                           std::to_string(alignment));
   }
   alignment_ = alignment;
   SetUint32(kAlignmentKey, alignment);
@@ -155,15 +184,17 @@ Status GgufWriter::AddTensor(std::string_view name, GgmlType type, std::span<con
   }
   uint64_t expected = 0;
   bool overflow = ne[0] < 0;
-  if (!overflow) overflow = __builtin_mul_overflow(static_cast<uint64_t>(ne[0] / traits.block_size),
-                                                   uint64_t{traits.type_size}, &expected);
+  if (!overflow)
+    overflow = __builtin_mul_overflow(static_cast<uint64_t>(ne[0] / traits.block_size),
+                                      uint64_t{traits.type_size}, &expected);
   for (size_t d = 1; d < ne.size() && !overflow; ++d) {
-    overflow = ne[d] < 0 || __builtin_mul_overflow(expected, static_cast<uint64_t>(ne[d]), &expected);
+    overflow =
+        ne[d] < 0 || __builtin_mul_overflow(expected, static_cast<uint64_t>(ne[d]), &expected);
   }
   if (overflow) return InvalidArgument(where + "negative or overflowing shape");
   if (bytes.size() != expected) {
-    return InvalidArgument(where + "has " + std::to_string(bytes.size()) + " bytes, its shape needs " +
-                           std::to_string(expected));
+    return InvalidArgument(where + "has " + std::to_string(bytes.size()) +
+                           " bytes, its shape needs " + std::to_string(expected));
   }
   tensors_.push_back(Tensor{std::string(name), type, std::vector<int64_t>(ne.begin(), ne.end()),
                             std::vector<uint8_t>(bytes.begin(), bytes.end())});
@@ -214,14 +245,18 @@ Status GgufWriter::WriteFile(const std::string& path) const {
     ok = std::fwrite(t.bytes.data(), 1, t.bytes.size(), f) == t.bytes.size() &&
          std::fwrite(zeros.data(), 1, pad, f) == pad;
   }
-  const int write_errno = errno;
-  ok = (std::fclose(f) == 0) && ok;
+  int write_errno = ok ? 0 : errno;
+  if (std::fclose(f) != 0 && ok) {  // buffered data is only flushed here
+    ok = false;
+    write_errno = errno;
+  }
   if (!ok) {
     std::remove(tmp.c_str());
     return IoError(path + ": write failed: " + std::strerror(write_errno));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const Status s = IoError(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
+    const Status s =
+        IoError(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
     std::remove(tmp.c_str());
     return s;
   }

@@ -122,11 +122,11 @@ VALET_AVX2 void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
     }
     const float amax = HmaxPs(vmax);
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     b[i].d = Fp32ToFp16(d);
     const __m256 mul = _mm256_set1_ps(id);
     __m256i q[4];
-    for (int k = 0; k < 4; ++k) q[k] = RoundHalfAwayPs(_mm256_mul_ps(v[k], mul));
+    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), PackI32ToI8(q[0], q[1], q[2], q[3]));
   }
 }

@@ -54,11 +54,12 @@ void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
     const float* x = src + i * kQK8_0;
     float amax = 0.0f;
     for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    // The quants are scaled by the unrounded d; only the stored d is fp16.
+    // As llama.cpp's x86 quantizer (the one its reference outputs came from):
+    // scale by 127/amax, round half to even; only the stored d is fp16.
     const float d = amax / 127.0f;
-    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     b[i].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(RoundHalfAway(x[j] * id));
+    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
   }
 }
 

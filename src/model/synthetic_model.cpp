@@ -1,5 +1,6 @@
 #include "model/synthetic_model.h"
 
+#include <cassert>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -27,16 +28,14 @@ struct PresetInfo {
 
 // bench: sized so that the idle prefill of a 40-token prompt takes roughly
 // 100-200 ms on the project's 2-core reference machine.
+// clang-format off
 constexpr PresetInfo kPresets[] = {
-    {SynthPreset::kTiny, "tiny",
-     {.n_embd = 128, .n_layer = 4, .n_head = 4, .n_head_kv = 2, .n_ff = 384, .n_vocab = 512, .n_ctx = 512}},
-    {SynthPreset::kBench, "bench",
-     {.n_embd = 1024, .n_layer = 8, .n_head = 16, .n_head_kv = 4, .n_ff = 2816, .n_vocab = 4096,
-      .n_ctx = 2048}},
-    {SynthPreset::k3bShape, "3b-shape",
-     {.n_embd = 3072, .n_layer = 28, .n_head = 24, .n_head_kv = 8, .n_ff = 8192, .n_vocab = 4096,
-      .n_ctx = 4096}},
+    // shape: {n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx}
+    {SynthPreset::kTiny,     "tiny",     {128,     4,    4,    2,   384,   512,  512}},
+    {SynthPreset::kBench,    "bench",    {1024,    8,   16,    4,  2816,  4096, 2048}},
+    {SynthPreset::k3bShape,  "3b-shape", {3072,   28,   24,    8,  8192,  4096, 4096}},
 };
+// clang-format on
 
 struct TypeInfo {
   GgmlType type;
@@ -47,7 +46,7 @@ struct TypeInfo {
 // q4_k files have every matrix in Q4_K and output.weight in Q6_K, which is
 // llama.cpp's "Q4_K - Small" (14) apart from its few Q5_K layers.
 constexpr TypeInfo kTypes[] = {
-    {GgmlType::kF32, "f32", 0},  {GgmlType::kF16, "f16", 1},   {GgmlType::kQ8_0, "q8_0", 7},
+    {GgmlType::kF32, "f32", 0},   {GgmlType::kF16, "f16", 1},    {GgmlType::kQ8_0, "q8_0", 7},
     {GgmlType::kQ4_0, "q4_0", 2}, {GgmlType::kQ4_K, "q4_k", 14},
 };
 
@@ -110,7 +109,8 @@ class RowRng {
 // vocabulary always ends up as one token.
 
 // Common English words, roughly by frequency; the first ones win in small vocabularies.
-constexpr std::string_view kWords = R"(the of and to a in is it you that The he was for on are with as I his they be at one
+constexpr std::string_view kWords =
+    R"(the of and to a in is it you that The he was for on are with as I his they be at one
 have this from or had by not but what some we can out other were all there when up use
 your how said an each she which do their time if will way about many then them would
 like so these her long make thing see him two has look more day could go come did
@@ -168,7 +168,8 @@ however another without also want made)";
 
 // Sub-words that let unknown words split into a stem and an ending.
 constexpr std::string_view kSuffixes =
-    "s ed ing er ly es 's n't 'll 're 've 'm 'd est en al ion tion ness ment ful less able ity ous ive "
+    "s ed ing er ly es 's n't 'll 're 've 'm 'd est en al ion tion ness ment ful less able ity ous "
+    "ive "
     "ers ings y ies ied ish ward";
 
 std::vector<std::string> SplitWords(std::string_view text) {
@@ -212,7 +213,8 @@ class VocabBuilder {
   // score higher, so SPM prefers them when merging.
   void AddPiece(std::string_view piece) {
     for (size_t k = 1; k <= piece.size(); ++k) {
-      const bool boundary = k == piece.size() || (static_cast<unsigned char>(piece[k]) & 0xC0) != 0x80;
+      const bool boundary =
+          k == piece.size() || (static_cast<unsigned char>(piece[k]) & 0xC0) != 0x80;
       if (boundary) AddNormal(std::string(piece.substr(0, k)));
     }
   }
@@ -300,7 +302,8 @@ struct ModelPlan {
 
 // Scale of each matrix: ~1/sqrt(n_in) keeps every projection's output near
 // unit RMS, so activations stay well-conditioned through the layers; the
-// larger output gain gives logits a standard deviation of about 3.
+// larger output gain gives logits a standard deviation of about 3. Embedding
+// rows have unit RMS, like one layer's contribution to the residual stream.
 constexpr float kEmbeddingStd = 1.0f;
 constexpr float kOutputGain = 3.0f;
 constexpr float kNormJitter = 0.1f;
@@ -313,20 +316,29 @@ TensorSpec Norm(std::string name, int64_t n) {
 TensorSpec Matrix(std::string name, GgmlType file_type, int64_t n_in, int64_t n_out, float gain,
                   bool is_output = false) {
   const float stddev = gain / std::sqrt(static_cast<float>(n_in));
-  TensorSpec t{std::move(name), SynthMatrixType(file_type, is_output, n_in), 2, {n_in, n_out}, 0.0f, stddev};
+  TensorSpec t{std::move(name), SynthMatrixType(file_type, is_output, n_in), 2, {n_in, n_out}, 0.0f,
+               stddev};
+  return t;
+}
+
+TensorSpec Embedding(GgmlType file_type, int64_t n_embd, int64_t n_vocab) {
+  TensorSpec t = Matrix("token_embd.weight", file_type, n_embd, n_vocab, 1.0f);
+  t.stddev = kEmbeddingStd;
   return t;
 }
 
 Status ValidateShape(const SynthShape& s) {
-  const bool positive = s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 &&
-                        s.n_ctx > 0;
+  const bool positive =
+      s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 && s.n_ctx > 0;
   if (!positive) return InvalidArgument("synthetic model: every dimension must be positive");
   if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || (s.n_embd / s.n_head) % 2 != 0) {
-    return InvalidArgument("synthetic model: n_embd must split into an even head size and n_head "
-                           "into groups of KV heads");
+    return InvalidArgument(
+        "synthetic model: n_embd must split into an even head size and n_head "
+        "into groups of KV heads");
   }
   if (s.n_embd % 32 != 0 || s.n_ff % 32 != 0) {
-    return InvalidArgument("synthetic model: n_embd and n_ff must be multiples of 32 (the quant block)");
+    return InvalidArgument(
+        "synthetic model: n_embd and n_ff must be multiples of 32 (the quant block)");
   }
   if (s.n_vocab < kMinVocab || s.n_vocab > kMaxVocab) {
     return InvalidArgument("synthetic model: n_vocab must be between " + std::to_string(kMinVocab) +
@@ -339,20 +351,20 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
   ModelPlan plan;
   plan.type = FindType(options.type);
   if (plan.type == nullptr) {
-    return InvalidArgument(std::string("synthetic model: unsupported type ") + GgmlTypeName(options.type) +
-                           " (use f32, f16, q8_0, q4_0 or q4_k)");
+    return InvalidArgument(std::string("synthetic model: unsupported type ") +
+                           GgmlTypeName(options.type) + " (use f32, f16, q8_0, q4_0 or q4_k)");
   }
   plan.shape = options.shape ? *options.shape : SynthPresetShape(options.preset);
   VALET_RETURN_IF_ERROR(ValidateShape(plan.shape));
-  plan.name = std::string("valet-synth-") + (options.shape ? "custom" : SynthPresetName(options.preset));
+  plan.name =
+      std::string("valet-synth-") + (options.shape ? "custom" : SynthPresetName(options.preset));
   plan.seed = options.seed;
 
   const SynthShape& s = plan.shape;
   const GgmlType t = options.type;
   const int64_t kv_dim = int64_t{s.n_embd} / s.n_head * s.n_head_kv;
   std::vector<TensorSpec>& v = plan.tensors;
-  v.push_back(Matrix("token_embd.weight", t, s.n_embd, s.n_vocab, 0.0f));
-  v.back().stddev = kEmbeddingStd;
+  v.push_back(Embedding(t, s.n_embd, s.n_vocab));
   for (int32_t i = 0; i < s.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
     v.push_back(Norm(b + "attn_norm.weight", s.n_embd));
@@ -416,7 +428,8 @@ GgufWriter MetadataWriter(const ModelPlan& plan) {
 
   const SynthVocab vocab = BuildVocabulary(sh.n_vocab);
   w.SetString("tokenizer.ggml.model", "llama");
-  w.SetArray("tokenizer.ggml.tokens", GgufArray::OfStrings(std::span<const std::string>(vocab.tokens)));
+  w.SetArray("tokenizer.ggml.tokens",
+             GgufArray::OfStrings(std::span<const std::string>(vocab.tokens)));
   w.SetArray("tokenizer.ggml.scores", GgufArray::Of(std::span<const float>(vocab.scores)));
   w.SetArray("tokenizer.ggml.token_type", GgufArray::Of(std::span<const int32_t>(vocab.types)));
   w.SetUint32("tokenizer.ggml.bos_token_id", 1);
@@ -442,7 +455,8 @@ size_t PaddingAfter(size_t n) { return (kAlignment - n % kAlignment) % kAlignmen
 // key-value section is taken from it: serialised with alignment 1 (no padding)
 // it ends exactly where the tensor directory must begin; general.alignment is
 // the first key, so changing its value keeps that length.
-std::vector<uint8_t> EncodeStreamingHeader(const GgufWriter& meta, const std::vector<TensorSpec>& tensors) {
+std::vector<uint8_t> EncodeStreamingHeader(const GgufWriter& meta,
+                                           const std::vector<TensorSpec>& tensors) {
   GgufWriter probe = meta;
   Status s = probe.SetAlignment(1);
   assert(s.ok());
@@ -546,7 +560,8 @@ Result<GgufWriter> BuildSyntheticModel(const SynthModelOptions& options) {
   ThreadPool pool(ThreadPool::DefaultThreadCount());
   for (const TensorSpec& t : plan.tensors) {
     const std::vector<uint8_t> bytes = Materialize(t, plan.seed, pool);
-    VALET_RETURN_IF_ERROR(w.AddTensor(t.name, t.type, std::span<const int64_t>(t.ne, t.n_dims), bytes));
+    VALET_RETURN_IF_ERROR(
+        w.AddTensor(t.name, t.type, std::span<const int64_t>(t.ne, t.n_dims), bytes));
   }
   return w;
 }
@@ -557,13 +572,15 @@ Status WriteSyntheticModel(const SynthModelOptions& options, const std::string& 
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return IoError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
   Status s = StreamTensors(f, plan);
-  if (std::fclose(f) != 0 && s.ok()) s = IoError(std::string("close failed: ") + std::strerror(errno));
+  if (std::fclose(f) != 0 && s.ok())
+    s = IoError(std::string("close failed: ") + std::strerror(errno));
   if (!s.ok()) {
     std::remove(tmp.c_str());
     return Status(s.code(), path + ": " + s.message());
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const Status err = IoError(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
+    const Status err =
+        IoError(path + ": cannot rename " + tmp + " into place: " + std::strerror(errno));
     std::remove(tmp.c_str());
     return err;
   }

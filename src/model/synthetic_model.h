@@ -17,9 +17,9 @@
 namespace valet {
 
 enum class SynthPreset {
-  kTiny,      // ~1M parameters: unit tests (the F32 file is < 5 MB)
-  kBench,     // ~100M parameters: scheduler benchmarks on a 2-core machine
-  k3bShape,   // Llama-3.2-3B layer shapes with the small vocabulary
+  kTiny,     // ~1M parameters: unit tests (the F32 file is < 5 MB)
+  kBench,    // ~100M parameters: scheduler benchmarks on a 2-core machine
+  k3bShape,  // Llama-3.2-3B layer shapes with the small vocabulary
 };
 
 // The hyper-parameters a preset stands for. Head size is n_embd / n_head.

@@ -1,5 +1,6 @@
 #include "tokenizer/spm_tokenizer.h"
 
+#include <algorithm>
 #include <cassert>
 #include <queue>
 #include <utility>
@@ -85,7 +86,8 @@ class SpmMerger {
       TryQueue(left.prev, c.left);
       TryQueue(c.left, left.next);
     }
-    for (int32_t i = symbols_.empty() ? -1 : 0; i >= 0; i = symbols_[i].next) Emit(symbols_[i], out);
+    for (int32_t i = symbols_.empty() ? -1 : 0; i >= 0; i = symbols_[i].next)
+      Emit(symbols_[i], out);
   }
 
  private:
@@ -95,11 +97,13 @@ class SpmMerger {
     size_t begin;
     size_t length;
   };
+  // 16 bytes: the heap is the hot data structure. `length` is the text length
+  // of a vocabulary token, so it fits.
   struct Candidate {
     float score;
     int32_t left;
     int32_t right;
-    size_t length;
+    uint32_t length;
   };
   // Max-heap order: higher score first, then the leftmost pair.
   struct Lower {
@@ -127,7 +131,7 @@ class SpmMerger {
     const size_t length = l.length + symbols_[right].length;
     const int32_t id = vocab_.Lookup(text_.substr(l.begin, length));
     if (id == Vocabulary::kNoToken) return;
-    queue_.push({vocab_.Score(id), left, right, length});
+    queue_.push({vocab_.Score(id), left, right, static_cast<uint32_t>(length)});
   }
 
   // A final symbol is either a vocabulary token (every merge produced one) or a
@@ -179,8 +183,7 @@ std::vector<int32_t> SpmTokenizer::Encode(std::string_view text, EncodeOptions o
       after_special = true;
       continue;
     }
-    EncodeFragment(text.substr(f.begin, f.length), after_special && vocab.add_space_prefix(),
-                   out);
+    EncodeFragment(text.substr(f.begin, f.length), after_special && vocab.add_space_prefix(), out);
     after_special = false;
   }
   if (opts.add_eos && vocab.add_eos() && vocab.eos_id() != Vocabulary::kNoToken) {

@@ -31,17 +31,17 @@ enum class TokenType : int32_t {
 
 // Plain inputs for Vocabulary::FromParts (tests, the synthetic-model tool).
 struct VocabularyParts {
-  std::string model = "llama";     // tokenizer.ggml.model; "llama" is SentencePiece (SPM)
+  std::string model = "llama";  // tokenizer.ggml.model; "llama" is SentencePiece (SPM)
   std::vector<std::string> tokens;
-  std::vector<float> scores;       // empty: every score 0
-  std::vector<TokenType> types;    // empty: every token normal
-  int32_t bos_id = -1;             // -1: the vocabulary has no such token
+  std::vector<float> scores;     // empty: every score 0
+  std::vector<TokenType> types;  // empty: every token normal
+  int32_t bos_id = -1;           // -1: the vocabulary has no such token
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
-  bool add_bos = true;             // tokenizer.ggml.add_bos_token
-  bool add_eos = false;            // tokenizer.ggml.add_eos_token
-  bool add_space_prefix = true;    // tokenizer.ggml.add_space_prefix
+  bool add_bos = true;           // tokenizer.ggml.add_bos_token
+  bool add_eos = false;          // tokenizer.ggml.add_eos_token
+  bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
 };
 
 class Vocabulary {

@@ -27,12 +27,14 @@ std::vector<fs::path> GgufFilesIn(const fs::path& dir) {
   return out;
 }
 
-#define REQUIRE_SHARED()                                                                    \
-  if (!fs::is_directory(SharedDir() / "models")) {                                          \
+#define REQUIRE_SHARED()                                                                     \
+  if (!fs::is_directory(SharedDir() / "models")) {                                           \
     GTEST_SKIP() << "shared test data not found at " << SharedDir() << " (models/ missing)"; \
   }
 
-Result<GgufFile> OpenModel(const std::string& name) { return GgufFile::Open((SharedDir() / "models" / name).string()); }
+Result<GgufFile> OpenModel(const std::string& name) {
+  return GgufFile::Open((SharedDir() / "models" / name).string());
+}
 
 // Structural facts every valid file from llama.cpp satisfies, computed from the file.
 void CheckLayout(const GgufFile& f) {
@@ -123,7 +125,8 @@ TEST(GgufModels, LlamaHyperparametersMatchTensorShapes) {
     EXPECT_EQ(f.GetIntArray("tokenizer.ggml.token_type")->size(), m.n_vocab);
 
     const int64_t embd = static_cast<int64_t>(m.n_embd);
-    const int64_t kv_dim = embd / static_cast<int64_t>(m.n_head) * static_cast<int64_t>(m.n_head_kv);
+    const int64_t kv_dim =
+        embd / static_cast<int64_t>(m.n_head) * static_cast<int64_t>(m.n_head_kv);
     const int64_t ff = static_cast<int64_t>(m.n_ff);
     ExpectShape(f, "token_embd.weight", {embd, static_cast<int64_t>(m.n_vocab)});
     ExpectShape(f, "output_norm.weight", {embd});
@@ -191,7 +194,8 @@ TEST(GgufModels, Llama2TinyRandomHasFullVocab) {
   EXPECT_EQ(*r->GetUint("llama.embedding_length"), 8u);
   EXPECT_EQ(*r->GetUint("llama.block_count"), 1u);
   ExpectShape(*r, "token_embd.weight", {8, 32000});
-  EXPECT_NE(GgufFile::ValueToString(*r->Find("tokenizer.ggml.tokens")).find("(32000 total)"), std::string::npos);
+  EXPECT_NE(GgufFile::ValueToString(*r->Find("tokenizer.ggml.tokens")).find("(32000 total)"),
+            std::string::npos);
 }
 
 TEST(GgufModels, MissingFileIsNotFoundWithPath) {

@@ -161,8 +161,8 @@ GgufArray IntArray(std::vector<int32_t> v) { return GgufArray::Of(std::span<cons
 
 TEST(GgufRoundTrip, NestedArrays) {
   const std::vector<std::string> words = {"a", "bc"};
-  const std::vector<GgufArray> inner = {IntArray({1, 2, 3}), GgufArray::OfStrings(std::span<const std::string>(words)),
-                                        IntArray({})};
+  const std::vector<GgufArray> inner = {
+      IntArray({1, 2, 3}), GgufArray::OfStrings(std::span<const std::string>(words)), IntArray({})};
   const std::vector<GgufArray> deeper = {GgufArray::OfArrays(inner), IntArray({9})};
   const std::vector<GgufArray> depth4 = {GgufArray::OfArrays(deeper)};
   GgufWriter w;
@@ -280,10 +280,12 @@ TEST(GgufRoundTrip, DuplicateKeyReplacesInPlace) {
 TEST(GgufWriterTest, RejectsBadTensorsAndAlignment) {
   GgufWriter w;
   const std::vector<uint8_t> b16 = Pattern(16, 0);
-  EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{3}, b16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{3}, b16).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(w.AddTensor("a", GgmlType::kQ8_0, std::vector<int64_t>{16}, b16).code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{}, b16).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{}, b16).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{1, 1, 1, 1, 4}, b16).code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(w.AddTensor("a", GgmlType::kF32, std::vector<int64_t>{-4, -1}, b16).code(),

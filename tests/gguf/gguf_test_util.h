@@ -47,8 +47,8 @@ class RawGguf {
   void Tensor(std::string_view name, std::vector<uint64_t> ne, uint32_t type, uint64_t offset) {
     Tensor(name, static_cast<uint32_t>(ne.size()), ne, type, offset);
   }
-  void Tensor(std::string_view name, uint32_t n_dims, const std::vector<uint64_t>& ne, uint32_t type,
-              uint64_t offset) {
+  void Tensor(std::string_view name, uint32_t n_dims, const std::vector<uint64_t>& ne,
+              uint32_t type, uint64_t offset) {
     Str(infos, name);
     Pod<uint32_t>(infos, n_dims);
     for (uint64_t n : ne) Pod<uint64_t>(infos, n);

@@ -46,7 +46,8 @@ TEST(Quantize, Q8_0MatchesFormula) {
     const float d = amax / 127.0f;
     ASSERT_EQ(blocks[b].d, Fp32ToFp16(d));
     for (int j = 0; j < 32; ++j) {
-      ASSERT_EQ(blocks[b].qs[j], static_cast<int>(std::round(x[b * 32 + j] * (1.0f / d)))) << b << " " << j;
+      // llama.cpp's x86 rule: multiply by 127/amax, round half to even.
+      ASSERT_EQ(blocks[b].qs[j], static_cast<int>(std::nearbyint(x[b * 32 + j] * (127.0f / amax)))) << b << " " << j;
     }
   }
 }

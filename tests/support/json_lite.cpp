@@ -121,8 +121,10 @@ class Parser {
     SkipSpace();
     if (pos_ >= text_.size()) return Error("unexpected end of input");
     switch (text_[pos_]) {
-      case '{': return ParseObject(depth);
-      case '[': return ParseArray(depth);
+      case '{':
+        return ParseObject(depth);
+      case '[':
+        return ParseArray(depth);
       case '"': {
         VALET_ASSIGN_OR_RETURN(std::string s, ParseString());
         return JsonValue::String(std::move(s));
@@ -136,7 +138,8 @@ class Parser {
       case 'n':
         if (Consume("null")) return JsonValue::Null();
         return Error("invalid literal");
-      default: return ParseNumber();
+      default:
+        return ParseNumber();
     }
   }
 
@@ -276,16 +279,34 @@ class Parser {
     if (pos_ >= text_.size()) return Error("unterminated escape");
     const char c = text_[pos_++];
     switch (c) {
-      case '"': out.push_back('"'); break;
-      case '\\': out.push_back('\\'); break;
-      case '/': out.push_back('/'); break;
-      case 'b': out.push_back('\b'); break;
-      case 'f': out.push_back('\f'); break;
-      case 'n': out.push_back('\n'); break;
-      case 'r': out.push_back('\r'); break;
-      case 't': out.push_back('\t'); break;
-      case 'u': return ParseUnicodeEscape(out);
-      default: return Error("invalid escape");
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u':
+        return ParseUnicodeEscape(out);
+      default:
+        return Error("invalid escape");
     }
     return Status::Ok();
   }

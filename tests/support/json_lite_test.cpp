@@ -32,8 +32,7 @@ TEST(JsonLiteTest, ParsesNestedDocument) {
 TEST(JsonLiteTest, DecodesStringEscapes) {
   Result<JsonValue> doc = ParseJson(R"("q\" b\\ s\/ \b\f\n\r\t \u00e9 \u20AC \ud83d\ude00")");
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
-  EXPECT_EQ(doc->AsString(),
-            "q\" b\\ s/ \b\f\n\r\t \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
+  EXPECT_EQ(doc->AsString(), "q\" b\\ s/ \b\f\n\r\t \xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80");
 }
 
 TEST(JsonLiteTest, KeepsRawUtf8) {
@@ -53,10 +52,10 @@ TEST(JsonLiteTest, NumbersRoundTripExactly) {
 }
 
 TEST(JsonLiteTest, RejectsMalformedInput) {
-  const char* bad[] = {"",       "[1,]",     "{\"a\" 1}", "[1 2]",    "01",      "1.",
-                       ".5",     "+1",       "-",         "1e",       "tru",     "nul",
-                       "\"abc",  "\"\\x\"",  "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
-                       "[1] 2",  "{\"a\":}", "{1:2}",     "\"a\nb\"", "1e999",   "[[[["};
+  const char* bad[] = {"",         "[1,]",    "{\"a\" 1}", "[1 2]",       "01",          "1.",
+                       ".5",       "+1",      "-",         "1e",          "tru",         "nul",
+                       "\"abc",    "\"\\x\"", "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"", "[1] 2",
+                       "{\"a\":}", "{1:2}",   "\"a\nb\"",  "1e999",       "[[[["};
   for (const char* text : bad) {
     Result<JsonValue> doc = ParseJson(text);
     ASSERT_FALSE(doc.ok()) << text;

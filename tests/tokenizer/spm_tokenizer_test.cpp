@@ -126,8 +126,7 @@ TEST_F(SpmTokenizerTest, EosWhenTheVocabularyAddsIt) {
   builder_.parts().add_eos = true;
   SpmTokenizer tok = builder_.Build();
   EXPECT_EQ(tok.Encode("a"), (std::vector<int32_t>{1, sp_a_, 2}));
-  EXPECT_EQ(tok.Encode("a", {.add_bos = false, .add_eos = false}),
-            (std::vector<int32_t>{sp_a_}));
+  EXPECT_EQ(tok.Encode("a", {.add_bos = false, .add_eos = false}), (std::vector<int32_t>{sp_a_}));
 }
 
 TEST_F(SpmTokenizerTest, MissingPiecesFallBackToBytes) {
@@ -146,7 +145,10 @@ TEST_F(SpmTokenizerTest, TruncatedUtf8IsEncodedAsBytes) {
   SpmTokenizer tok = builder_.Build();
   // A lone lead byte at the end and a stray continuation byte.
   EXPECT_EQ(tok.Encode("a\xE2", kNoBos), (std::vector<int32_t>{sp_a_, ByteId(0xE2)}));
-  EXPECT_EQ(tok.Encode("\xA9" "a", kNoBos), (std::vector<int32_t>{sp_, ByteId(0xA9), a_}));
+  EXPECT_EQ(tok.Encode("\xA9"
+                       "a",
+                       kNoBos),
+            (std::vector<int32_t>{sp_, ByteId(0xA9), a_}));
 }
 
 // A lead byte announces its sequence length whatever follows, as in llama.cpp,
@@ -163,12 +165,16 @@ TEST(SpmTokenizerNoBytesTest, UnknownCharacterBecomesOneUnk) {
   const int32_t sp = builder.Add(kSp, -1.0f);
   const int32_t a = builder.Add("a", -1.0f);
   SpmTokenizer tok = builder.Build();
-  EXPECT_EQ(tok.Encode("a\xC3\xBC" "a", kNoBos), (std::vector<int32_t>{sp, a, 0, a}));
+  EXPECT_EQ(tok.Encode("a\xC3\xBC"
+                       "a",
+                       kNoBos),
+            (std::vector<int32_t>{sp, a, 0, a}));
 }
 
 TEST_F(SpmTokenizerTest, SpecialTextIsLiteralUnlessParsed) {
   SpmTokenizer tok = builder_.Build();
-  const std::vector<int32_t> parsed = tok.Encode("a<s>a", {.add_bos = false, .parse_special = true});
+  const std::vector<int32_t> parsed =
+      tok.Encode("a<s>a", {.add_bos = false, .parse_special = true});
   // Fragments "a", <s>, "a": each text fragment at the start or after a special
   // token gets the space prefix.
   EXPECT_EQ(parsed, (std::vector<int32_t>{sp_a_, 1, sp_a_}));
@@ -239,9 +245,15 @@ TEST_F(SpmTokenizerTest, DecodeRemovesEosOnlyWhenTheVocabularyAddsIt) {
 
 TEST_F(SpmTokenizerTest, RoundTrip) {
   SpmTokenizer tok = builder_.Build();
-  const std::vector<std::string> texts = {
-      "abc", "a b  c", "  leading", "trailing ", "\xC3\xA9t\xC3\xA9", "tab\there\nnewline",
-      "\xF0\x9F\x98\x80 emoji", "aaaaaaaaaaaaaaab", "<s> literal"};
+  const std::vector<std::string> texts = {"abc",
+                                          "a b  c",
+                                          "  leading",
+                                          "trailing ",
+                                          "\xC3\xA9t\xC3\xA9",
+                                          "tab\there\nnewline",
+                                          "\xF0\x9F\x98\x80 emoji",
+                                          "aaaaaaaaaaaaaaab",
+                                          "<s> literal"};
   for (const std::string& text : texts) {
     EXPECT_EQ(tok.Decode(tok.Encode(text, kNoBos)), text) << text;
     EXPECT_EQ(tok.Decode(tok.Encode(text), {.remove_special = true}), " " + text) << text;

@@ -91,9 +91,10 @@ std::vector<int32_t> ToIds(const JsonValue& array) {
   return ids;
 }
 
-#define SKIP_WITHOUT(path)                                                           \
-  if (!fs::exists(path)) GTEST_SKIP() << "test data absent: " << (path).string() \
-                                      << " (../shared is not laid out beside the repo)"
+#define SKIP_WITHOUT(path)                                \
+  if (!fs::exists(path))                                  \
+  GTEST_SKIP() << "test data absent: " << (path).string() \
+               << " (../shared is not laid out beside the repo)"
 
 TEST(TokenizerVectorsTest, LlamaSpmVocabTestVectors) {
   const fs::path gguf = kShared / "vocab" / "ggml-vocab-llama-spm.gguf";

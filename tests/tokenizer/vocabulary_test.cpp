@@ -14,10 +14,18 @@ namespace {
 
 VocabularyParts SmallParts() {
   VocabularyParts parts;
-  parts.tokens = {"<unk>", "<s>", "</s>", "<0x41>", "a", "\xE2\x96\x81" "a", "<extra>", "a"};
+  parts.tokens = {"<unk>",
+                  "<s>",
+                  "</s>",
+                  "<0x41>",
+                  "a",
+                  "\xE2\x96\x81"
+                  "a",
+                  "<extra>",
+                  "a"};
   parts.scores = {0, 0, 0, 0, -1, -2, 0, -3};
-  parts.types = {TokenType::kUnknown, TokenType::kControl, TokenType::kControl,
-                 TokenType::kByte,    TokenType::kNormal,  TokenType::kNormal,
+  parts.types = {TokenType::kUnknown,     TokenType::kControl, TokenType::kControl,
+                 TokenType::kByte,        TokenType::kNormal,  TokenType::kNormal,
                  TokenType::kUserDefined, TokenType::kNormal};
   parts.unk_id = 0;
   parts.bos_id = 1;
@@ -30,7 +38,9 @@ TEST(VocabularyTest, FromPartsKeepsEverything) {
   ASSERT_TRUE(vocab.ok()) << vocab.status().ToString();
   EXPECT_EQ(vocab->size(), 8);
   EXPECT_EQ(vocab->model(), "llama");
-  EXPECT_EQ(vocab->TokenText(5), "\xE2\x96\x81" "a");
+  EXPECT_EQ(vocab->TokenText(5),
+            "\xE2\x96\x81"
+            "a");
   EXPECT_FLOAT_EQ(vocab->Score(5), -2.0f);
   EXPECT_EQ(vocab->Type(6), TokenType::kUserDefined);
   EXPECT_EQ(vocab->ByteValue(3), 0x41);
@@ -119,7 +129,8 @@ TEST(VocabularyTest, OtherModelsAreUnsupported) {
 GgufWriter WriterFor(const VocabularyParts& parts) {
   GgufWriter w;
   w.SetString("tokenizer.ggml.model", parts.model);
-  w.SetArray("tokenizer.ggml.tokens", GgufArray::OfStrings(std::span<const std::string>(parts.tokens)));
+  w.SetArray("tokenizer.ggml.tokens",
+             GgufArray::OfStrings(std::span<const std::string>(parts.tokens)));
   w.SetArray("tokenizer.ggml.scores", GgufArray::Of(std::span<const float>(parts.scores)));
   std::vector<int32_t> types;
   for (TokenType t : parts.types) types.push_back(static_cast<int32_t>(t));

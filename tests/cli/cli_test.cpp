@@ -1,0 +1,95 @@
+// The valet CLI as a user meets it: every kind of bad input gives a one-line
+// error and exit code 2; good input works end to end.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct CliRun {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun Valet(const std::string& args) {
+  const std::string cmd = std::string(VALET_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("valet_cli_test_" + name)).string();
+}
+
+const std::string kStories = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
+
+void ExpectUsageError(const std::string& args, const std::string& needle) {
+  CliRun r = Valet(args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find("Segmentation"), std::string::npos);
+}
+
+TEST(CliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
+  ExpectUsageError("", "usage");
+  ExpectUsageError("frobnicate", "unknown command");
+  ExpectUsageError("generate -p hi", "--model is required");
+  ExpectUsageError("generate -m x.gguf -p hi --temp abc", "not a number");
+  ExpectUsageError("generate -m x.gguf -p hi -n 0", "--n-predict must be between");
+  ExpectUsageError("generate -m x.gguf -p hi --top-p 1.5", "--top-p must be between");
+  ExpectUsageError("generate -m x.gguf -p hi -t 0", "--threads must be between");
+  ExpectUsageError("generate -m x.gguf -p hi --bogus", "unknown argument");
+  ExpectUsageError("generate -m x.gguf -p", "needs a value");
+  ExpectUsageError("synth-model --preset huge -o /tmp/x.gguf", "preset");
+}
+
+TEST(CliTest, BadModelFilesAreNamedInTheError) {
+  ExpectUsageError("info -m /nonexistent/model.gguf", "/nonexistent/model.gguf");
+  const std::string junk = TempPath("junk.gguf");
+  std::ofstream(junk) << "this is not a gguf file at all";
+  ExpectUsageError("info -m " + junk, junk);
+  const std::string legacy = std::string(VALET_SHARED_DIR) + "/models/legacy-gguf-v1.gguf";
+  if (std::filesystem::exists(legacy)) ExpectUsageError("info -m " + legacy, "v1");
+}
+
+TEST(CliTest, PromptLongerThanTheContextIsRejected) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << "shared data absent: " << kStories;
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "once upon a time ";
+  ExpectUsageError("generate -m " + kStories + " -c 32 -p '" + prompt + "'", "context");
+}
+
+TEST(CliTest, GenerateJsonIsGreedyAndDeterministic) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << "shared data absent: " << kStories;
+  const std::string args = "generate -m " + kStories + " -p 'Once upon a time' -n 8 --temp 0 --json --top-logits 2";
+  CliRun a = Valet(args), b = Valet(args);
+  ASSERT_EQ(a.exit_code, 0) << a.out;
+  EXPECT_EQ(a.out, b.out);
+  // The reference's prompt tokens (golden/stories260K.json) and the JSON shape.
+  EXPECT_NE(a.out.find("\"prompt_tokens\":[1,403,407,261,378]"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("\"top_logits\":[[["), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("\"text\":\""), std::string::npos) << a.out;
+}
+
+TEST(CliTest, InfoReportsTensorsAndMemory) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << "shared data absent: " << kStories;
+  CliRun r = Valet("info -m " + kStories);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("token_embd.weight"), std::string::npos);
+  EXPECT_NE(r.out.find("llama.embedding_length"), std::string::npos);
+  EXPECT_NE(r.out.find("memory: weights"), std::string::npos);
+}
+
+}  // namespace
