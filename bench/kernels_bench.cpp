@@ -53,6 +53,48 @@ void VecDotArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_VecDot)->Apply(VecDotArgs);
 
+// One thread, one tile kernel over rows that stay in L1/L2: the compute
+// ceiling of the tile, insensitive to thread scheduling on a loaded machine.
+// args: type id, table (0 scalar, 1 avx2, 2 vnni), 0 = gemm / 1 = gemv.
+void BM_Tile(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const KernelTable* tables[] = {&ScalarKernels(), Avx2Kernels(), AvxVnniKernels()};
+  const KernelTable* table = tables[state.range(1)];
+  if (table == nullptr) {
+    state.SkipWithError("table unavailable");
+    return;
+  }
+  const TileKernel tile = state.range(2) == 0 ? (*table)[type].gemm : (*table)[type].gemv;
+  if (tile.fn == nullptr) {
+    state.SkipWithError("no tile");
+    return;
+  }
+  const int64_t n = 2048;
+  const GgmlType vdt = (*table)[type].vec_dot_type;
+  const auto w = Encode(type, Random(n * tile.rows, 1));
+  const auto a = Encode(vdt, Random(n * tile.cols, 2));
+  std::vector<float> out(static_cast<size_t>(tile.rows * tile.cols));
+  for (auto _ : state) {
+    tile.fn(n, w.data(), GgmlRowSize(type, n), a.data(), GgmlRowSize(vdt, n), out.data(),
+            tile.rows);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + table->name + " " +
+                 std::to_string(tile.rows) + "x" + std::to_string(tile.cols));
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * static_cast<double>(n * tile.rows * tile.cols),
+      benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void TileArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : kTypes) {
+    for (int table = 1; table < 3; ++table) {
+      for (int gemv = 0; gemv < 2; ++gemv) b->Args({static_cast<int64_t>(t), table, gemv});
+    }
+  }
+}
+BENCHMARK(BM_Tile)->Apply(TileArgs);
+
 struct Problem {
   std::vector<uint8_t> weights;
   std::vector<float> x, y;
@@ -68,8 +110,8 @@ Problem MakeProblem(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens
   return p;
 }
 
-void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens,
-               MatMulBackend backend, int threads) {
+void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out,
+               int64_t n_tokens, MatMulBackend backend, int threads) {
   Problem p = MakeProblem(type, n_in, n_out, n_tokens);
   ThreadPool pool(threads);
   MatMulScratch scratch;
@@ -86,8 +128,8 @@ void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_o
 
 // args: type id, n_tokens, threads. 2048x2048, native kernels.
 void BM_MatMul(benchmark::State& state) {
-  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, 2048, state.range(1), MatMulBackend::kNative,
-            static_cast<int>(state.range(2)));
+  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, 2048, state.range(1),
+            MatMulBackend::kNative, static_cast<int>(state.range(2)));
 }
 
 void MatMulArgs(benchmark::internal::Benchmark* b) {
@@ -104,7 +146,8 @@ void BM_MatMulBackend(benchmark::State& state) {
     return;
   }
   const auto backend = state.range(3) == 2 ? MatMulBackend::kBlas : MatMulBackend::kNative;
-  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, state.range(1), state.range(2), backend, 2);
+  RunMatMul(state, static_cast<GgmlType>(state.range(0)), 2048, state.range(1), state.range(2),
+            backend, 2);
 }
 
 void BackendArgs(benchmark::internal::Benchmark* b) {

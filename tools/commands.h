@@ -12,6 +12,7 @@ int RunGenerate(std::span<char* const> args);
 int RunInfo(std::span<char* const> args);
 int RunBenchEngine(std::span<char* const> args);
 int RunSynthModel(std::span<char* const> args);
+int RunBenchResume(std::span<char* const> args);
 
 // Prints "valet <command>: error: <message>" and returns the exit code for it.
 int Fail(const char* command, const Status& status);

@@ -29,6 +29,7 @@ constexpr Command kCommands[] = {
     {"info", valet::cli::RunInfo, "print a model's metadata, tensors and memory"},
     {"synth-model", valet::cli::RunSynthModel, "write a seeded random Llama GGUF (the built-in models)"},
     {"bench-engine", valet::cli::RunBenchEngine, "prefill/decode throughput (pp512/tg128)"},
+    {"bench-resume", valet::cli::RunBenchResume, "cost of resuming a parked sequence, by park kind"},
 };
 
 void PrintHelp(std::FILE* out) {

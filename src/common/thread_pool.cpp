@@ -20,6 +20,8 @@ namespace {
 // the thread we wait for may need this very core to make progress.
 constexpr int kSpinIterations = 4096;
 constexpr int kYieldEvery = 64;
+constexpr uint32_t kNthBits = 9;  // thread counts up to 511
+constexpr uint32_t kNthMask = (1u << kNthBits) - 1;
 
 // Spins until value != old, then blocks; returns the new value.
 uint32_t AwaitChange(const std::atomic<uint32_t>& value, uint32_t old) {
@@ -41,14 +43,16 @@ uint32_t AwaitChange(const std::atomic<uint32_t>& value, uint32_t old) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads < 1 ? 1 : n_threads) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(n_threads < 1 ? 1 : (n_threads > static_cast<int>(kNthMask) ? static_cast<int>(kNthMask) : n_threads)),
+      active_(n_threads_) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  generation_.fetch_add(1u << kNthBits, std::memory_order_release);
   generation_.notify_all();
   for (std::thread& t : workers_) t.join();
 }
@@ -58,17 +62,23 @@ int ThreadPool::DefaultThreadCount() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
+void ThreadPool::set_active(int n) {
+  active_ = n < 1 ? 1 : (n > n_threads_ ? n_threads_ : n);
+}
+
 void ThreadPool::Run(const std::function<void(int, int)>& fn) {
-  if (n_threads_ == 1) {
+  const int nth = active_;
+  if (nth == 1) {
     fn(0, 1);
     return;
   }
   assert(pending_.load() == 0 && "ThreadPool::Run is not reentrant");
   job_ = &fn;
-  pending_.store(static_cast<uint32_t>(n_threads_ - 1), std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_release);
+  pending_.store(static_cast<uint32_t>(nth - 1), std::memory_order_relaxed);
+  const uint32_t old = generation_.load(std::memory_order_relaxed);
+  generation_.store(((old >> kNthBits) + 1) << kNthBits | static_cast<uint32_t>(nth), std::memory_order_release);
   generation_.notify_all();
-  fn(0, n_threads_);
+  fn(0, nth);
   uint32_t left = pending_.load(std::memory_order_acquire);
   while (left != 0) left = AwaitChange(pending_, left);
   job_ = nullptr;
@@ -76,10 +86,19 @@ void ThreadPool::Run(const std::function<void(int, int)>& fn) {
 
 void ThreadPool::WorkerLoop(int ith) {
   uint32_t seen = 0;
+  bool idle = false;  // left out of the last job: block rather than spin for the next
   for (;;) {
-    seen = AwaitChange(generation_, seen);
+    if (idle) {
+      generation_.wait(seen, std::memory_order_acquire);
+      seen = generation_.load(std::memory_order_acquire);
+    } else {
+      seen = AwaitChange(generation_, seen);
+    }
     if (stop_.load(std::memory_order_relaxed)) return;
-    (*job_)(ith, n_threads_);
+    const int nth = static_cast<int>(seen & kNthMask);
+    idle = ith >= nth;
+    if (idle) continue;  // Run does not wait for threads outside the job
+    (*job_)(ith, nth);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_all();
   }
 }

@@ -23,6 +23,11 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return n_threads_; }
+  // Threads that take part in the next jobs (1..size()); the rest block
+  // without spinning. The governor's knob: fewer cores for the same engine.
+  // Call it from the thread that calls Run, between jobs.
+  void set_active(int n);
+  int active() const { return active_; }
 
   // Runs fn(ith, nth) on every thread, the caller being ith == 0, and returns
   // when all calls have returned. Not reentrant: fn must not call Run.
@@ -35,8 +40,12 @@ class ThreadPool {
   void WorkerLoop(int ith);
 
   const int n_threads_;
+  int active_;
   std::vector<std::thread> workers_;
   const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
+  // A job counter in the high bits and the job's thread count in the low
+  // kNthBits, so a worker reads both at once and never pairs one job's count
+  // with another job's number.
   std::atomic<uint32_t> generation_{0};
   std::atomic<uint32_t> pending_{0};
   std::atomic<bool> stop_{false};

@@ -5,9 +5,26 @@
 
 #include "kernels/kernels_avx2.h"
 #include "kernels/kernels_scalar.h"
+#include "kernels/kernels_vnni.h"
 
 namespace valet {
 namespace {
+
+constexpr GgmlType kTiledTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
+                                    GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
+                                    GgmlType::kQ6_K};
+
+// A SIMD table takes the variant's tiles and none of the scalar ones: where
+// the variant has no tile (BF16), MatMul's per-pair SIMD vec_dot is faster
+// than the reference tile, which loops the scalar vec_dot.
+using tile_for_fn = TileKernel (*)(GgmlType);
+void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
+  for (GgmlType type : kTiledTypes) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    k.gemm = gemm(type);
+    k.gemv = gemv(type);
+  }
+}
 
 void Set(KernelTable& t, GgmlType type, TypeKernels k) { t.types[static_cast<uint32_t>(type)] = k; }
 
@@ -23,6 +40,13 @@ KernelTable BuildScalar() {
   Set(t, GgmlType::kQ4_K, {GgmlType::kQ8_K, Q4_KToFloat, Q4_KFromFloat, DotQ4_K});
   Set(t, GgmlType::kQ6_K, {GgmlType::kQ8_K, Q6_KToFloat, Q6_KFromFloat, DotQ6_K});
   Set(t, GgmlType::kQ8_K, {GgmlType::kQ8_K, Q8_KToFloat, Q8_KFromFloat, nullptr});
+  for (TypeKernels& k : t.types) k.gemm = k.gemv = TileKernel{};
+  for (GgmlType type : kTiledTypes) {
+    t.types[static_cast<uint32_t>(type)].gemm = GemmTile(type);
+    t.types[static_cast<uint32_t>(type)].gemv = GemvTile(type);
+  }
+  t.dot_f32 = DotF32Rows;
+  t.vec_mad_f32 = VecMadF32;
   return t;
 }
 
@@ -43,6 +67,20 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kQ4_K, nullptr, avx2::DotQ4_K);
   patch(GgmlType::kQ6_K, nullptr, avx2::DotQ6_K);
   patch(GgmlType::kQ8_K, avx2::Q8_KFromFloat, nullptr);
+  PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
+  t.dot_f32 = avx2::DotF32Rows;
+  t.vec_mad_f32 = avx2::VecMadF32;
+  return t;
+}
+
+KernelTable BuildVnni(const KernelTable& avx2) {
+  KernelTable t = avx2;
+  t.name = "vnni";
+  t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].vec_dot = vnni::DotQ8_0;
+  t.types[static_cast<uint32_t>(GgmlType::kQ4_0)].vec_dot = vnni::DotQ4_0;
+  t.types[static_cast<uint32_t>(GgmlType::kQ4_K)].vec_dot = vnni::DotQ4_K;
+  t.types[static_cast<uint32_t>(GgmlType::kQ6_K)].vec_dot = vnni::DotQ6_K;
+  PatchTiles(t, vnni::GemmTile, vnni::GemvTile);
   return t;
 }
 
@@ -56,11 +94,23 @@ bool CpuHasAvx2() {
 #endif
 }
 
+bool CpuHasAvxVnni() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+  return CpuHasAvx2() && vnni::Compiled() && __builtin_cpu_supports("avxvnni");
+#else
+  return false;
+#endif
+}
+
+bool Forced(const char* forced, const char* name) {
+  return forced != nullptr && std::strcmp(forced, name) == 0;
+}
+
 const KernelTable& ChooseActive() {
   const char* forced = std::getenv("VALET_KERNELS");
-  if (forced != nullptr && std::strcmp(forced, "scalar") == 0) return ScalarKernels();
-  const KernelTable* avx2 = Avx2Kernels();
-  return avx2 != nullptr ? *avx2 : ScalarKernels();
+  if (Forced(forced, "scalar")) return ScalarKernels();
+  if (!Forced(forced, "avx2") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
+  return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
 }
 
 }  // namespace
@@ -73,6 +123,20 @@ const KernelTable& ScalarKernels() {
 const KernelTable* Avx2Kernels() {
   static const KernelTable* table = CpuHasAvx2() ? new KernelTable(BuildAvx2()) : nullptr;
   return table;
+}
+
+const KernelTable* AvxVnniKernels() {
+  static const KernelTable* table =
+      CpuHasAvxVnni() ? new KernelTable(BuildVnni(*Avx2Kernels())) : nullptr;
+  return table;
+}
+
+int AvailableKernelTables(const KernelTable* out[3]) {
+  int n = 0;
+  out[n++] = &ScalarKernels();
+  if (Avx2Kernels() != nullptr) out[n++] = Avx2Kernels();
+  if (AvxVnniKernels() != nullptr) out[n++] = AvxVnniKernels();
+  return n;
 }
 
 const KernelTable& ActiveKernels() {

@@ -20,12 +20,32 @@ using to_float_fn = void (*)(const void* src, float* dst, int64_t n);
 using from_float_fn = void (*)(const float* src, void* dst, int64_t n);
 // Dot product of n elements: x is a row of the weight type, y a row of its vec_dot_type.
 using vec_dot_fn = float (*)(int64_t n, const void* x, const void* y);
+// A tile of dot products, `rows` weight rows (x, stride ldx bytes) by `cols`
+// activation rows (y, stride ldy bytes): out[j * ldo + i] = dot(x row i, y row j).
+// Each weight block is loaded once per tile instead of once per pair. For the
+// integer types a tile's results equal the same table's vec_dot bit for bit
+// (same integers, same per-block float operations in the same order); for the
+// float types they may differ from vec_dot by summation order.
+using gemm_fn = void (*)(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                         float* out, int64_t ldo);
+// y[i] += a * x[i] for i < n (attention's weighted sum of value rows).
+using vec_mad_f32_fn = void (*)(int64_t n, float a, const float* x, float* y);
+using vec_dot_f32_fn = float (*)(int64_t n, const float* x, const float* y);
+
+// A tile kernel and its fixed shape; fn == nullptr when a table has none.
+struct TileKernel {
+  gemm_fn fn = nullptr;
+  int rows = 0;  // weight rows per call
+  int cols = 0;  // activation rows (tokens) per call
+};
 
 struct TypeKernels {
   GgmlType vec_dot_type = GgmlType::kF32;
   to_float_fn to_float = nullptr;
   from_float_fn from_float = nullptr;
   vec_dot_fn vec_dot = nullptr;  // nullptr for activation-only types (Q8_K)
+  TileKernel gemm = {};          // prefill: cols >= 2
+  TileKernel gemv = {};          // decode: cols == 1, several rows share the activation loads
 };
 
 // Indexed by the numeric GgmlType id; ids without kernels hold null functions.
@@ -33,6 +53,8 @@ struct KernelTable {
   static constexpr int kMaxTypeId = 32;
   const char* name = "";
   TypeKernels types[kMaxTypeId] = {};
+  vec_dot_f32_fn dot_f32 = nullptr;  // same as types[kF32].vec_dot, typed for float rows
+  vec_mad_f32_fn vec_mad_f32 = nullptr;
 
   const TypeKernels& operator[](GgmlType t) const { return types[static_cast<uint32_t>(t)]; }
   // True when rows of `t` can be dequantized and multiplied.
@@ -41,8 +63,9 @@ struct KernelTable {
   }
 };
 
-// The table chosen once, at first use, from CPUID. VALET_KERNELS=scalar in the
-// environment forces the scalar reference (for debugging numerics).
+// The table chosen once, at first use, from CPUID: AVX-VNNI when present, else
+// AVX2, else scalar. VALET_KERNELS=scalar|avx2|vnni in the environment forces
+// one (an unavailable choice falls back down that order).
 const KernelTable& ActiveKernels();
 const char* ActiveKernelsName();
 
@@ -50,5 +73,9 @@ const char* ActiveKernelsName();
 const KernelTable& ScalarKernels();
 // The AVX2+FMA+F16C variants, or nullptr when the CPU (or build) lacks them.
 const KernelTable* Avx2Kernels();
+// AVX2 plus AVX-VNNI int8 dot products, or nullptr when the CPU (or build) lacks them.
+const KernelTable* AvxVnniKernels();
+// Every table this CPU can run, scalar first (for tests and benchmarks).
+int AvailableKernelTables(const KernelTable* out[3]);
 
 }  // namespace valet

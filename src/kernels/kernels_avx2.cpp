@@ -190,6 +190,21 @@ VALET_AVX2 float DotF32(int64_t n, const void* x, const void* y) {
   return sum;
 }
 
+VALET_AVX2 float DotF32Rows(int64_t n, const float* x, const float* y) { return DotF32(n, x, y); }
+
+VALET_AVX2 void VecMadF32(int64_t n, float a, const float* x, float* y) {
+  const __m256 va = _mm256_set1_ps(a);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    for (int k = 0; k < 4; ++k) {
+      float* p = y + i + 8 * k;
+      _mm256_storeu_ps(p, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i + 8 * k), _mm256_loadu_ps(p)));
+    }
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
 VALET_AVX2 float DotF16(int64_t n, const void* x, const void* y) {
   const auto* a = static_cast<const uint16_t*>(x);
   const auto* b = static_cast<const uint16_t*>(y);
@@ -334,6 +349,8 @@ void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFlo
 void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
 float DotF32(int64_t n, const void* x, const void* y) { return scalar::DotF32(n, x, y); }
 float DotF16(int64_t n, const void* x, const void* y) { return scalar::DotF16(n, x, y); }
+float DotF32Rows(int64_t n, const float* x, const float* y) { return scalar::DotF32Rows(n, x, y); }
+void VecMadF32(int64_t n, float a, const float* x, float* y) { scalar::VecMadF32(n, a, x, y); }
 float DotBf16(int64_t n, const void* x, const void* y) { return scalar::DotBf16(n, x, y); }
 float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
 float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }

@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_table.h"
+
 namespace valet::avx2 {
 
 // True when this build contains the AVX2 variants (x86-64 with GCC/Clang).
@@ -22,5 +24,13 @@ float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 float DotQ4_K(int64_t n, const void* x, const void* y);
 float DotQ6_K(int64_t n, const void* x, const void* y);
+
+float DotF32Rows(int64_t n, const float* x, const float* y);
+// Fused multiply-add per element, so it differs from the scalar reference by rounding.
+void VecMadF32(int64_t n, float a, const float* x, float* y);
+
+// Tile kernels (tiles_avx2.cpp); fn == nullptr for types without one.
+TileKernel GemmTile(GgmlType type);
+TileKernel GemvTile(GgmlType type);
 
 }  // namespace valet::avx2

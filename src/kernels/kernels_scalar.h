@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_table.h"
+
 namespace valet::scalar {
 
 void F32ToFloat(const void* src, float* dst, int64_t n);
@@ -31,5 +33,12 @@ float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 float DotQ4_K(int64_t n, const void* x, const void* y);
 float DotQ6_K(int64_t n, const void* x, const void* y);
+
+float DotF32Rows(int64_t n, const float* x, const float* y);
+void VecMadF32(int64_t n, float a, const float* x, float* y);
+
+// Reference tiles for the weight types: each pair through this table's vec_dot.
+TileKernel GemmTile(GgmlType type);
+TileKernel GemvTile(GgmlType type);
 
 }  // namespace valet::scalar

@@ -39,7 +39,8 @@ void RunConvert(const ConvertJob& job, int ith, int nth) {
   if (r.begin >= r.end) return;
   for (int64_t t = 0; t < job.n_tokens; ++t) {
     const float* src = job.x + t * job.n_in + r.begin * job.traits->block_size;
-    uint8_t* dst = job.out + static_cast<size_t>(t) * job.row_bytes + static_cast<size_t>(r.begin) * job.traits->type_size;
+    uint8_t* dst = job.out + static_cast<size_t>(t) * job.row_bytes +
+                   static_cast<size_t>(r.begin) * job.traits->type_size;
     job.convert(src, dst, (r.end - r.begin) * job.traits->block_size);
   }
 }
@@ -51,27 +52,71 @@ struct DotJob {
   int64_t n_tokens;
   float* y;
   vec_dot_fn dot;
+  TileKernel tile;  // fn == nullptr: every pair through vec_dot
 };
 
-void RunDots(const DotJob& job, int ith, int nth) {
+void DotsPerPair(const DotJob& job, int64_t r0, int64_t r1, int64_t t0, int64_t t1) {
   const WeightMatrix& w = *job.w;
-  const Range rows = SplitRange(w.n_out, ith, nth);
-  for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kTileRows) {
-    const int64_t r1 = std::min(rows.end, r0 + kTileRows);
-    for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kTileTokens) {
-      const int64_t t1 = std::min(job.n_tokens, t0 + kTileTokens);
-      for (int64_t r = r0; r < r1; ++r) {
-        const void* wrow = w.Row(r);
-        for (int64_t t = t0; t < t1; ++t) {
-          job.y[t * w.n_out + r] = job.dot(w.n_in, wrow, job.act + static_cast<size_t>(t) * job.act_row_bytes);
-        }
-      }
+  for (int64_t r = r0; r < r1; ++r) {
+    const void* wrow = w.Row(r);
+    for (int64_t t = t0; t < t1; ++t) {
+      job.y[t * w.n_out + r] =
+          job.dot(w.n_in, wrow, job.act + static_cast<size_t>(t) * job.act_row_bytes);
     }
   }
 }
 
-void MatMulNative(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-                  MatMulScratch& scratch, const KernelTable& table) {
+// Without a tile kernel: blocks of rows x tokens, so each weight row is
+// fetched from memory once per block of tokens rather than once per token.
+void RunDotsPerPair(const DotJob& job, int ith, int nth) {
+  const Range rows = SplitRange(job.w->n_out, ith, nth);
+  for (int64_t r0 = rows.begin; r0 < rows.end; r0 += kTileRows) {
+    const int64_t r1 = std::min(rows.end, r0 + kTileRows);
+    for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kTileTokens) {
+      DotsPerPair(job, r0, r1, t0, std::min(job.n_tokens, t0 + kTileTokens));
+    }
+  }
+}
+
+// Threads split whole row tiles, so which pairs a tile computes and which are
+// left over for vec_dot (the last n_out % rows rows, n_tokens % cols tokens)
+// does not depend on the thread count, and neither do the results.
+void RunTiles(const DotJob& job, int ith, int nth) {
+  const WeightMatrix& w = *job.w;
+  const TileKernel& tile = job.tile;
+  const int64_t rm = tile.rows, rn = tile.cols;
+  const Range units = SplitRange((w.n_out + rm - 1) / rm, ith, nth);
+  const int64_t r_begin = units.begin * rm;
+  const int64_t r_end = std::min(w.n_out, units.end * rm);
+  const int64_t t_full = job.n_tokens / rn * rn;
+  int64_t r = r_begin;
+  for (; r + rm <= r_end; r += rm) {
+    for (int64_t t = 0; t < t_full; t += rn) {
+      tile.fn(w.n_in, w.Row(r), w.row_bytes, job.act + static_cast<size_t>(t) * job.act_row_bytes,
+              job.act_row_bytes, job.y + t * w.n_out + r, w.n_out);
+    }
+    DotsPerPair(job, r, r + rm, t_full, job.n_tokens);
+  }
+  DotsPerPair(job, r, r_end, 0, job.n_tokens);
+}
+
+void RunDots(const DotJob& job, int ith, int nth) {
+  if (job.tile.fn != nullptr) {
+    RunTiles(job, ith, nth);
+  } else {
+    RunDotsPerPair(job, ith, nth);
+  }
+}
+
+// Decode uses the row-only tile; a batch narrower than the wide tile runs the
+// row-only tile once per token rather than leaving every pair to vec_dot.
+TileKernel ChooseTile(const TypeKernels& k, int64_t n_tokens) {
+  if (n_tokens >= 2 && k.gemm.fn != nullptr && n_tokens >= k.gemm.cols) return k.gemm;
+  return k.gemv;
+}
+
+void MatMulNative(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                  ThreadPool& pool, MatMulScratch& scratch, const KernelTable& table) {
   const TypeKernels& k = table[w.type];
   const GgmlType vdt = k.vec_dot_type;
   const size_t act_row_bytes = GgmlRowSize(vdt, w.n_in);
@@ -79,12 +124,17 @@ void MatMulNative(const WeightMatrix& w, const float* x, int64_t n_tokens, float
   if (vdt != GgmlType::kF32) {
     const size_t need = act_row_bytes * static_cast<size_t>(n_tokens);
     if (scratch.activations.size() < need) scratch.activations.resize(need);
-    const ConvertJob job{x, n_tokens, w.n_in, &GetGgmlTypeTraits(vdt), act_row_bytes, table[vdt].from_float,
+    const ConvertJob job{x,
+                         n_tokens,
+                         w.n_in,
+                         &GetGgmlTypeTraits(vdt),
+                         act_row_bytes,
+                         table[vdt].from_float,
                          scratch.activations.data()};
     pool.Run([&job](int ith, int nth) { RunConvert(job, ith, nth); });
     act = scratch.activations.data();
   }
-  const DotJob job{&w, act, act_row_bytes, n_tokens, y, k.vec_dot};
+  const DotJob job{&w, act, act_row_bytes, n_tokens, y, k.vec_dot, ChooseTile(k, n_tokens)};
   pool.Run([&job](int ith, int nth) { RunDots(job, ith, nth); });
 }
 
@@ -104,14 +154,16 @@ void MatMulBlas(const WeightMatrix& w, const float* x, int64_t n_tokens, float* 
     } job{&w, table[w.type].to_float, out};
     pool.Run([&job](int ith, int nth) {
       const Range r = SplitRange(job.w->n_out, ith, nth);
-      for (int64_t i = r.begin; i < r.end; ++i) job.to_float(job.w->Row(i), job.out + i * job.w->n_in, job.w->n_in);
+      for (int64_t i = r.begin; i < r.end; ++i)
+        job.to_float(job.w->Row(i), job.out + i * job.w->n_in, job.w->n_in);
     });
     wf = out;
     ldw = w.n_in;
   }
   openblas_set_num_threads(pool.size());
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens), static_cast<int>(w.n_out),
-              static_cast<int>(w.n_in), 1.0f, x, static_cast<int>(w.n_in), wf, static_cast<int>(ldw), 0.0f, y,
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(n_tokens),
+              static_cast<int>(w.n_out), static_cast<int>(w.n_in), 1.0f, x,
+              static_cast<int>(w.n_in), wf, static_cast<int>(ldw), 0.0f, y,
               static_cast<int>(w.n_out));
 }
 #endif
@@ -119,9 +171,12 @@ void MatMulBlas(const WeightMatrix& w, const float* x, int64_t n_tokens, float* 
 bool UseBlas(const WeightMatrix& w, int64_t n_tokens, MatMulBackend backend) {
   if (!BlasAvailable()) return false;
   switch (backend) {
-    case MatMulBackend::kNative: return false;
-    case MatMulBackend::kBlas: return true;
-    case MatMulBackend::kAuto: return n_tokens >= BlasMinTokens(w.type);
+    case MatMulBackend::kNative:
+      return false;
+    case MatMulBackend::kBlas:
+      return true;
+    case MatMulBackend::kAuto:
+      return n_tokens >= BlasMinTokens(w.type);
   }
   return false;
 }

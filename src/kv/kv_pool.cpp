@@ -1,6 +1,8 @@
 #include "kv/kv_pool.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cstring>
 #include <new>
 #include <string>
 
@@ -34,6 +36,8 @@ Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
 }
 
 Result<KvBlockId> KvPool::Allocate() {
+  while (free_list_.empty() && reclaimer_ != nullptr && reclaimer_->ReclaimOne()) {
+  }
   if (free_list_.empty()) {
     return ResourceExhausted("KV pool is full (" + std::to_string(capacity_blocks()) + " blocks)");
   }
@@ -54,21 +58,82 @@ void KvPool::Release(KvBlockId id) {
 }
 
 Status KvSequence::Reserve(int32_t n) {
-  const int32_t bt = pool_->layout().block_tokens;
+  if (n <= 0) return Status::Ok();
+  const KvLayout& l = pool_->layout();
+  const int32_t bt = l.block_tokens;
   const int32_t needed = (n_tokens_ + n + bt - 1) / bt;
   const size_t had = blocks_.size();
+  // Shared blocks the new positions would write into get private copies.
+  std::vector<std::pair<size_t, KvBlockId>> copies;  // (index, new block)
+  auto undo = [&](const Status& s) {
+    for (auto& [index, id] : copies) pool_->Release(id);
+    while (blocks_.size() > had) {
+      pool_->Release(blocks_.back());
+      blocks_.pop_back();
+    }
+    return s;
+  };
+  const size_t first = static_cast<size_t>(n_tokens_ / bt);
+  for (size_t i = first; i < std::min(had, static_cast<size_t>(needed)); ++i) {
+    if (pool_->ref_count(blocks_[i]) == 1) continue;
+    Result<KvBlockId> id = pool_->Allocate();
+    if (!id.ok()) return undo(id.status());
+    copies.emplace_back(i, *id);
+  }
   while (static_cast<int32_t>(blocks_.size()) < needed) {
     Result<KvBlockId> id = pool_->Allocate();
-    if (!id.ok()) {
-      while (blocks_.size() > had) {
-        pool_->Release(blocks_.back());
-        blocks_.pop_back();
-      }
-      return id.status();
-    }
+    if (!id.ok()) return undo(id.status());
     blocks_.push_back(*id);
   }
+  for (auto& [index, id] : copies) {
+    std::memcpy(pool_->block_data(id), pool_->block_data(blocks_[index]), l.block_bytes());
+    pool_->Release(blocks_[index]);
+    blocks_[index] = id;
+  }
   return Status::Ok();
+}
+
+void KvSequence::AttachShared(std::span<const KvBlockId> blocks, int32_t n_tokens) {
+  assert(blocks_.empty() && n_tokens_ == 0 && "AttachShared on a non-empty sequence");
+  assert(static_cast<size_t>(n_tokens) <= blocks.size() * pool_->layout().block_tokens);
+  for (KvBlockId id : blocks) pool_->AddRef(id);
+  blocks_.assign(blocks.begin(), blocks.end());
+  n_tokens_ = n_tokens;
+}
+
+// Calls fn(block floats at the run start, packed offset, run length in floats)
+// for every contiguous run of rows of positions [begin, end): one per
+// (block, layer, K/V, head).
+template <typename Fn>
+void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
+  const KvLayout& l = pool_->layout();
+  const int32_t n = end - begin;
+  const size_t hd = static_cast<size_t>(l.head_dim);
+  for (int32_t pos = begin; pos < end;) {
+    const int32_t in_block = pos % l.block_tokens;
+    const int32_t run = std::min(end - pos, l.block_tokens - in_block);
+    float* block = pool_->block_data(blocks_[pos / l.block_tokens]);
+    for (int32_t layer = 0; layer < l.n_layer; ++layer) {
+      for (int32_t kv = 0; kv < 2; ++kv) {
+        for (int32_t head = 0; head < l.n_kv_head; ++head) {
+          const size_t slab = (static_cast<size_t>(layer) * 2 + kv) * l.n_kv_head + head;
+          fn(block + l.slab_offset(layer, kv, head) + in_block * hd, (slab * n + (pos - begin)) * hd, run * hd);
+        }
+      }
+    }
+    pos += run;
+  }
+}
+
+void KvSequence::ExportRows(int32_t begin, int32_t end, float* out) const {
+  assert(0 <= begin && begin <= end && end <= n_tokens_);
+  ForEachRun(begin, end, [&](const float* rows, size_t at, size_t count) { std::memcpy(out + at, rows, count * sizeof(float)); });
+}
+
+void KvSequence::ImportRows(int32_t n, const float* in) {
+  assert(static_cast<size_t>(n_tokens_ + n) <= blocks_.size() * pool_->layout().block_tokens);
+  ForEachRun(n_tokens_, n_tokens_ + n,
+             [&](float* rows, size_t at, size_t count) { std::memcpy(rows, in + at, count * sizeof(float)); });
 }
 
 void KvSequence::Commit(int32_t n) {

@@ -1,12 +1,14 @@
 // A paged pool of KV blocks with a byte budget.
 //
 // The pool owns the memory; sequences own block tables (KvSequence). Blocks
-// are reference-counted so that later a cached system prompt can be shared by
-// many sequences and snapshot/eviction can hand blocks back individually.
+// are reference-counted: a cached system prompt (PrefixCache) is shared by
+// many sequences, and a sequence copies a shared block before it writes into
+// it (copy on write), so shared blocks are never modified.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kv/kv_layout.h"
@@ -15,6 +17,15 @@
 namespace valet {
 
 using KvBlockId = int32_t;
+
+// Gives blocks back to the pool when it runs dry (the prefix cache evicting
+// prefixes no sequence uses).
+class KvReclaimer {
+ public:
+  virtual ~KvReclaimer() = default;
+  // Releases at least one block to the pool if it can; false when it cannot.
+  virtual bool ReclaimOne() = 0;
+};
 
 struct KvPoolOptions {
   KvLayout layout;
@@ -32,8 +43,10 @@ class KvPool {
   size_t capacity_bytes() const { return capacity_blocks() * layout_.block_bytes(); }
   size_t used_bytes() const { return used_blocks() * layout_.block_bytes(); }
 
-  // A block with reference count 1, or ResourceExhausted.
+  // A block with reference count 1, or ResourceExhausted. When no block is
+  // free the reclaimer (if any) is asked for one first.
   Result<KvBlockId> Allocate();
+  void set_reclaimer(KvReclaimer* reclaimer) { reclaimer_ = reclaimer; }
   void AddRef(KvBlockId id);
   // Drops one reference; the block returns to the free list at zero.
   void Release(KvBlockId id);
@@ -51,6 +64,7 @@ class KvPool {
   std::unique_ptr<float[]> storage_;  // [n_blocks][block_floats]
   std::vector<int32_t> ref_counts_;   // [n_blocks]
   std::vector<KvBlockId> free_list_;  // LIFO: recently freed blocks are warm in cache
+  KvReclaimer* reclaimer_ = nullptr;
 };
 
 // One sequence's view of the pool: its block table and how many positions are
@@ -66,12 +80,28 @@ class KvSequence {
   const std::vector<KvBlockId>& blocks() const { return blocks_; }
   KvPool& pool() const { return *pool_; }
 
-  // Makes room for `n` more positions, allocating blocks; on failure nothing changes.
+  // Makes room for `n` more positions, allocating blocks and copying any
+  // shared block the new positions fall into (copy on write); on failure
+  // nothing changes.
   Status Reserve(int32_t n);
   // Marks `n` reserved positions as filled (after the forward pass wrote them).
   void Commit(int32_t n);
   // Releases every block; the sequence is empty again.
   void Clear();
+  // Starts an empty sequence on shared blocks holding positions [0, n_tokens):
+  // the blocks gain a reference each.
+  void AttachShared(std::span<const KvBlockId> blocks, int32_t n_tokens);
+
+  // Floats ExportRows writes for `n` positions.
+  size_t rows_floats(int32_t n) const {
+    return static_cast<size_t>(n) * pool_->layout().block_floats() / pool_->layout().block_tokens;
+  }
+  // Copies the K and V rows of filled positions [begin, end) out as
+  // [n_layer][K|V][n_kv_head][end - begin][head_dim] floats.
+  void ExportRows(int32_t begin, int32_t end, float* out) const;
+  // Writes rows in ExportRows' order into positions [n_tokens(), n_tokens() + n)
+  // of reserved room (after Reserve(n)); Commit(n) makes them part of the sequence.
+  void ImportRows(int32_t n, const float* in);
 
   // Start of the head_dim floats for (layer, kv, head, position).
   float* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
@@ -81,6 +111,10 @@ class KvSequence {
   }
 
  private:
+  // Copies rows between this sequence's blocks and a packed buffer.
+  template <typename Fn>
+  void ForEachRun(int32_t begin, int32_t end, Fn&& fn) const;
+
   KvPool* pool_;
   std::vector<KvBlockId> blocks_;
   int32_t n_tokens_ = 0;

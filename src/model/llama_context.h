@@ -53,6 +53,8 @@ class LlamaContext {
   const ContextOptions& options() const { return options_; }
   const ForwardStats& stats() const { return stats_; }
   int n_threads() const { return pool_.size(); }
+  // The compute threads; set_active() on it uses fewer from the next step on.
+  ThreadPool& thread_pool() { return pool_; }
   // Bytes of scratch memory the forward pass holds.
   size_t scratch_bytes() const;
 

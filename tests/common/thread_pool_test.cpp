@@ -24,6 +24,26 @@ TEST(ThreadPoolTest, EveryThreadRunsEachJobOnce) {
   }
 }
 
+TEST(ThreadPoolTest, ActiveCountLimitsTheThreadsOfEachJob) {
+  ThreadPool pool(4);
+  for (int active : {1, 3, 2, 4, 1, 4}) {
+    pool.set_active(active);
+    ASSERT_EQ(pool.active(), active);
+    for (int job = 0; job < 100; ++job) {
+      std::vector<std::atomic<int>> hits(4);
+      pool.Run([&](int ith, int nth) {
+        ASSERT_EQ(nth, active);
+        hits[ith].fetch_add(1);
+      });
+      for (int i = 0; i < 4; ++i) ASSERT_EQ(hits[i].load(), i < active ? 1 : 0) << "thread " << i << " active " << active;
+    }
+  }
+  pool.set_active(0);
+  EXPECT_EQ(pool.active(), 1);
+  pool.set_active(99);
+  EXPECT_EQ(pool.active(), 4);
+}
+
 TEST(ThreadPoolTest, SplitRangeCoversEveryItemExactlyOnce) {
   for (int64_t n : {0, 1, 5, 64, 1001}) {
     for (int nth : {1, 2, 3, 8}) {

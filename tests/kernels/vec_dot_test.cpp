@@ -21,9 +21,12 @@ using testing::RandomRow;
 
 std::vector<int64_t> LengthsFor(GgmlType type) {
   switch (testing::BlockSize(type)) {
-    case 1: return {1, 7, 8, 31, 32, 33, 100, 256, 1000, 4096};
-    case 32: return {32, 64, 96, 320, 4096};
-    default: return {256, 512, 2048, 4096};
+    case 1:
+      return {1, 7, 8, 31, 32, 33, 100, 256, 1000, 4096};
+    case 32:
+      return {32, 64, 96, 320, 4096};
+    default:
+      return {256, 512, 2048, 4096};
   }
 }
 
@@ -68,19 +71,25 @@ TEST_P(VecDotTest, ScalarMatchesDequantizedDoubleSum) {
   }
 }
 
+// Every SIMD table this CPU can run (AVX2, AVX-VNNI).
 TEST_P(VecDotTest, SimdMatchesScalar) {
-  const KernelTable* avx2 = Avx2Kernels();
-  if (avx2 == nullptr) GTEST_SKIP() << "CPU lacks AVX2";
+  const KernelTable* tables[3];
+  const int n_tables = AvailableKernelTables(tables);
+  if (n_tables < 2) GTEST_SKIP() << "CPU lacks AVX2";
   const GgmlType type = GetParam();
-  for (int64_t n : LengthsFor(type)) {
-    for (uint32_t seed = 1; seed <= 5; ++seed) {
-      const DotCase c = MakeCase(type, n, seed);
-      const float want = ScalarKernels()[type].vec_dot(n, c.w.data(), c.a.data());
-      const float got = (*avx2)[type].vec_dot(n, c.w.data(), c.a.data());
-      if (SimdBitExact(type)) {
-        EXPECT_EQ(got, want) << GgmlTypeName(type) << " n=" << n;
-      } else {
-        EXPECT_NEAR(got, want, 1e-5 * c.abs_sum + 1e-30) << GgmlTypeName(type) << " n=" << n;
+  for (int t = 1; t < n_tables; ++t) {
+    const KernelTable& simd = *tables[t];
+    for (int64_t n : LengthsFor(type)) {
+      for (uint32_t seed = 1; seed <= 5; ++seed) {
+        const DotCase c = MakeCase(type, n, seed);
+        const float want = ScalarKernels()[type].vec_dot(n, c.w.data(), c.a.data());
+        const float got = simd[type].vec_dot(n, c.w.data(), c.a.data());
+        if (SimdBitExact(type)) {
+          EXPECT_EQ(got, want) << simd.name << " " << GgmlTypeName(type) << " n=" << n;
+        } else {
+          EXPECT_NEAR(got, want, 1e-5 * c.abs_sum + 1e-30)
+              << simd.name << " " << GgmlTypeName(type) << " n=" << n;
+        }
       }
     }
   }
@@ -91,9 +100,10 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDotTest, ::testing::ValuesIn(testing
                            return std::string(GgmlTypeName(info.param));
                          });
 
-TEST(KernelTable, ActiveIsScalarOrAvx2AndComplete) {
+TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   const KernelTable& active = ActiveKernels();
-  EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels());
+  EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels() ||
+              &active == AvxVnniKernels());
   EXPECT_STREQ(ActiveKernelsName(), active.name);
   for (GgmlType t : testing::kWeightTypes) {
     EXPECT_TRUE(active.SupportsWeight(t)) << GgmlTypeName(t);

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "support/json_lite.h"
+#include "common/json_value.h"
 
 namespace valet {
 namespace {

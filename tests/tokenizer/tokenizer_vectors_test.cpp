@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "support/json_lite.h"
+#include "common/json_value.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/vocabulary.h"
 

@@ -1,4 +1,4 @@
-#include "json_lite.h"
+#include "common/json_value.h"
 
 #include <cassert>
 #include <charconv>

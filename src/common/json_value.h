@@ -1,7 +1,7 @@
-// A small JSON reader for tests: parses a whole document into a DOM of
+// A small strict JSON reader (RFC 8259): parses a whole document into a DOM of
 // JsonValue nodes (numbers as double, strings UTF-8 with escapes decoded,
-// object members in file order). Strict RFC 8259 grammar; errors are Status
-// values naming the byte offset, never exceptions.
+// object members in file order). Used for golden test files and for the
+// scheduler's budget table. Errors are Status values naming the byte offset.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "support/json_lite.h"
+#include "common/json_value.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,273 @@
+// valet's three-tier scheduler, public C++ API.
+//
+// Apps submit tasks in one of four tiers; a foreground chat request runs
+// first, background work is parked (never cancelled) when a higher tier needs
+// the engine and resumes exactly where it stopped. App lifecycle events (not
+// timers) set how much each tier may run, through a budget table.
+//
+// Scheduler is callable from any thread. One inference thread, owned by the
+// Scheduler, drives the engine; callbacks run on that thread and never under a
+// scheduler lock, so they may call Submit/Cancel/OnLifecycleEvent themselves.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_interface.h"
+#include "sampling/sampler.h"
+#include "sampling/stop_condition.h"
+#include "valet/status.h"
+
+namespace valet {
+
+using TaskId = int64_t;
+
+// Lower runs first; FIFO within a tier.
+enum class Tier : int32_t {
+  kForegroundChat = 0,
+  kInlineSuggestion = 1,
+  kBackgroundSummary = 2,
+  kOfflineIndexing = 3,
+};
+inline constexpr int kNumTiers = 4;
+const char* TierName(Tier tier);
+// InvalidArgument for values outside the four tiers.
+Result<Tier> TierFromInt(int value);
+
+// Ordered: a task only moves forward, or between PREFILLING/DECODING and PARKED.
+enum class TaskState : int32_t {
+  kQueued = 0,
+  kPrefilling,
+  kParked,
+  kDecoding,
+  kDone,
+  kCancelled,  // only ever by the app
+  kFailed,     // invalid request found late, or an engine error
+};
+const char* TaskStateName(TaskState state);
+inline bool IsTerminal(TaskState s) { return s >= TaskState::kDone; }
+
+// Android's lifecycle events and the states they lead to.
+enum class LifecycleEvent : int32_t { kOnCreate, kOnStart, kOnResume, kOnPause, kOnStop, kOnDestroy };
+enum class LifecycleState : int32_t { kDestroyed = 0, kCreated, kStarted, kResumed };
+inline constexpr int kNumLifecycleStates = 4;
+const char* LifecycleEventName(LifecycleEvent event);
+const char* LifecycleStateName(LifecycleState state);
+// The state `event` leads to from `state`; InvalidArgument when out of order
+// (ON_CREATE from DESTROYED only, ON_START from CREATED, ON_RESUME from
+// STARTED, ON_PAUSE from RESUMED, ON_STOP from STARTED, ON_DESTROY from CREATED).
+Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event);
+
+// What a tier may do while the app is in one lifecycle state.
+inline constexpr int64_t kUnlimitedTokens = -1;
+struct TierBudget {
+  int32_t turn_tokens = 0;                      // generated per turn before yielding to equal tiers; 0: no limit
+  int64_t state_cap_tokens = kUnlimitedTokens;  // generated while in this state; over it the tier parks
+  int32_t prefill_chunk = 256;                  // prompt/recompute tokens per step
+  int32_t threads = 0;                          // engine compute threads; 0: all hardware threads
+};
+
+struct BudgetTable {
+  std::array<std::array<TierBudget, kNumTiers>, kNumLifecycleStates> budgets;
+
+  const TierBudget& at(LifecycleState s, Tier t) const {
+    return budgets[static_cast<size_t>(s)][static_cast<size_t>(t)];
+  }
+  TierBudget& at(LifecycleState s, Tier t) { return budgets[static_cast<size_t>(s)][static_cast<size_t>(t)]; }
+
+  // RESUMED: foreground tiers uninterrupted with short chunks, background tiers
+  // small turns and chunks. STARTED: like RESUMED, background a little more.
+  // CREATED (ON_STOP): background tiers get their normal budget back.
+  // DESTROYED: nothing runs (state cap 0); everything is parked to disk.
+  static BudgetTable Defaults();
+};
+
+// JSON form (every key optional; unnamed entries keep their defaults):
+//   {"RESUMED": {"OFFLINE_INDEXING": {"turn_tokens": 8, "state_cap_tokens": -1,
+//                                     "prefill_chunk": 32, "threads": 1}}, ...}
+// States: RESUMED STARTED CREATED DESTROYED; tiers: FOREGROUND_CHAT
+// INLINE_SUGGESTION BACKGROUND_SUMMARY OFFLINE_INDEXING. Unknown names and
+// out-of-range values are InvalidArgument.
+Result<BudgetTable> ParseBudgetTable(std::string_view json);
+Result<BudgetTable> LoadBudgetTable(const std::string& path);
+
+// How lower tiers share a step with the highest runnable tier.
+enum class BatchMode : int32_t {
+  kStrict = 0,  // the highest tier runs alone
+  kFill,        // lower tiers' decode tokens ride along in its decode steps while cheap
+};
+
+// Overrides the preemption controller's choice (benchmark arms, tests).
+enum class ParkPolicy : int32_t {
+  kAuto = 0,  // resident while the pool has room, else the engine's cheapest
+  kForceResident,
+  kForceSnapshotRam,
+  kForceSnapshotDisk,
+  kForcePartial,
+  kForceFull,
+};
+
+struct SchedulerOptions {
+  BudgetTable budgets = BudgetTable::Defaults();
+  LifecycleState initial_state = LifecycleState::kResumed;
+  BatchMode batch_mode = BatchMode::kStrict;
+  // kFill: riders join while their measured marginal step cost stays below
+  // this fraction of a solo decode step.
+  double fill_max_cost_fraction = 0.25;
+  ParkPolicy park_policy = ParkPolicy::kAuto;
+  // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
+  // pass the fake engine's virtual clock. Must be callable from any thread.
+  std::function<double()> clock;
+};
+
+// A chat turn. Roles: "system", "user", "assistant".
+struct ChatMessage {
+  std::string role;
+  std::string content;
+};
+
+struct TaskMetrics;
+struct TaskResult;
+
+// Called on the inference thread, never under a scheduler lock.
+struct TaskCallbacks {
+  // Every generated token exactly once, in order (EOS included when sampled);
+  // `text` is what may be shown now (held back near a possible stop string).
+  std::function<void(TaskId, int32_t token, std::string_view text)> on_token;
+  std::function<void(TaskId, TaskState)> on_state;
+  // Exactly once per accepted task, when it reaches DONE, CANCELLED or FAILED.
+  std::function<void(TaskId, const TaskResult&)> on_done;
+};
+
+struct TaskRequest {
+  Tier tier = Tier::kForegroundChat;
+  // A static system prompt shared by many tasks: it becomes the sequence's
+  // shared prefix, so the engine keeps its KV once for all of them.
+  std::string system_prompt;
+  // Rendered with the plain chat template (sched/chat_template.h) when
+  // non-empty; otherwise `prompt` is used as is.
+  std::vector<ChatMessage> messages;
+  std::string prompt;
+  int32_t max_tokens = 128;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  TaskCallbacks callbacks;
+};
+
+struct TaskMetrics {
+  Tier tier = Tier::kForegroundChat;
+  double submit_time = -1.0;
+  double start_time = -1.0;        // first step
+  double first_token_time = -1.0;  // first token delivered
+  double last_token_time = -1.0;
+  double end_time = -1.0;
+  int32_t prompt_tokens = 0;  // including the shared prefix
+  int32_t generated_tokens = 0;
+  int32_t parks = 0;
+  std::array<int32_t, 5> parks_by_kind{};  // indexed by ParkKind
+  size_t park_bytes = 0;
+  int32_t tokens_recomputed = 0;
+
+  double ttft() const { return first_token_time < 0 ? -1.0 : first_token_time - submit_time; }
+  // (last - first token time) / (n - 1); -1 with fewer than two tokens.
+  double tpot() const {
+    return generated_tokens < 2 ? -1.0 : (last_token_time - first_token_time) / (generated_tokens - 1);
+  }
+  double e2e() const { return end_time < 0 ? -1.0 : end_time - submit_time; }
+};
+
+struct TaskResult {
+  TaskState state = TaskState::kDone;
+  Status status;  // why it failed, for kFailed
+  StopReason stop_reason = StopReason::kNone;
+  std::vector<int32_t> tokens;
+  std::string text;
+  TaskMetrics metrics;
+};
+
+enum class TimelineKind : int32_t {
+  kSubmitted,
+  kStarted,
+  kFirstToken,
+  kParked,   // park_kind, bytes, tokens (dropped: to recompute)
+  kResumed,  // park_kind, bytes, tokens (to recompute)
+  kDone,
+  kCancelled,
+  kFailed,
+};
+const char* TimelineKindName(TimelineKind kind);
+
+struct TimelineEvent {
+  double time = 0.0;
+  TaskId task = 0;
+  TimelineKind kind = TimelineKind::kSubmitted;
+  ParkKind park_kind = ParkKind::kResident;
+  size_t bytes = 0;
+  int32_t tokens = 0;
+};
+
+struct SchedulerStats {
+  LifecycleState lifecycle = LifecycleState::kResumed;
+  int64_t submitted = 0;
+  int64_t rejected = 0;  // failed validation
+  int64_t done = 0;
+  int64_t cancelled = 0;
+  int64_t failed = 0;
+  int64_t steps = 0;
+  int64_t batched_steps = 0;  // steps with riders (fill mode)
+  int64_t prefill_tokens = 0;
+  int64_t decode_tokens = 0;
+  int64_t tokens_recomputed = 0;
+  std::array<int64_t, kNumTiers> generated_by_tier{};
+  std::array<int64_t, 5> parks_by_kind{};
+  size_t park_bytes = 0;
+  size_t resume_bytes = 0;
+  int64_t resume_fallbacks = 0;  // snapshot missing/corrupt: recomputed instead
+  int64_t preemptions = 0;       // parks caused by a higher tier
+  std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds
+  double busy_seconds = 0.0;                 // engine step + park/resume time
+};
+
+class SchedulerCore;
+
+// The threaded scheduler: a mutex-protected inbox drained by the inference
+// thread between steps. The engine must outlive the Scheduler and must not be
+// used by anyone else while the Scheduler runs.
+class Scheduler {
+ public:
+  static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
+  ~Scheduler();  // stops after the current step; unfinished tasks stay unfinished
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Checks tier, prompt, max_tokens and stop strings now; a prompt found too
+  // long for the context after tokenization ends the task FAILED (on_done).
+  Result<TaskId> Submit(TaskRequest request);
+  // NotFound for an unknown id, InvalidArgument for a finished task.
+  Status Cancel(TaskId id);
+  // InvalidArgument when out of order; the scheduler's state is then unchanged.
+  Status OnLifecycleEvent(LifecycleEvent event);
+
+  // Blocks until every task submitted so far is finished (no timeout).
+  void WaitIdle();
+
+  LifecycleState lifecycle_state() const;
+  SchedulerStats Stats() const;
+  Result<std::vector<TimelineEvent>> Timeline(TaskId id) const;
+  Result<TaskMetrics> Metrics(TaskId id) const;
+  // Chrome trace-event JSON (chrome://tracing, Perfetto) of the run so far.
+  std::string ChromeTraceJson() const;
+
+ private:
+  struct Impl;
+  explicit Scheduler(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace valet

@@ -1,0 +1,409 @@
+#include "engine/real_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <unordered_set>
+
+#include "engine/sequence_snapshot.h"
+
+namespace valet {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Calibration payload: big enough to time, small enough for a phone's budget.
+constexpr size_t kCalibrationBytes = 4u << 20;
+// The store key of the calibration payload; sequence ids start at 1.
+constexpr uint64_t kCalibrationKey = 0;
+
+}  // namespace
+
+struct RealEngine::Seq {
+  Seq(KvPool& pool, Sampler s) : kv(pool), sampler(std::move(s)) {}
+  std::vector<int32_t> history;  // every token fed, the shared prefix first
+  std::vector<int32_t> prefix;   // SequenceSpec::shared_prefix
+  KvSequence kv;
+  Sampler sampler;
+  int32_t n_shared = 0;  // leading positions that are (or were registered as) the cached prefix
+  bool parked = false;
+  ParkKind park_kind = ParkKind::kResident;
+  int32_t snapshot_end = -1;  // while parked with a snapshot: positions it restores up to
+  std::vector<float> logits;
+  int32_t pending() const { return static_cast<int32_t>(history.size()) - kv.n_tokens(); }
+};
+
+RealEngine::~RealEngine() {
+  seqs_.clear();  // sequences release their blocks before the cache and the pool go
+  cache_.reset();
+}
+
+Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& options) {
+  std::unique_ptr<RealEngine> e(new RealEngine());
+  e->options_ = options;
+  VALET_ASSIGN_OR_RETURN(e->engine_, Engine::Open(options.engine));
+  VALET_ASSIGN_OR_RETURN(e->store_, SnapshotStore::Create(options.store));
+  e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());
+  if (options.calibrate) e->Calibrate();
+  return e;
+}
+
+void RealEngine::Warn(const std::string& message) const {
+  if (options_.store.warn) {
+    options_.store.warn(message);
+  } else {
+    std::fprintf(stderr, "valet: warning: %s\n", message.c_str());
+  }
+}
+
+// One short prefill and a few decode steps on a scratch sequence, and one
+// snapshot-sized payload through each store tier: the starting point of the
+// measured costs, refined by every real step and snapshot afterwards.
+void RealEngine::Calibrate() {
+  LlamaContext& ctx = engine_->context();
+  const int32_t n = std::min({32, ctx.options().max_batch_tokens, ctx.options().n_ctx - 4});
+  if (n > 0) {
+    std::vector<int32_t> tokens(n);
+    std::mt19937 rng(7);
+    for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % engine_->model().config().n_vocab);
+    KvSequence scratch(engine_->kv_pool());
+    std::vector<float> logits;
+    BatchItem item{&scratch, tokens, LogitsMode::kLast};
+    auto t0 = Clock::now();
+    if (ctx.Forward({&item, 1}, logits).ok()) prefill_ = {static_cast<double>(n), Since(t0)};
+    for (int i = 0; i < 3; ++i) {
+      BatchItem one{&scratch, std::span<const int32_t>(tokens).subspan(i, 1), LogitsMode::kLast};
+      t0 = Clock::now();
+      if (!ctx.Forward({&one, 1}, logits).ok()) break;
+      decode_.amount += 1;
+      decode_.seconds += Since(t0);
+    }
+  }
+  std::vector<uint8_t> payload(std::min(kCalibrationBytes, store_->options().ram_budget_bytes / 4));
+  std::mt19937_64 rng(11);
+  for (size_t i = 0; i + 8 <= payload.size(); i += 8) {
+    const uint64_t v = rng();
+    std::copy_n(reinterpret_cast<const uint8_t*>(&v), 8, payload.data() + i);
+  }
+  for (SnapshotTier tier : {SnapshotTier::kRam, SnapshotTier::kDisk}) {
+    if (payload.empty() || (tier == SnapshotTier::kDisk && !store_->has_disk())) continue;
+    const auto t0 = Clock::now();
+    Result<SnapshotTier> put = store_->Put(kCalibrationKey, payload, tier);
+    if (put.ok() && *put == tier && store_->Get(kCalibrationKey).ok()) {
+      (tier == SnapshotTier::kRam ? ram_ : disk_) = {static_cast<double>(payload.size()), Since(t0)};
+    }
+    store_->Erase(kCalibrationKey);
+  }
+}
+
+std::vector<int32_t> RealEngine::Tokenize(std::string_view text, bool add_bos) const {
+  EncodeOptions o;
+  o.add_bos = add_bos;
+  return engine_->tokenizer().Encode(text, o);
+}
+
+std::string RealEngine::TokenPiece(int32_t token) const { return engine_->tokenizer().TokenToPiece(token); }
+int32_t RealEngine::eos_token() const { return engine_->tokenizer().vocabulary().eos_id(); }
+int32_t RealEngine::context_length() const { return engine_->context().options().n_ctx; }
+int32_t RealEngine::max_step_tokens() const { return engine_->context().options().max_batch_tokens; }
+
+Result<RealEngine::Seq*> RealEngine::Find(SequenceId id) const {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return NotFound("no sequence " + std::to_string(id));
+  return it->second.get();
+}
+
+Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
+  const int32_t n_vocab = engine_->model().config().n_vocab;
+  for (int32_t t : spec.shared_prefix) {
+    if (t < 0 || t >= n_vocab) return InvalidArgument("shared prefix token " + std::to_string(t) + " is not in the vocabulary");
+  }
+  if (static_cast<int64_t>(spec.shared_prefix.size()) >= context_length()) {
+    return OutOfRange("the shared prefix fills the whole context of " + std::to_string(context_length()));
+  }
+  VALET_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(spec.sampling, n_vocab));
+  auto s = std::make_unique<Seq>(engine_->kv_pool(), std::move(sampler));
+  s->prefix = spec.shared_prefix;
+  s->history = spec.shared_prefix;
+  for (int32_t t : s->history) s->sampler.Accept(t);
+  if (!s->prefix.empty()) {
+    PrefixMatch m = cache_->Match(s->prefix);
+    s->kv.AttachShared(m.blocks, m.n_tokens);
+    s->n_shared = m.n_tokens;
+  }
+  const SequenceId id = next_id_++;
+  seqs_.emplace(id, std::move(s));
+  return id;
+}
+
+Status RealEngine::CloseSequence(SequenceId id) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return NotFound("no sequence " + std::to_string(id));
+  store_->Erase(static_cast<uint64_t>(id));
+  seqs_.erase(it);
+  return Status::Ok();
+}
+
+Result<SequenceInfo> RealEngine::Info(SequenceId id) const {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  SequenceInfo info;
+  info.n_tokens = static_cast<int32_t>(s->history.size());
+  info.n_cached = s->kv.n_tokens();
+  info.n_shared = std::min(s->n_shared, s->kv.n_tokens());
+  info.pending_recompute = s->snapshot_end >= 0 ? info.n_tokens - s->snapshot_end : s->pending();
+  info.parked = s->parked;
+  info.park_kind = s->park_kind;
+  const KvPool& pool = engine_->kv_pool();
+  for (KvBlockId b : s->kv.blocks()) info.own_kv_bytes += pool.ref_count(b) == 1 ? pool.layout().block_bytes() : 0;
+  return info;
+}
+
+Status RealEngine::ValidateStep(std::span<const StepItem> items) const {
+  if (items.empty()) return InvalidArgument("empty step");
+  std::unordered_set<SequenceId> seen;
+  int64_t total = 0;
+  for (const StepItem& item : items) {
+    VALET_ASSIGN_OR_RETURN(Seq * s, Find(item.seq));
+    if (!seen.insert(item.seq).second) return InvalidArgument("sequence " + std::to_string(item.seq) + " appears twice in a step");
+    if (s->parked) return InvalidArgument("sequence " + std::to_string(item.seq) + " is parked; resume it first");
+    if (item.tokens.empty() == (item.recompute == 0)) {
+      return InvalidArgument("a step item needs either tokens or a recompute count");
+    }
+    if (item.recompute < 0 || item.recompute > s->pending()) {
+      return InvalidArgument("sequence " + std::to_string(item.seq) + " has " + std::to_string(s->pending()) +
+                             " tokens to recompute, not " + std::to_string(item.recompute));
+    }
+    if (item.sample && item.recompute != 0 && item.recompute != s->pending()) {
+      return InvalidArgument("sampling needs the whole history computed first");
+    }
+    total += item.tokens.empty() ? item.recompute : s->pending() + static_cast<int64_t>(item.tokens.size());
+  }
+  if (total > max_step_tokens()) {
+    return OutOfRange("step of " + std::to_string(total) + " tokens exceeds the limit of " + std::to_string(max_step_tokens()));
+  }
+  return Status::Ok();
+}
+
+Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
+  VALET_RETURN_IF_ERROR(ValidateStep(items));
+  const auto t0 = Clock::now();
+  std::vector<Seq*> seqs(items.size());
+  std::vector<std::vector<int32_t>> merged(items.size());  // pending recompute + new tokens
+  std::vector<BatchItem> batch(items.size());
+  int32_t n_tokens = 0, n_recomputed = 0;
+  bool decode_only = true;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Seq* s = seqs[i] = *Find(items[i].seq);
+    const int32_t pending = s->pending();
+    std::span<const int32_t> input;
+    if (items[i].tokens.empty()) {
+      input = std::span<const int32_t>(s->history).subspan(s->kv.n_tokens(), items[i].recompute);
+      n_recomputed += items[i].recompute;
+    } else if (pending > 0) {
+      merged[i].assign(s->history.end() - pending, s->history.end());
+      merged[i].insert(merged[i].end(), items[i].tokens.begin(), items[i].tokens.end());
+      input = merged[i];
+      n_recomputed += pending;
+    } else {
+      input = items[i].tokens;
+    }
+    batch[i] = BatchItem{&s->kv, input, items[i].sample ? LogitsMode::kLast : LogitsMode::kNone};
+    n_tokens += static_cast<int32_t>(input.size());
+    decode_only = decode_only && input.size() == 1;
+  }
+  VALET_RETURN_IF_ERROR(engine_->context().Forward(batch, logits_));
+
+  StepResult result;
+  const int32_t n_vocab = engine_->model().config().n_vocab;
+  size_t row = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    Seq& s = *seqs[i];
+    for (int32_t t : items[i].tokens) {
+      s.history.push_back(t);
+      s.sampler.Accept(t);
+    }
+    if (!s.prefix.empty() && s.n_shared < static_cast<int32_t>(s.prefix.size()) &&
+        s.kv.n_tokens() >= static_cast<int32_t>(s.prefix.size())) {
+      s.n_shared = cache_->Insert(s.prefix, s.kv);
+    }
+    if (!items[i].sample) continue;
+    std::span<const float> l(logits_.data() + row * n_vocab, n_vocab);
+    ++row;
+    if (options_.keep_logits) s.logits.assign(l.begin(), l.end());
+    result.outputs.push_back({items[i].seq, s.sampler.Sample(l)});
+  }
+  result.tokens_computed = n_tokens;
+  result.seconds = Since(t0);
+  accounting_.tokens_recomputed += n_recomputed;
+  Meter& m = decode_only ? decode_ : prefill_;
+  m.amount += n_tokens;
+  m.seconds += result.seconds;
+  return result;
+}
+
+PrefixMatch RealEngine::MatchPrefix(Seq& s) const {
+  const int32_t n = std::min(s.n_shared, s.kv.n_tokens());
+  if (n <= 0) return {};
+  return cache_->Match(std::span<const int32_t>(s.prefix).first(n));
+}
+
+Status RealEngine::StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes) {
+  SnapshotHeader h{kv_begin, s.kv.n_tokens(), s.history, s.sampler.state()};
+  const auto t0 = Clock::now();
+  std::vector<uint8_t> blob = EncodeSequenceSnapshot(h, s.kv);
+  VALET_ASSIGN_OR_RETURN(SnapshotTier used, store_->Put(static_cast<uint64_t>(id), blob, tier));
+  Meter& m = used == SnapshotTier::kRam ? ram_ : disk_;
+  m.amount += static_cast<double>(blob.size());
+  m.seconds += Since(t0);
+  if (used != tier) Warn("snapshot of sequence " + std::to_string(id) + " went to the other tier");
+  s.park_kind = used == SnapshotTier::kRam ? ParkKind::kSnapshotRam : ParkKind::kSnapshotDisk;
+  s.snapshot_end = h.kv_end;
+  *bytes = blob.size();
+  return Status::Ok();
+}
+
+Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  if (s->parked) return InvalidArgument("sequence " + std::to_string(id) + " is already parked");
+  const auto t0 = Clock::now();
+  ParkReport r;
+  const size_t used_before = engine_->kv_pool().used_bytes();
+  const int32_t cached_before = s->kv.n_tokens();
+  s->park_kind = kind;
+  if (kind != ParkKind::kResident) {
+    PrefixMatch keep = kind == ParkKind::kFull ? PrefixMatch{} : MatchPrefix(*s);
+    if (kind == ParkKind::kSnapshotRam || kind == ParkKind::kSnapshotDisk) {
+      const SnapshotTier tier = kind == ParkKind::kSnapshotRam ? SnapshotTier::kRam : SnapshotTier::kDisk;
+      Status stored = StoreSnapshot(id, *s, keep.n_tokens, tier, &r.bytes);
+      if (!stored.ok()) {
+        Warn("cannot snapshot sequence " + std::to_string(id) + " (" + stored.message() +
+             "); it will be recomputed from its history");
+        ++accounting_.fallbacks;
+        s->park_kind = ParkKind::kPartial;
+      }
+    }
+    s->kv.Clear();
+    s->kv.AttachShared(keep.blocks, keep.n_tokens);
+    s->n_shared = keep.n_tokens;
+  }
+  if (s->park_kind == ParkKind::kPartial || s->park_kind == ParkKind::kFull) {
+    r.bytes = used_before - std::min(used_before, engine_->kv_pool().used_bytes());
+    r.tokens_dropped = cached_before - s->kv.n_tokens();
+  }
+  s->parked = true;
+  r.kind = s->park_kind;
+  r.seconds = Since(t0);
+  accounting_.parks[static_cast<int>(r.kind)] += 1;
+  accounting_.bytes_parked += r.bytes;
+  accounting_.tokens_dropped += r.tokens_dropped;
+  accounting_.park_seconds += r.seconds;
+  return r;
+}
+
+Status RealEngine::RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes) {
+  const auto t0 = Clock::now();
+  VALET_ASSIGN_OR_RETURN(std::vector<uint8_t> blob, store_->Get(static_cast<uint64_t>(id)));
+  VALET_ASSIGN_OR_RETURN(DecodedSnapshot d, DecodeSequenceSnapshot(blob, engine_->kv_pool().layout()));
+  if (d.header.history != s.history) return Corrupt("snapshot history differs from the sequence's");
+  if (d.header.kv_begin != s.kv.n_tokens()) return Corrupt("snapshot does not start where the shared prefix ends");
+  const int32_t n = d.header.kv_end - d.header.kv_begin;
+  // Pool exhaustion is not corruption: the caller retries once others make room.
+  Status reserved = s.kv.Reserve(n);
+  if (!reserved.ok()) return ResourceExhausted(reserved.message());
+  s.kv.ImportRows(n, d.rows);
+  s.kv.Commit(n);
+  s.sampler.set_state(d.header.sampler);
+  *bytes = blob.size();
+  Meter& m = s.park_kind == ParkKind::kSnapshotRam ? ram_ : disk_;
+  m.seconds += Since(t0);
+  return Status::Ok();
+}
+
+Result<ResumeReport> RealEngine::Resume(SequenceId id) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  if (!s->parked) return InvalidArgument("sequence " + std::to_string(id) + " is not parked");
+  const auto t0 = Clock::now();
+  ResumeReport r;
+  r.kind = s->park_kind;
+  if (r.kind == ParkKind::kSnapshotRam || r.kind == ParkKind::kSnapshotDisk) {
+    Status restored = RestoreSnapshot(id, *s, &r.bytes);
+    if (restored.code() == StatusCode::kResourceExhausted) return restored;  // stays parked, snapshot kept
+    if (!restored.ok()) {
+      Warn("cannot restore sequence " + std::to_string(id) + " (" + restored.message() +
+           "); recomputing it from its history");
+      r.fell_back = true;
+      r.bytes = 0;
+      ++accounting_.fallbacks;
+    }
+    store_->Erase(static_cast<uint64_t>(id));
+    s->snapshot_end = -1;
+  }
+  s->parked = false;
+  r.tokens_to_recompute = s->pending();
+  r.seconds = Since(t0);
+  accounting_.resumes[static_cast<int>(r.kind)] += 1;
+  accounting_.bytes_restored += r.bytes;
+  accounting_.resume_seconds += r.seconds;
+  return r;
+}
+
+Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_needed) const {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  const KvPool& pool = engine_->kv_pool();
+  const size_t block = pool.layout().block_bytes();
+  ParkAdviceInput in;
+  in.bytes_needed = bytes_needed;
+  in.pool_free_bytes = static_cast<size_t>(pool.free_blocks()) * block;
+  const int32_t shared = std::min(s->n_shared, s->kv.n_tokens());
+  const int32_t bt = pool.layout().block_tokens;
+  for (size_t i = 0; i < s->kv.blocks().size(); ++i) {
+    const int32_t refs = pool.ref_count(s->kv.blocks()[i]);
+    const bool prefix_block = static_cast<int32_t>(i + 1) * bt <= shared;
+    if (refs == 1) in.own_bytes += block;
+    else if (prefix_block && refs == 2) in.prefix_bytes += block;  // this sequence and the cache
+  }
+  in.own_tokens = s->kv.n_tokens() - shared;
+  in.all_tokens = static_cast<int32_t>(s->history.size());
+  in.snapshot_bytes = SnapshotStore::FrameBytes(s->kv.rows_floats(in.own_tokens) * sizeof(float));
+  in.ram_free_bytes = store_->ram_free_bytes();
+  in.disk_available = store_->has_disk();
+  in.costs = costs();
+  return in;
+}
+
+ParkKind RealEngine::AdvisePark(SequenceId id, size_t bytes_needed) const {
+  Result<ParkAdviceInput> in = AdviceInput(id, bytes_needed);
+  return in.ok() ? valet::AdvisePark(*in) : ParkKind::kResident;
+}
+
+Status RealEngine::SetThreads(int n_threads) {
+  ThreadPool& pool = engine_->context().thread_pool();
+  if (n_threads < 1 || n_threads > pool.size()) {
+    return InvalidArgument("threads must be between 1 and " + std::to_string(pool.size()));
+  }
+  pool.set_active(n_threads);
+  return Status::Ok();
+}
+
+EngineMemory RealEngine::memory() const {
+  const KvPool& pool = engine_->kv_pool();
+  return EngineMemory{pool.capacity_bytes(), pool.used_bytes(), store_->ram_bytes(), store_->disk_bytes()};
+}
+
+EngineCosts RealEngine::costs() const {
+  EngineCosts c;
+  c.prefill_seconds_per_token = prefill_.amount > 0 ? prefill_.seconds / prefill_.amount : 0.0;
+  c.decode_seconds_per_token = decode_.amount > 0 ? decode_.seconds / decode_.amount : 0.0;
+  c.ram_bytes_per_second = ram_.rate();
+  c.disk_bytes_per_second = disk_.rate();
+  return c;
+}
+
+std::span<const float> RealEngine::last_logits(SequenceId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? std::span<const float>() : std::span<const float>(it->second->logits);
+}
+
+}  // namespace valet

@@ -1,0 +1,114 @@
+// EngineInterface on top of the real Engine: sequences with their own
+// samplers, shared system-prompt prefixes from a PrefixCache, and parking
+// through a SnapshotStore, with measured costs for the park advisor.
+//
+// Conventions the scheduler can rely on:
+// - A sequence's history starts as SequenceSpec::shared_prefix. The part of
+//   it found in the prefix cache is referenced, not computed; the rest is
+//   pending recompute (Info().pending_recompute), run with StepItem::recompute.
+//   An item with tokens also runs any pending recompute first, in the same step.
+// - Once a sequence has computed its whole shared prefix, the prefix's blocks
+//   are cached for later sequences; a partly filled last block is copied on
+//   write, so cached blocks never change.
+// - Parking as snapshot_ram/snapshot_disk/partial keeps the shared prefix
+//   referenced; a snapshot that cannot be stored or restored falls back to
+//   recomputing from the history (ParkReport::kind says kPartial, or
+//   ResumeReport::fell_back), with a warning, never wrong output.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/engine_interface.h"
+#include "engine/park_advisor.h"
+#include "kv/prefix_cache.h"
+#include "kv/snapshot_store.h"
+
+namespace valet {
+
+struct RealEngineOptions {
+  EngineOptions engine;
+  SnapshotStoreOptions store;
+  // Measure prefill speed and snapshot bandwidths at start-up; otherwise they
+  // are learned from the first steps and snapshots.
+  bool calibrate = true;
+  // Keep the logits each sampling item was sampled from (tests, diagnostics).
+  bool keep_logits = false;
+};
+
+// Per-kind counters of everything parked and resumed so far.
+struct ParkAccounting {
+  int64_t parks[5] = {};    // by ParkKind
+  int64_t resumes[5] = {};  // by the kind the sequence had been parked as
+  size_t bytes_parked = 0;  // snapshot bytes written + pool bytes freed by partial/full
+  size_t bytes_restored = 0;
+  int64_t tokens_dropped = 0;
+  int64_t tokens_recomputed = 0;  // run through the model again by recompute items
+  int64_t fallbacks = 0;          // snapshots that could not be stored or restored
+  double park_seconds = 0.0;
+  double resume_seconds = 0.0;
+};
+
+class RealEngine final : public EngineInterface {
+ public:
+  static Result<std::unique_ptr<RealEngine>> Open(const RealEngineOptions& options);
+  ~RealEngine() override;
+
+  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override;
+  std::string TokenPiece(int32_t token) const override;
+  int32_t eos_token() const override;
+  int32_t context_length() const override;
+  int32_t max_step_tokens() const override;
+
+  Result<SequenceId> OpenSequence(const SequenceSpec& spec) override;
+  Status CloseSequence(SequenceId seq) override;
+  Result<SequenceInfo> Info(SequenceId seq) const override;
+  Result<StepResult> Step(std::span<const StepItem> items) override;
+  Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
+  Result<ResumeReport> Resume(SequenceId seq) override;
+  ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
+  Status SetThreads(int n_threads) override;
+  EngineMemory memory() const override;
+  EngineCosts costs() const override;
+
+  const ParkAccounting& accounting() const { return accounting_; }
+  // The logits the sequence's last token was sampled from (keep_logits only).
+  std::span<const float> last_logits(SequenceId seq) const;
+  Engine& engine() { return *engine_; }
+  SnapshotStore& snapshot_store() { return *store_; }
+  PrefixCache& prefix_cache() { return *cache_; }
+  // The inputs AdvisePark weighs, for reports and tests.
+  Result<ParkAdviceInput> AdviceInput(SequenceId seq, size_t bytes_needed) const;
+
+ private:
+  struct Seq;
+  struct Meter {
+    double amount = 0.0;
+    double seconds = 0.0;
+    double rate() const { return seconds > 0.0 ? amount / seconds : 0.0; }
+  };
+
+  RealEngine() = default;
+  Result<Seq*> Find(SequenceId id) const;
+  Status ValidateStep(std::span<const StepItem> items) const;
+  void Calibrate();
+  // The cached blocks of the sequence's shared prefix, as far as they go.
+  PrefixMatch MatchPrefix(Seq& s) const;
+  Status StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes);
+  Status RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes);
+  void Warn(const std::string& message) const;
+
+  RealEngineOptions options_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<PrefixCache> cache_;
+  std::unique_ptr<SnapshotStore> store_;
+  std::map<SequenceId, std::unique_ptr<Seq>> seqs_;
+  SequenceId next_id_ = 1;
+  ParkAccounting accounting_;
+  Meter prefill_, decode_, ram_, disk_;  // tokens or bytes per second
+  std::vector<float> logits_;
+};
+
+}  // namespace valet

@@ -1,0 +1,48 @@
+// The tile kernels (tiles_x86.h) with AVX-VNNI int8 products, and vec_dots
+// that are their 1x1 tiles.
+#include "kernels/kernels_vnni.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c,avxvnni")
+#define VALET_TILE_WIDE_U8 1
+#define VALET_TILE_NS vnni
+#define VALET_DOT_U8I8(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
+#define VALET_DOT_I16(acc, a, b) _mm256_dpwssd_avx_epi32((acc), (a), (b))
+#include "kernels/tiles_x86.h"
+
+namespace valet::vnni {
+
+bool Compiled() { return true; }
+
+float DotQ8_0(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q8_0Weights, 1, 1>>(n, x, y);
+}
+float DotQ4_0(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q4_0Weights, 1, 1>>(n, x, y);
+}
+float DotQ4_K(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmQ4_K<1, 1>>(n, x, y);
+}
+float DotQ6_K(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmQ6_K<1, 1>>(n, x, y);
+}
+
+}  // namespace valet::vnni
+#pragma GCC pop_options
+
+#else
+
+namespace valet::vnni {
+bool Compiled() { return false; }
+float DotQ8_0(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ4_0(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ4_K(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ6_K(int64_t, const void*, const void*) { return 0.0f; }
+TileKernel GemmTile(GgmlType) { return {}; }
+TileKernel GemvTile(GgmlType) { return {}; }
+}  // namespace valet::vnni
+
+#endif

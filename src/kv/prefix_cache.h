@@ -1,0 +1,77 @@
+// Cached KV blocks of shared prompt prefixes (static system prompts), matched
+// by token ids block by block.
+//
+// Why a hash chain rather than a radix tree: sharing happens in whole blocks
+// (a block is the unit the pool reference-counts), so a token-granular tree
+// would buy nothing; keying each block by hash(parent key, its tokens) makes
+// every block an independent entry found in O(1), with no tree to rebalance
+// when single blocks are evicted. Entries store their tokens and parent key,
+// so a hash collision can never produce a false match. The last, partly
+// filled block of a prefix is an entry of its own (keyed by its shorter token
+// run); sequences copy it before writing into it (KvSequence::Reserve), so the
+// cache's blocks are never modified.
+//
+// The cache holds one reference to each of its blocks. A block whose only
+// reference is the cache's is unused; when the pool runs dry it asks the cache
+// (as its KvReclaimer) to evict unused entries, least recently used first and,
+// among those, deepest first so chains shrink from their ends.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "kv/kv_pool.h"
+
+namespace valet {
+
+struct PrefixMatch {
+  std::vector<KvBlockId> blocks;  // holding positions [0, n_tokens)
+  int32_t n_tokens = 0;
+};
+
+class PrefixCache : public KvReclaimer {
+ public:
+  // Registers itself as the pool's reclaimer; the pool must outlive the cache.
+  explicit PrefixCache(KvPool& pool);
+  ~PrefixCache() override;
+  PrefixCache(const PrefixCache&) = delete;
+  PrefixCache& operator=(const PrefixCache&) = delete;
+
+  // The longest cached run of whole blocks of `tokens`, followed by the cached
+  // partial block that ends `tokens` exactly, if any. Marks them recently used.
+  PrefixMatch Match(std::span<const int32_t> tokens);
+
+  // Caches seq's blocks for positions [0, tokens.size()), which must hold the
+  // KV of `tokens` (seq->n_tokens() >= tokens.size()). Blocks already cached
+  // stay as they are. Returns how many leading tokens are now cached.
+  int32_t Insert(std::span<const int32_t> tokens, const KvSequence& seq);
+
+  bool ReclaimOne() override;
+
+  int32_t n_blocks() const { return static_cast<int32_t>(entries_.size()); }
+  // Cached blocks that only the cache references.
+  int32_t unused_blocks() const;
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  struct Entry {
+    uint64_t parent = 0;
+    std::vector<int32_t> tokens;
+    KvBlockId block = -1;
+    int32_t depth = 0;
+    uint64_t last_used = 0;
+  };
+
+  static uint64_t ChainKey(uint64_t parent, std::span<const int32_t> tokens);
+  // The entry for `tokens` after `parent`, or nullptr.
+  Entry* Find(uint64_t parent, std::span<const int32_t> tokens, uint64_t* key);
+
+  KvPool* pool_;
+  std::unordered_map<uint64_t, Entry> entries_;
+  uint64_t clock_ = 0;
+  int64_t evictions_ = 0;
+};
+
+}  // namespace valet

@@ -1,0 +1,276 @@
+#include "kv/snapshot_store.h"
+
+#include <lz4.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "kv/checksum.h"
+
+namespace valet {
+namespace {
+
+constexpr uint32_t kMagic = 0x504e5356;  // "VSNP"
+constexpr uint16_t kVersion = 1;
+
+struct FrameHeader {
+  uint32_t magic;
+  uint16_t version;
+  uint16_t codec;
+  uint64_t raw_size;
+  uint64_t payload_size;
+  uint64_t checksum;  // of the uncompressed bytes
+};
+static_assert(sizeof(FrameHeader) == 32);
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+}  // namespace
+
+const char* CompressionName(Compression c) {
+  switch (c) {
+    case Compression::kNone: return "none";
+    case Compression::kZstd: return "zstd";
+    case Compression::kLz4: return "lz4";
+  }
+  return "unknown";
+}
+
+Result<Compression> ParseCompression(std::string_view name) {
+  for (Compression c : {Compression::kNone, Compression::kZstd, Compression::kLz4}) {
+    if (name == CompressionName(c)) return c;
+  }
+  return InvalidArgument("unknown compression '" + std::string(name) + "' (none, zstd, lz4)");
+}
+
+SnapshotStore::SnapshotStore(const SnapshotStoreOptions& options) : options_(options) {}
+
+Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const SnapshotStoreOptions& options) {
+  if (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel()) {
+    return InvalidArgument("zstd level must be between 1 and " + std::to_string(ZSTD_maxCLevel()));
+  }
+  std::unique_ptr<SnapshotStore> store(new SnapshotStore(options));
+  if (store->has_disk()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.disk_dir, ec);
+    // A directory that cannot be made is not fatal: writes will fail and fall back, with warnings.
+    if (ec) store->Warn("snapshot directory " + options.disk_dir + " is unusable: " + ec.message());
+  }
+  return store;
+}
+
+SnapshotStore::~SnapshotStore() {
+  for (const auto& [key, slot] : slots_) {
+    if (slot.tier == SnapshotTier::kDisk) std::remove(DiskPath(key).c_str());
+  }
+}
+
+void SnapshotStore::Warn(const std::string& message) const {
+  if (options_.warn) {
+    options_.warn(message);
+  } else {
+    std::fprintf(stderr, "valet: warning: %s\n", message.c_str());
+  }
+}
+
+size_t SnapshotStore::FrameBytes(size_t raw) { return sizeof(FrameHeader) + raw; }
+
+std::string SnapshotStore::DiskPath(uint64_t key) const {
+  char name[64];
+  std::snprintf(name, sizeof(name), "valet-snap-%d-%016llx.bin", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(key));
+  return (std::filesystem::path(options_.disk_dir) / name).string();
+}
+
+std::vector<uint8_t> SnapshotStore::Encode(std::span<const uint8_t> blob) {
+  const auto t0 = Clock::now();
+  FrameHeader h{kMagic, kVersion, static_cast<uint16_t>(options_.compression), blob.size(), 0, Checksum64(blob)};
+  std::vector<uint8_t> frame;
+  size_t payload = 0;
+  switch (options_.compression) {
+    case Compression::kNone:
+      frame.resize(sizeof(h) + blob.size());
+      if (!blob.empty()) std::memcpy(frame.data() + sizeof(h), blob.data(), blob.size());
+      payload = blob.size();
+      break;
+    case Compression::kZstd: {
+      frame.resize(sizeof(h) + ZSTD_compressBound(blob.size()));
+      payload = ZSTD_compress(frame.data() + sizeof(h), frame.size() - sizeof(h), blob.data(), blob.size(),
+                              options_.zstd_level);
+      assert(!ZSTD_isError(payload) && "zstd cannot fail with a bound-sized buffer");
+      break;
+    }
+    case Compression::kLz4: {
+      assert(blob.size() <= static_cast<size_t>(LZ4_MAX_INPUT_SIZE) && "lz4 frame too large");
+      frame.resize(sizeof(h) + LZ4_compressBound(static_cast<int>(blob.size())));
+      payload = static_cast<size_t>(LZ4_compress_default(reinterpret_cast<const char*>(blob.data()),
+                                                         reinterpret_cast<char*>(frame.data() + sizeof(h)),
+                                                         static_cast<int>(blob.size()),
+                                                         static_cast<int>(frame.size() - sizeof(h))));
+      break;
+    }
+  }
+  h.payload_size = payload;
+  std::memcpy(frame.data(), &h, sizeof(h));
+  frame.resize(sizeof(h) + payload);
+  frame.shrink_to_fit();
+  stats_.compress_seconds += Since(t0);
+  return frame;
+}
+
+Result<std::vector<uint8_t>> SnapshotStore::Decode(std::span<const uint8_t> frame) {
+  const auto t0 = Clock::now();
+  FrameHeader h;
+  if (frame.size() < sizeof(h)) return Corrupt("snapshot frame is truncated (no header)");
+  std::memcpy(&h, frame.data(), sizeof(h));
+  if (h.magic != kMagic || h.version != kVersion) return Corrupt("snapshot frame has a bad magic or version");
+  if (h.payload_size != frame.size() - sizeof(h)) {
+    return Corrupt("snapshot frame is truncated: " + std::to_string(frame.size() - sizeof(h)) + " of " +
+                   std::to_string(h.payload_size) + " payload bytes");
+  }
+  if (h.raw_size > (size_t{1} << 40)) return Corrupt("snapshot frame claims an absurd size");
+  std::span<const uint8_t> payload = frame.subspan(sizeof(h));
+  std::vector<uint8_t> raw(h.raw_size);
+  switch (static_cast<Compression>(h.codec)) {
+    case Compression::kNone:
+      if (payload.size() != raw.size()) return Corrupt("snapshot frame sizes disagree");
+      if (!raw.empty()) std::memcpy(raw.data(), payload.data(), raw.size());
+      break;
+    case Compression::kZstd: {
+      const size_t n = ZSTD_decompress(raw.data(), raw.size(), payload.data(), payload.size());
+      if (ZSTD_isError(n) || n != raw.size()) return Corrupt("snapshot frame does not decompress (zstd)");
+      break;
+    }
+    case Compression::kLz4: {
+      if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) return Corrupt("snapshot frame too large for lz4");
+      const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(payload.data()),
+                                        reinterpret_cast<char*>(raw.data()), static_cast<int>(payload.size()),
+                                        static_cast<int>(raw.size()));
+      if (n < 0 || static_cast<size_t>(n) != raw.size()) return Corrupt("snapshot frame does not decompress (lz4)");
+      break;
+    }
+    default:
+      return Corrupt("snapshot frame has an unknown codec " + std::to_string(h.codec));
+  }
+  if (Checksum64(raw) != h.checksum) return Corrupt("snapshot checksum mismatch");
+  stats_.decompress_seconds += Since(t0);
+  return raw;
+}
+
+Status SnapshotStore::WriteDisk(uint64_t key, std::span<const uint8_t> frame) {
+  if (!has_disk()) return Unsupported("no disk tier");
+  if (disk_bytes_ + frame.size() > options_.disk_budget_bytes) return ResourceExhausted("disk tier budget is full");
+  const auto t0 = Clock::now();
+  const std::string path = DiskPath(key), tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return IoError("cannot create " + tmp + ": " + std::strerror(errno));
+  const bool wrote = std::fwrite(frame.data(), 1, frame.size(), f) == frame.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!wrote || !closed) {
+    std::remove(tmp.c_str());
+    return IoError("cannot write " + tmp + ": " + std::strerror(wrote ? errno : write_errno));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return IoError("cannot rename " + tmp + ": " + std::strerror(errno));
+  }
+  stats_.disk_bytes_written += frame.size();
+  stats_.disk_write_seconds += Since(t0);
+  return Status::Ok();
+}
+
+Result<std::vector<uint8_t>> SnapshotStore::ReadDisk(uint64_t key) {
+  const auto t0 = Clock::now();
+  const std::string path = DiskPath(key);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return NotFound("snapshot file " + path + " is missing: " + std::strerror(errno));
+  std::vector<uint8_t> frame;
+  uint8_t buf[1 << 16];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) frame.insert(frame.end(), buf, buf + n);
+  const bool failed = std::ferror(f) != 0;
+  std::fclose(f);
+  if (failed) return IoError("cannot read " + path);
+  stats_.disk_bytes_read += frame.size();
+  stats_.disk_read_seconds += Since(t0);
+  return frame;
+}
+
+Result<SnapshotTier> SnapshotStore::Put(uint64_t key, std::span<const uint8_t> blob, SnapshotTier preferred) {
+  Erase(key);
+  ++stats_.puts;
+  std::vector<uint8_t> frame = Encode(blob);
+  stats_.raw_bytes += blob.size();
+  stats_.stored_bytes += frame.size();
+  const bool ram_fits = ram_bytes_ + frame.size() <= options_.ram_budget_bytes;
+  bool try_disk = preferred == SnapshotTier::kDisk || !ram_fits;
+  if (try_disk && has_disk()) {
+    Status s = WriteDisk(key, frame);
+    if (s.ok()) {
+      if (preferred == SnapshotTier::kRam) ++stats_.spills;
+      disk_bytes_ += frame.size();
+      slots_[key] = Slot{SnapshotTier::kDisk, {}, frame.size()};
+      return SnapshotTier::kDisk;
+    }
+    ++stats_.disk_failures;
+    Warn("snapshot to disk failed (" + s.message() + "); " +
+         (ram_fits ? "keeping it in RAM" : "the RAM tier is full too"));
+  }
+  if (!ram_fits) {
+    return ResourceExhausted("snapshot of " + std::to_string(frame.size()) + " bytes fits neither tier (RAM " +
+                             std::to_string(ram_bytes_) + " of " + std::to_string(options_.ram_budget_bytes) +
+                             " bytes used)");
+  }
+  ram_bytes_ += frame.size();
+  const size_t bytes = frame.size();
+  slots_[key] = Slot{SnapshotTier::kRam, std::move(frame), bytes};
+  return SnapshotTier::kRam;
+}
+
+Result<std::vector<uint8_t>> SnapshotStore::Get(uint64_t key) {
+  ++stats_.gets;
+  auto it = slots_.find(key);
+  if (it == slots_.end()) return NotFound("no snapshot " + std::to_string(key));
+  Result<std::vector<uint8_t>> raw = it->second.tier == SnapshotTier::kRam ? Decode(it->second.frame) : [&] {
+    Result<std::vector<uint8_t>> frame = ReadDisk(key);
+    return frame.ok() ? Decode(*frame) : Result<std::vector<uint8_t>>(frame.status());
+  }();
+  if (!raw.ok()) {
+    ++stats_.corrupt_detected;
+    Warn("snapshot " + std::to_string(key) + " is unusable: " + raw.status().message());
+  }
+  return raw;
+}
+
+void SnapshotStore::Erase(uint64_t key) {
+  auto it = slots_.find(key);
+  if (it == slots_.end()) return;
+  if (it->second.tier == SnapshotTier::kRam) {
+    ram_bytes_ -= it->second.bytes;
+  } else {
+    disk_bytes_ -= it->second.bytes;
+    std::remove(DiskPath(key).c_str());
+  }
+  slots_.erase(it);
+}
+
+std::optional<SnapshotTier> SnapshotStore::tier_of(uint64_t key) const {
+  auto it = slots_.find(key);
+  if (it == slots_.end()) return std::nullopt;
+  return it->second.tier;
+}
+
+std::span<uint8_t> SnapshotStore::RamFrameForTesting(uint64_t key) {
+  auto it = slots_.find(key);
+  if (it == slots_.end() || it->second.tier != SnapshotTier::kRam) return {};
+  return it->second.frame;
+}
+
+}  // namespace valet

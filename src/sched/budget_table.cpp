@@ -1,0 +1,119 @@
+// The governor's default budget table and its JSON form.
+#include <cmath>
+#include <string>
+
+#include "common/json_value.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+namespace {
+
+constexpr const char* kStateKeys[kNumLifecycleStates] = {"DESTROYED", "CREATED", "STARTED", "RESUMED"};
+constexpr const char* kTierKeys[kNumTiers] = {"FOREGROUND_CHAT", "INLINE_SUGGESTION", "BACKGROUND_SUMMARY",
+                                              "OFFLINE_INDEXING"};
+
+int IndexOf(const char* const* names, int n, const std::string& key) {
+  for (int i = 0; i < n; ++i) {
+    if (key == names[i]) return i;
+  }
+  return -1;
+}
+
+Result<int64_t> IntegerField(const JsonValue& v, const std::string& where, int64_t min, int64_t max) {
+  if (!v.is_number()) return InvalidArgument(where + " must be a number");
+  const double d = v.AsNumber();
+  if (d != std::floor(d) || d < static_cast<double>(min) || d > static_cast<double>(max)) {
+    return InvalidArgument(where + " must be an integer in [" + std::to_string(min) + ", " +
+                           std::to_string(max) + "]");
+  }
+  return static_cast<int64_t>(d);
+}
+
+Status ParseTierBudget(const JsonValue& obj, const std::string& where, TierBudget& out) {
+  if (!obj.is_object()) return InvalidArgument(where + " must be an object");
+  for (size_t i = 0; i < obj.size(); ++i) {
+    const std::string& key = obj.keys()[i];
+    const JsonValue& v = obj.items()[i];
+    const std::string field = where + "." + key;
+    if (key == "turn_tokens") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1 << 30));
+      out.turn_tokens = static_cast<int32_t>(x);
+    } else if (key == "state_cap_tokens") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, kUnlimitedTokens, int64_t{1} << 50));
+      out.state_cap_tokens = x;
+    } else if (key == "prefill_chunk") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 1, 1 << 20));
+      out.prefill_chunk = static_cast<int32_t>(x);
+    } else if (key == "threads") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1024));
+      out.threads = static_cast<int32_t>(x);
+    } else {
+      return InvalidArgument("unknown budget field " + field);
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+BudgetTable BudgetTable::Defaults() {
+  BudgetTable t;
+  // RESUMED: the user is waiting on foreground tiers. Short chunks everywhere
+  // bound how long an arriving chat request waits behind a running step.
+  for (int tier = 0; tier < kNumTiers; ++tier) {
+    const bool foreground = tier <= static_cast<int>(Tier::kInlineSuggestion);
+    TierBudget& b = t.at(LifecycleState::kResumed, static_cast<Tier>(tier));
+    b.turn_tokens = foreground ? 0 : 16;
+    b.prefill_chunk = foreground ? 64 : 32;
+    TierBudget& s = t.at(LifecycleState::kStarted, static_cast<Tier>(tier));
+    s.turn_tokens = foreground ? 0 : 32;
+    s.prefill_chunk = foreground ? 64 : 64;
+    TierBudget& c = t.at(LifecycleState::kCreated, static_cast<Tier>(tier));
+    c.turn_tokens = foreground ? 0 : 64;
+    c.prefill_chunk = 256;
+    TierBudget& d = t.at(LifecycleState::kDestroyed, static_cast<Tier>(tier));
+    d.state_cap_tokens = 0;
+    d.prefill_chunk = 256;
+    d.threads = 1;
+  }
+  return t;
+}
+
+namespace {
+
+Result<BudgetTable> BudgetTableFromJson(const JsonValue& root) {
+  if (!root.is_object()) return InvalidArgument("budget table: the document must be an object");
+  BudgetTable table = BudgetTable::Defaults();
+  for (size_t i = 0; i < root.size(); ++i) {
+    const std::string& state_key = root.keys()[i];
+    const int state = IndexOf(kStateKeys, kNumLifecycleStates, state_key);
+    if (state < 0) return InvalidArgument("budget table: unknown lifecycle state " + state_key);
+    const JsonValue& tiers = root.items()[i];
+    if (!tiers.is_object()) return InvalidArgument("budget table: " + state_key + " must be an object");
+    for (size_t j = 0; j < tiers.size(); ++j) {
+      const std::string& tier_key = tiers.keys()[j];
+      const int tier = IndexOf(kTierKeys, kNumTiers, tier_key);
+      if (tier < 0) return InvalidArgument("budget table: unknown tier " + tier_key);
+      TierBudget& b = table.at(static_cast<LifecycleState>(state), static_cast<Tier>(tier));
+      VALET_RETURN_IF_ERROR(ParseTierBudget(tiers.items()[j], "budget table: " + state_key + "." + tier_key, b));
+    }
+  }
+  return table;
+}
+
+}  // namespace
+
+Result<BudgetTable> ParseBudgetTable(std::string_view json) {
+  VALET_ASSIGN_OR_RETURN(JsonValue root, ParseJson(json));
+  return BudgetTableFromJson(root);
+}
+
+Result<BudgetTable> LoadBudgetTable(const std::string& path) {
+  VALET_ASSIGN_OR_RETURN(JsonValue root, ReadJsonFile(path));
+  Result<BudgetTable> table = BudgetTableFromJson(root);
+  if (!table.ok()) return Status(table.status().code(), path + ": " + table.status().message());
+  return table;
+}
+
+}  // namespace valet

@@ -1,0 +1,308 @@
+#include "sched/fake_engine.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace valet {
+
+namespace {
+
+uint64_t Mix(uint64_t x) {
+  // splitmix64 finalizer: a cheap, well-spread bijection.
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+constexpr int32_t kByteBase = 3;
+
+}  // namespace
+
+FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {}
+
+std::vector<int32_t> FakeEngine::Tokenize(std::string_view text, bool add_bos) const {
+  std::vector<int32_t> out;
+  out.reserve(text.size() + 1);
+  if (add_bos) out.push_back(kBos);
+  for (char c : text) out.push_back(kByteBase + static_cast<unsigned char>(c));
+  return out;
+}
+
+std::string FakeEngine::TokenPiece(int32_t token) const {
+  if (token < kByteBase || token >= kVocab) return {};
+  return std::string(1, static_cast<char>(token - kByteBase));
+}
+
+int32_t FakeEngine::SampleAfter(std::span<const int32_t> history, uint64_t seed) const {
+  uint64_t h = Mix(seed);
+  for (int32_t t : history) h = Mix(h ^ static_cast<uint32_t>(t));
+  if (options_.eos_one_in > 0 && (h >> 40) % static_cast<uint64_t>(options_.eos_one_in) == 0) return kEos;
+  return kByteBase + 32 + static_cast<int32_t>(h % 95);  // printable ASCII
+}
+
+Result<FakeEngine::Seq*> FakeEngine::Find(SequenceId seq) {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return NotFound("fake engine: unknown sequence " + std::to_string(seq));
+  return &it->second;
+}
+
+Result<const FakeEngine::Seq*> FakeEngine::Find(SequenceId seq) const {
+  auto it = seqs_.find(seq);
+  if (it == seqs_.end()) return NotFound("fake engine: unknown sequence " + std::to_string(seq));
+  return &it->second;
+}
+
+size_t FakeEngine::OwnBytes(const Seq& s) const {
+  return static_cast<size_t>(s.n_cached - s.n_shared) * options_.kv_bytes_per_token;
+}
+
+size_t FakeEngine::UsedBytes() const {
+  size_t used = 0;
+  for (const auto& [id, s] : seqs_) used += OwnBytes(s);
+  for (const auto& [tokens, p] : prefixes_) {
+    if (p->computed) used += p->tokens.size() * options_.kv_bytes_per_token;
+  }
+  return used;
+}
+
+Result<SequenceId> FakeEngine::OpenSequence(const SequenceSpec& spec) {
+  if (static_cast<int32_t>(spec.shared_prefix.size()) >= options_.context_length) {
+    return OutOfRange("fake engine: shared prefix fills the context");
+  }
+  Seq s;
+  s.seed = spec.sampling.seed;
+  s.history = spec.shared_prefix;
+  if (!spec.shared_prefix.empty()) {
+    std::unique_ptr<Prefix>& p = prefixes_[spec.shared_prefix];
+    if (!p) {
+      p = std::make_unique<Prefix>();
+      p->tokens = spec.shared_prefix;
+    }
+    ++p->refs;
+    s.prefix = p.get();
+    if (p->computed) s.n_shared = s.n_cached = static_cast<int32_t>(p->tokens.size());
+  }
+  const SequenceId id = next_seq_++;
+  seqs_.emplace(id, std::move(s));
+  return id;
+}
+
+void FakeEngine::DropPrefixRef(Seq& s) {
+  if (s.prefix != nullptr) --s.prefix->refs;
+  s.prefix = nullptr;
+}
+
+Status FakeEngine::CloseSequence(SequenceId seq) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(seq));
+  if (s->parked && s->park_kind == ParkKind::kSnapshotRam) snapshot_ram_ -= s->snapshot_bytes;
+  if (s->parked && s->park_kind == ParkKind::kSnapshotDisk) snapshot_disk_ -= s->snapshot_bytes;
+  DropPrefixRef(*s);
+  seqs_.erase(seq);
+  return Status::Ok();
+}
+
+Result<SequenceInfo> FakeEngine::Info(SequenceId seq) const {
+  VALET_ASSIGN_OR_RETURN(const Seq* s, Find(seq));
+  SequenceInfo info;
+  info.n_tokens = static_cast<int32_t>(s->history.size());
+  info.n_cached = s->n_cached;
+  info.n_shared = s->n_shared;
+  const bool snapshot = s->parked && (s->park_kind == ParkKind::kSnapshotRam || s->park_kind == ParkKind::kSnapshotDisk);
+  info.pending_recompute = snapshot ? 0 : info.n_tokens - s->n_cached;
+  info.parked = s->parked;
+  info.park_kind = s->park_kind;
+  info.own_kv_bytes = OwnBytes(*s);
+  return info;
+}
+
+Status FakeEngine::CheckStep(std::span<const StepItem> items) const {
+  if (items.empty()) return InvalidArgument("fake engine: empty step");
+  std::unordered_set<SequenceId> seen;
+  int64_t total = 0;
+  for (const StepItem& item : items) {
+    VALET_ASSIGN_OR_RETURN(const Seq* s, Find(item.seq));
+    if (!seen.insert(item.seq).second) return InvalidArgument("fake engine: a sequence appears twice in a step");
+    if (s->parked) return InvalidArgument("fake engine: step on a parked sequence");
+    if (item.tokens.empty() == (item.recompute == 0)) {
+      return InvalidArgument("fake engine: an item needs exactly one of tokens and recompute");
+    }
+    const int32_t pending = static_cast<int32_t>(s->history.size()) - s->n_cached;
+    if (item.recompute < 0 || item.recompute > pending) return InvalidArgument("fake engine: bad recompute count");
+    if (!item.tokens.empty() && pending > 0) return InvalidArgument("fake engine: new tokens before recompute");
+    if (item.sample && item.recompute > 0 && item.recompute != pending) {
+      return InvalidArgument("fake engine: sampling a partly computed sequence");
+    }
+    if (static_cast<int64_t>(s->history.size() + item.tokens.size()) > options_.context_length) {
+      return OutOfRange("fake engine: context full");
+    }
+    total += item.recompute + static_cast<int64_t>(item.tokens.size());
+  }
+  if (total > options_.max_step_tokens) return InvalidArgument("fake engine: step exceeds max_step_tokens");
+  if (UsedBytes() + static_cast<size_t>(total) * options_.kv_bytes_per_token > options_.pool_capacity_bytes) {
+    return ResourceExhausted("fake engine: KV pool full");
+  }
+  return Status::Ok();
+}
+
+void FakeEngine::Publish(Seq& s) {
+  if (s.prefix == nullptr || s.n_shared > 0) return;
+  const int32_t n = static_cast<int32_t>(s.prefix->tokens.size());
+  if (s.n_cached < n) return;
+  s.prefix->computed = true;
+  s.n_shared = n;
+}
+
+Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
+  if (step_hook_) VALET_RETURN_IF_ERROR(step_hook_(items));
+  if (Status s = CheckStep(items); !s.ok()) {
+    if (s.code() != StatusCode::kResourceExhausted) return s;
+    // Unreferenced cached prefixes are the first to go.
+    std::erase_if(prefixes_, [](const auto& kv) { return kv.second->refs == 0; });
+    VALET_RETURN_IF_ERROR(CheckStep(items));
+  }
+  StepResult result;
+  int64_t prefill_tokens = 0;
+  int64_t decode_items = 0;
+  for (const StepItem& item : items) {
+    Seq& s = seqs_.at(item.seq);
+    if (item.recompute > 0) {
+      s.n_cached += item.recompute;
+      prefill_tokens += item.recompute;
+    } else {
+      s.history.insert(s.history.end(), item.tokens.begin(), item.tokens.end());
+      s.n_cached += static_cast<int32_t>(item.tokens.size());
+      if (item.tokens.size() == 1 && item.sample) {
+        ++decode_items;
+      } else {
+        prefill_tokens += static_cast<int64_t>(item.tokens.size());
+      }
+    }
+    Publish(s);
+    result.tokens_computed += item.recompute + static_cast<int32_t>(item.tokens.size());
+    if (item.sample) result.outputs.push_back({item.seq, SampleAfter(s.history, s.seed)});
+  }
+  result.seconds = options_.step_overhead_seconds + options_.prefill_seconds_per_token * prefill_tokens +
+                   options_.decode_seconds_per_item * decode_items;
+  clock_.Advance(result.seconds);
+  ++steps_;
+  return result;
+}
+
+Result<ParkReport> FakeEngine::Park(SequenceId seq, ParkKind kind) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(seq));
+  if (s->parked) return InvalidArgument("fake engine: sequence already parked");
+  const size_t own = OwnBytes(*s);
+  ParkReport report;
+  report.kind = kind;
+  report.seconds = options_.park_overhead_seconds;
+  switch (kind) {
+    case ParkKind::kResident:
+      break;
+    case ParkKind::kSnapshotRam:
+      if (snapshot_ram_ + own > options_.snapshot_ram_capacity_bytes) {
+        return ResourceExhausted("fake engine: snapshot RAM tier full");
+      }
+      snapshot_ram_ += own;
+      report.seconds += static_cast<double>(own) / options_.ram_bytes_per_second;
+      break;
+    case ParkKind::kSnapshotDisk:
+      snapshot_disk_ += own;
+      report.seconds += static_cast<double>(own) / options_.disk_bytes_per_second;
+      break;
+    case ParkKind::kPartial:
+      report.tokens_dropped = s->n_cached - s->n_shared;
+      break;
+    case ParkKind::kFull:
+      report.tokens_dropped = s->n_cached;
+      DropPrefixRef(*s);
+      s->n_shared = 0;
+      break;
+  }
+  if (kind != ParkKind::kResident) {
+    report.bytes = own;
+    s->snapshot_bytes = (kind == ParkKind::kSnapshotRam || kind == ParkKind::kSnapshotDisk) ? own : 0;
+    s->n_cached = s->n_shared;
+  }
+  s->parked = true;
+  s->park_kind = kind;
+  clock_.Advance(report.seconds);
+  return report;
+}
+
+Result<ResumeReport> FakeEngine::Resume(SequenceId seq) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(seq));
+  if (!s->parked) return InvalidArgument("fake engine: sequence is not parked");
+  ResumeReport report;
+  report.kind = s->park_kind;
+  report.seconds = options_.park_overhead_seconds;
+  const bool snapshot = s->park_kind == ParkKind::kSnapshotRam || s->park_kind == ParkKind::kSnapshotDisk;
+  if (snapshot && !options_.corrupt_snapshots) {
+    if (UsedBytes() + s->snapshot_bytes > options_.pool_capacity_bytes) {
+      return ResourceExhausted("fake engine: no pool room to restore a snapshot");
+    }
+    const double bw = s->park_kind == ParkKind::kSnapshotRam ? options_.ram_bytes_per_second
+                                                             : options_.disk_bytes_per_second;
+    report.bytes = s->snapshot_bytes;
+    report.seconds += static_cast<double>(s->snapshot_bytes) / bw;
+    s->n_cached = static_cast<int32_t>(s->history.size());
+  } else if (snapshot) {
+    report.fell_back = true;
+  }
+  if (s->park_kind == ParkKind::kSnapshotRam) snapshot_ram_ -= s->snapshot_bytes;
+  if (s->park_kind == ParkKind::kSnapshotDisk) snapshot_disk_ -= s->snapshot_bytes;
+  s->snapshot_bytes = 0;
+  report.tokens_to_recompute = static_cast<int32_t>(s->history.size()) - s->n_cached;
+  s->parked = false;
+  clock_.Advance(report.seconds);
+  return report;
+}
+
+ParkKind FakeEngine::AdvisePark(SequenceId seq, size_t bytes_needed) const {
+  Result<const Seq*> found = Find(seq);
+  if (bytes_needed == 0 || !found.ok()) return ParkKind::kResident;
+  const Seq& s = **found;
+  const double own = static_cast<double>(OwnBytes(s));
+  struct Option {
+    ParkKind kind;
+    double seconds;
+  };
+  std::vector<Option> options;
+  if (snapshot_ram_ + OwnBytes(s) <= options_.snapshot_ram_capacity_bytes) {
+    options.push_back({ParkKind::kSnapshotRam, 2 * own / options_.ram_bytes_per_second});
+  }
+  options.push_back({ParkKind::kSnapshotDisk, 2 * own / options_.disk_bytes_per_second});
+  if (s.n_shared > 0) {
+    options.push_back({ParkKind::kPartial, (s.n_cached - s.n_shared) * options_.prefill_seconds_per_token});
+  }
+  options.push_back({ParkKind::kFull, s.n_cached * options_.prefill_seconds_per_token});
+  return std::min_element(options.begin(), options.end(),
+                          [](const Option& a, const Option& b) { return a.seconds < b.seconds; })
+      ->kind;
+}
+
+Status FakeEngine::SetThreads(int n_threads) {
+  if (n_threads <= 0) return InvalidArgument("fake engine: threads must be positive");
+  threads_ = n_threads;
+  return Status::Ok();
+}
+
+EngineMemory FakeEngine::memory() const {
+  EngineMemory m;
+  m.pool_capacity_bytes = options_.pool_capacity_bytes;
+  m.pool_used_bytes = UsedBytes();
+  m.snapshot_ram_bytes = snapshot_ram_;
+  m.snapshot_disk_bytes = snapshot_disk_;
+  return m;
+}
+
+EngineCosts FakeEngine::costs() const {
+  EngineCosts c;
+  c.prefill_seconds_per_token = options_.prefill_seconds_per_token;
+  c.decode_seconds_per_token = options_.decode_seconds_per_item;
+  c.ram_bytes_per_second = options_.ram_bytes_per_second;
+  c.disk_bytes_per_second = options_.disk_bytes_per_second;
+  return c;
+}
+
+}  // namespace valet

@@ -1,0 +1,166 @@
+#include "sched/recorder.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "common/json_writer.h"
+
+namespace valet {
+
+TaskId Recorder::Register(Tier tier, double now) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const TaskId id = next_id_++;
+  TaskRecord& r = tasks_[id];
+  r.metrics.tier = tier;
+  r.metrics.submit_time = now;
+  r.events.push_back({now, id, TimelineKind::kSubmitted, ParkKind::kResident, 0, 0});
+  ++stats_.submitted;
+  return id;
+}
+
+void Recorder::Event(TaskId id, TimelineKind kind, double time, ParkKind park_kind, size_t bytes,
+                     int32_t tokens) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return;
+  TaskRecord& r = it->second;
+  r.events.push_back({time, id, kind, park_kind, bytes, tokens});
+  TaskMetrics& m = r.metrics;
+  switch (kind) {
+    case TimelineKind::kSubmitted: break;
+    case TimelineKind::kStarted: m.start_time = time; break;
+    case TimelineKind::kFirstToken: m.first_token_time = time; break;
+    case TimelineKind::kParked:
+      ++m.parks;
+      ++m.parks_by_kind[static_cast<size_t>(park_kind)];
+      m.park_bytes += bytes;
+      break;
+    case TimelineKind::kResumed: m.tokens_recomputed += tokens; break;
+    case TimelineKind::kDone:
+    case TimelineKind::kCancelled:
+    case TimelineKind::kFailed: m.end_time = time; break;
+  }
+}
+
+void Recorder::Tokens(TaskId id, int32_t count, double time) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return;
+  it->second.metrics.generated_tokens += count;
+  it->second.metrics.last_token_time = time;
+}
+
+void Recorder::SetPromptTokens(TaskId id, int32_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it != tasks_.end()) it->second.metrics.prompt_tokens = count;
+}
+
+void Recorder::SetState(TaskId id, TaskState state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it != tasks_.end()) it->second.state = state;
+}
+
+std::optional<TaskState> Recorder::State(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return std::nullopt;
+  return it->second.state;
+}
+
+Result<TaskMetrics> Recorder::Metrics(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return NotFound("unknown task " + std::to_string(id));
+  return it->second.metrics;
+}
+
+Result<std::vector<TimelineEvent>> Recorder::Timeline(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return NotFound("unknown task " + std::to_string(id));
+  return it->second.events;
+}
+
+void Recorder::UpdateStats(const std::function<void(SchedulerStats&)>& update) {
+  std::lock_guard<std::mutex> lock(mu_);
+  update(stats_);
+}
+
+SchedulerStats Recorder::Stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Recorder::AddStep(StepTrace step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  steps_.push_back(std::move(step));
+}
+
+std::vector<StepTrace> Recorder::Steps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return steps_;
+}
+
+namespace {
+
+const char* ItemKindName(StepItemKind kind) {
+  switch (kind) {
+    case StepItemKind::kPrefill: return "prefill";
+    case StepItemKind::kRecompute: return "recompute";
+    case StepItemKind::kDecode: return "decode";
+  }
+  return "unknown";
+}
+
+double Micros(double seconds) { return seconds * 1e6; }
+
+// Row 0 is the engine; row 1 + tier shows each tier's work.
+int64_t RowOf(Tier tier) { return 1 + static_cast<int64_t>(tier); }
+
+void ThreadName(JsonWriter& w, int64_t tid, const char* name) {
+  w.BeginObject().Key("ph").String("M").Key("name").String("thread_name").Key("pid").Int(1);
+  w.Key("tid").Int(tid).Key("args").BeginObject().Key("name").String(name).EndObject().EndObject();
+}
+
+}  // namespace
+
+std::string Recorder::ChromeTraceJson() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  JsonWriter w;
+  w.BeginObject().Key("displayTimeUnit").String("ms").Key("traceEvents").BeginArray();
+  ThreadName(w, 0, "engine steps");
+  for (int t = 0; t < kNumTiers; ++t) ThreadName(w, RowOf(static_cast<Tier>(t)), TierName(static_cast<Tier>(t)));
+  for (const StepTrace& s : steps_) {
+    w.BeginObject().Key("name").String("step").Key("ph").String("X").Key("pid").Int(1).Key("tid").Int(0);
+    w.Key("ts").Double(Micros(s.start)).Key("dur").Double(Micros(s.seconds));
+    w.Key("args").BeginObject().Key("items").Int(static_cast<int64_t>(s.items.size())).EndObject().EndObject();
+    for (const StepTraceItem& item : s.items) {
+      w.BeginObject().Key("name").String("task " + std::to_string(item.task) + " " + ItemKindName(item.kind));
+      w.Key("ph").String("X").Key("pid").Int(1).Key("tid").Int(RowOf(item.tier));
+      w.Key("ts").Double(Micros(s.start)).Key("dur").Double(Micros(s.seconds));
+      w.Key("args").BeginObject().Key("task").Int(item.task).Key("tokens").Int(item.tokens).EndObject();
+      w.EndObject();
+    }
+  }
+  std::vector<std::pair<TaskId, const TaskRecord*>> ordered;
+  for (const auto& [id, r] : tasks_) ordered.emplace_back(id, &r);
+  std::sort(ordered.begin(), ordered.end());
+  for (const auto& [id, r] : ordered) {
+    for (const TimelineEvent& e : r->events) {
+      std::string name = "task " + std::to_string(id) + " " + TimelineKindName(e.kind);
+      if (e.kind == TimelineKind::kParked || e.kind == TimelineKind::kResumed) {
+        name += std::string(" ") + ParkKindName(e.park_kind);
+      }
+      w.BeginObject().Key("name").String(name).Key("ph").String("i").Key("s").String("t");
+      w.Key("pid").Int(1).Key("tid").Int(RowOf(r->metrics.tier)).Key("ts").Double(Micros(e.time));
+      w.Key("args").BeginObject().Key("bytes").Int(static_cast<int64_t>(e.bytes)).Key("tokens").Int(e.tokens);
+      w.EndObject().EndObject();
+    }
+  }
+  w.EndArray().EndObject();
+  return w.str();
+}
+
+}  // namespace valet

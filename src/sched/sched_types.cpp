@@ -1,0 +1,100 @@
+// Names and the lifecycle transition function of the public scheduler types.
+#include <string>
+
+#include "valet/scheduler.h"
+
+namespace valet {
+
+const char* TierName(Tier tier) {
+  switch (tier) {
+    case Tier::kForegroundChat: return "FOREGROUND_CHAT";
+    case Tier::kInlineSuggestion: return "INLINE_SUGGESTION";
+    case Tier::kBackgroundSummary: return "BACKGROUND_SUMMARY";
+    case Tier::kOfflineIndexing: return "OFFLINE_INDEXING";
+  }
+  return "UNKNOWN_TIER";
+}
+
+Result<Tier> TierFromInt(int value) {
+  if (value < 0 || value >= kNumTiers) {
+    return InvalidArgument("unknown tier " + std::to_string(value) + " (expected 0.." +
+                           std::to_string(kNumTiers - 1) + ")");
+  }
+  return static_cast<Tier>(value);
+}
+
+const char* TaskStateName(TaskState state) {
+  switch (state) {
+    case TaskState::kQueued: return "QUEUED";
+    case TaskState::kPrefilling: return "PREFILLING";
+    case TaskState::kParked: return "PARKED";
+    case TaskState::kDecoding: return "DECODING";
+    case TaskState::kDone: return "DONE";
+    case TaskState::kCancelled: return "CANCELLED";
+    case TaskState::kFailed: return "FAILED";
+  }
+  return "UNKNOWN_STATE";
+}
+
+const char* LifecycleEventName(LifecycleEvent event) {
+  switch (event) {
+    case LifecycleEvent::kOnCreate: return "ON_CREATE";
+    case LifecycleEvent::kOnStart: return "ON_START";
+    case LifecycleEvent::kOnResume: return "ON_RESUME";
+    case LifecycleEvent::kOnPause: return "ON_PAUSE";
+    case LifecycleEvent::kOnStop: return "ON_STOP";
+    case LifecycleEvent::kOnDestroy: return "ON_DESTROY";
+  }
+  return "UNKNOWN_EVENT";
+}
+
+const char* LifecycleStateName(LifecycleState state) {
+  switch (state) {
+    case LifecycleState::kDestroyed: return "DESTROYED";
+    case LifecycleState::kCreated: return "CREATED";
+    case LifecycleState::kStarted: return "STARTED";
+    case LifecycleState::kResumed: return "RESUMED";
+  }
+  return "UNKNOWN_LIFECYCLE_STATE";
+}
+
+Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event) {
+  struct Edge {
+    LifecycleEvent event;
+    LifecycleState from;
+    LifecycleState to;
+  };
+  static constexpr Edge kEdges[] = {
+      {LifecycleEvent::kOnCreate, LifecycleState::kDestroyed, LifecycleState::kCreated},
+      {LifecycleEvent::kOnStart, LifecycleState::kCreated, LifecycleState::kStarted},
+      {LifecycleEvent::kOnResume, LifecycleState::kStarted, LifecycleState::kResumed},
+      {LifecycleEvent::kOnPause, LifecycleState::kResumed, LifecycleState::kStarted},
+      {LifecycleEvent::kOnStop, LifecycleState::kStarted, LifecycleState::kCreated},
+      {LifecycleEvent::kOnDestroy, LifecycleState::kCreated, LifecycleState::kDestroyed},
+  };
+  for (const Edge& e : kEdges) {
+    if (e.event == event && e.from == state) return e.to;
+  }
+  const int raw = static_cast<int>(event);
+  if (raw < 0 || raw > static_cast<int>(LifecycleEvent::kOnDestroy)) {
+    return InvalidArgument("unknown lifecycle event " + std::to_string(raw));
+  }
+  return InvalidArgument(std::string("lifecycle event ") + LifecycleEventName(event) +
+                         " is out of order in state " + LifecycleStateName(state));
+}
+
+const char* TimelineKindName(TimelineKind kind) {
+  switch (kind) {
+    case TimelineKind::kSubmitted: return "submitted";
+    case TimelineKind::kStarted: return "started";
+    case TimelineKind::kFirstToken: return "first_token";
+    case TimelineKind::kParked: return "parked";
+    case TimelineKind::kResumed: return "resumed";
+    case TimelineKind::kDone: return "done";
+    case TimelineKind::kCancelled: return "cancelled";
+    case TimelineKind::kFailed: return "failed";
+  }
+  return "unknown";
+}
+
+}  // namespace valet

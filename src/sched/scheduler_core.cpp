@@ -1,0 +1,325 @@
+// SchedulerCore: admission, cancellation, lifecycle events, parking and
+// finishing. The step itself is in scheduler_step.cpp.
+#include "sched/scheduler_core.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "sched/chat_template.h"
+
+namespace valet {
+
+namespace {
+
+double SteadySeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+Status ValidateRequest(const TaskRequest& request, int32_t context_length) {
+  if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
+  if (request.messages.empty() && request.prompt.empty()) return InvalidArgument("empty prompt");
+  if (!request.messages.empty()) {
+    if (Result<RenderedPrompt> r = RenderChat(request.system_prompt, request.messages); !r.ok()) return r.status();
+  }
+  if (request.max_tokens <= 0) {
+    return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.max_tokens));
+  }
+  if (request.max_tokens >= context_length) {
+    return OutOfRange("max_tokens " + std::to_string(request.max_tokens) + " leaves no room for a prompt in a " +
+                      std::to_string(context_length) + "-token context");
+  }
+  for (const std::string& s : request.stop) {
+    if (s.empty()) return InvalidArgument("empty stop string");
+  }
+  return Status::Ok();
+}
+
+SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
+    : engine_(engine),
+      options_(std::move(options)),
+      clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
+      governor_(options_.budgets, options_.initial_state),
+      preemption_(options_.park_policy),
+      batch_(options_.batch_mode, options_.fill_max_cost_fraction) {
+  recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
+}
+
+Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
+  VALET_RETURN_IF_ERROR(ValidateRequest(request, engine_.context_length()));
+  RenderedPrompt rendered;
+  std::vector<std::string> stop = request.stop;
+  if (!request.messages.empty()) {
+    VALET_ASSIGN_OR_RETURN(rendered, RenderChat(request.system_prompt, request.messages));
+    stop.emplace_back(kChatStopString);
+  } else {
+    rendered = RenderRaw(request.system_prompt, request.prompt);
+  }
+  SequenceSpec spec;
+  spec.sampling = request.sampling;
+  if (!rendered.shared.empty()) spec.shared_prefix = engine_.Tokenize(rendered.shared, /*add_bos=*/true);
+  std::vector<int32_t> prompt = engine_.Tokenize(rendered.own, /*add_bos=*/spec.shared_prefix.empty());
+  if (prompt.empty()) return InvalidArgument("the prompt tokenizes to nothing");
+  const int64_t needed = static_cast<int64_t>(spec.shared_prefix.size() + prompt.size()) + request.max_tokens;
+  if (needed > engine_.context_length()) {
+    return OutOfRange("prompt (" + std::to_string(spec.shared_prefix.size() + prompt.size()) +
+                      " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
+                      ") exceed the context of " + std::to_string(engine_.context_length()));
+  }
+  StopOptions stop_options;
+  stop_options.eos_token_ids = {engine_.eos_token()};
+  stop_options.max_tokens = request.max_tokens;
+  stop_options.stop_strings = std::move(stop);
+  VALET_ASSIGN_OR_RETURN(StopChecker checker, StopChecker::Create(std::move(stop_options)));
+  return PreparedTask{std::move(request), std::move(spec), std::move(prompt), std::move(checker)};
+}
+
+Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
+  Result<PreparedTask> prepared = Prepare(std::move(request));
+  if (!prepared.ok()) {
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.rejected; });
+    return prepared.status();
+  }
+  const TaskId id = recorder_.Register(prepared->request.tier, Now());
+  Enqueue(id, std::move(prepared).value());
+  Deliver();
+  return id;
+}
+
+Status SchedulerCore::Admit(TaskId id, TaskRequest request) {
+  TaskCallbacks callbacks = request.callbacks;
+  Result<PreparedTask> prepared = Prepare(std::move(request));
+  if (prepared.ok()) {
+    Enqueue(id, std::move(prepared).value());
+    Deliver();
+    return Status::Ok();
+  }
+  // Found bad after an id was handed out: the task ends FAILED, visibly.
+  const Status status = prepared.status();
+  recorder_.Event(id, TimelineKind::kFailed, Now());
+  recorder_.SetState(id, TaskState::kFailed);
+  recorder_.UpdateStats([](SchedulerStats& s) { ++s.failed; });
+  TaskResult result;
+  result.state = TaskState::kFailed;
+  result.status = status;
+  if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) result.metrics = *m;
+  if (callbacks.on_state) outbox_.push_back([cb = callbacks.on_state, id] { cb(id, TaskState::kFailed); });
+  if (callbacks.on_done) outbox_.push_back([cb = callbacks.on_done, id, result] { cb(id, result); });
+  Deliver();
+  return status;
+}
+
+void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared) {
+  auto task = std::make_unique<Task>();
+  task->id = id;
+  task->tier = prepared.request.tier;
+  task->ticket = next_ticket_++;
+  task->callbacks = std::move(prepared.request.callbacks);
+  task->max_tokens = prepared.request.max_tokens;
+  task->spec = std::move(prepared.spec);
+  task->prompt = std::move(prepared.prompt);
+  task->stop.emplace(std::move(prepared.stop));
+  if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) task->submit_time = m->submit_time;
+  recorder_.SetPromptTokens(id, static_cast<int32_t>(task->spec.shared_prefix.size() + task->prompt.size()));
+  if (governor_.MayRun(task->tier)) {
+    queue_.Push(id, {task->tier, task->ticket});
+  } else {
+    held_.insert(id);
+  }
+  tasks_.emplace(id, std::move(task));
+}
+
+Task* SchedulerCore::Find(TaskId id) {
+  auto it = tasks_.find(id);
+  return it == tasks_.end() ? nullptr : it->second.get();
+}
+
+Status SchedulerCore::Cancel(TaskId id) {
+  Task* task = Find(id);
+  if (task == nullptr) {
+    const std::optional<TaskState> state = recorder_.State(id);
+    if (!state) return NotFound("unknown task " + std::to_string(id));
+    return InvalidArgument("task " + std::to_string(id) + " already finished (" + TaskStateName(*state) + ")");
+  }
+  Finish(*task, TaskState::kCancelled, Status::Ok(), StopReason::kNone);
+  Deliver();
+  return Status::Ok();
+}
+
+Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
+  VALET_RETURN_IF_ERROR(governor_.OnLifecycleEvent(event));
+  recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
+  ReleaseHeld();
+  if (governor_.state() == LifecycleState::kDestroyed) ParkEverythingToDisk();
+  Deliver();
+  return Status::Ok();
+}
+
+void SchedulerCore::ReleaseHeld() {
+  for (TaskId id : held_) {
+    Task* task = Find(id);
+    if (task != nullptr) queue_.Push(id, {task->tier, task->ticket});
+  }
+  held_.clear();
+}
+
+void SchedulerCore::ParkEverythingToDisk() {
+  std::vector<Task*> open;
+  for (auto& [id, task] : tasks_) {
+    if (task->seq_open) open.push_back(task.get());
+  }
+  std::sort(open.begin(), open.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
+  for (Task* task : open) {
+    if (!task->active) {
+      // Resident and RAM-snapshot parks would not survive the process.
+      if (task->park_kind != ParkKind::kResident && task->park_kind != ParkKind::kSnapshotRam) continue;
+      if (!engine_.Resume(task->seq).ok()) continue;
+      task->active = true;
+    }
+    Park(*task, ParkReason::kDestroy, 0, nullptr);
+  }
+}
+
+size_t SchedulerCore::EstimateBytesNeeded(const Task& incoming) {
+  if (kv_bytes_per_token_ == 0) {
+    for (auto& [id, task] : tasks_) {
+      if (!task->seq_open) continue;
+      Result<SequenceInfo> info = engine_.Info(task->seq);
+      if (!info.ok()) continue;
+      const int32_t own = info->n_cached - info->n_shared;
+      if (own > 0 && info->own_kv_bytes > 0) {
+        kv_bytes_per_token_ = info->own_kv_bytes / static_cast<size_t>(own);
+        break;
+      }
+    }
+    if (kv_bytes_per_token_ == 0) return 0;  // nothing learned yet: assume room
+  }
+  int64_t tokens = incoming.max_tokens - static_cast<int64_t>(incoming.tokens.size());
+  if (!incoming.seq_open) {
+    tokens += static_cast<int64_t>(incoming.prompt.size());
+  } else if (!incoming.active) {
+    Result<SequenceInfo> info = engine_.Info(incoming.seq);
+    if (info.ok()) tokens += info->n_tokens - info->n_cached;
+  }
+  const EngineMemory mem = engine_.memory();
+  const size_t free_bytes = mem.pool_capacity_bytes > mem.pool_used_bytes ? mem.pool_capacity_bytes - mem.pool_used_bytes : 0;
+  const size_t need = static_cast<size_t>(std::max<int64_t>(tokens, 0)) * kv_bytes_per_token_;
+  return need > free_bytes ? need - free_bytes : 0;
+}
+
+void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause) {
+  const ParkKind kind = preemption_.Decide(engine_, {task.seq, reason, bytes_needed});
+  Result<ParkReport> report = engine_.Park(task.seq, kind);
+  if (!report.ok() && kind != ParkKind::kResident) report = engine_.Park(task.seq, ParkKind::kResident);
+  if (!report.ok()) {
+    Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
+    return;
+  }
+  task.active = false;
+  task.park_kind = report->kind;
+  const double now = Now();
+  recorder_.Event(task.id, TimelineKind::kParked, now, report->kind, report->bytes, report->tokens_dropped);
+  const bool preempted = reason == ParkReason::kPreempted;
+  // Preemption latency is measured for arrivals: the cause has not started yet.
+  const bool arrival = preempted && cause != nullptr && cause->state == TaskState::kQueued;
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    ++s.parks_by_kind[static_cast<size_t>(report->kind)];
+    s.park_bytes += report->bytes;
+    s.busy_seconds += report->seconds;
+    if (preempted) ++s.preemptions;
+    if (arrival) s.preemption_latencies.push_back(now - cause->submit_time);
+  });
+  SetState(task, TaskState::kParked);
+}
+
+bool SchedulerCore::RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed) {
+  // Lowest priority first: held tasks, then the back of the queue.
+  Task* victim = nullptr;
+  QueueKey victim_key;
+  bool victim_held = false;
+  for (auto& [id, task] : tasks_) {
+    Task* t = task.get();
+    if (!t->seq_open || std::find(keep.begin(), keep.end(), t) != keep.end()) continue;
+    if (!t->active && t->park_kind != ParkKind::kResident) continue;
+    const bool held = held_.count(id) != 0;
+    const QueueKey key{t->tier, t->ticket};
+    const bool lower = victim == nullptr || (held && !victim_held) || (held == victim_held && victim_key < key);
+    if (lower) {
+      victim = t;
+      victim_key = key;
+      victim_held = held;
+    }
+  }
+  if (victim == nullptr) return false;
+  if (!victim->active) {
+    // A resident park holds the pool; resume (free) to park it for real.
+    if (!engine_.Resume(victim->seq).ok()) return false;
+    victim->active = true;
+  }
+  Park(*victim, ParkReason::kPressure, bytes_needed, nullptr);
+  return true;
+}
+
+void SchedulerCore::SetState(Task& task, TaskState state) {
+  if (task.state == state) return;
+  task.state = state;
+  recorder_.SetState(task.id, state);
+  if (task.callbacks.on_state) {
+    outbox_.push_back([cb = task.callbacks.on_state, id = task.id, state] { cb(id, state); });
+  }
+}
+
+void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReason reason) {
+  if (task.seq_open) {
+    // The task is over either way; a close error only leaks engine state.
+    (void)engine_.CloseSequence(task.seq).ok();
+    task.seq_open = false;
+    task.active = false;
+  }
+  queue_.Erase(task.id);
+  held_.erase(task.id);
+  const TimelineKind kind = state == TaskState::kDone        ? TimelineKind::kDone
+                            : state == TaskState::kCancelled ? TimelineKind::kCancelled
+                                                             : TimelineKind::kFailed;
+  recorder_.Event(task.id, kind, Now());
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    if (state == TaskState::kDone) ++s.done;
+    if (state == TaskState::kCancelled) ++s.cancelled;
+    if (state == TaskState::kFailed) ++s.failed;
+  });
+  SetState(task, state);
+  TaskResult result;
+  result.state = state;
+  result.status = std::move(status);
+  result.stop_reason = reason;
+  result.tokens = std::move(task.tokens);
+  result.text = std::move(task.text);
+  if (Result<TaskMetrics> m = recorder_.Metrics(task.id); m.ok()) result.metrics = *m;
+  if (task.callbacks.on_done) {
+    outbox_.push_back([cb = task.callbacks.on_done, id = task.id, r = std::move(result)] { cb(id, r); });
+  }
+  if (last_lead_ == task.id) last_lead_ = 0;
+  tasks_.erase(task.id);  // `task` dies here
+}
+
+void SchedulerCore::Deliver() {
+  if (delivering_) return;  // a callback re-entered: the outer loop delivers
+  delivering_ = true;
+  while (!outbox_.empty()) {
+    std::vector<std::function<void()>> batch;
+    batch.swap(outbox_);
+    for (auto& notify : batch) notify();
+  }
+  delivering_ = false;
+}
+
+int64_t SchedulerCore::RunUntilIdle(int64_t max_steps) {
+  int64_t steps = 0;
+  while ((max_steps < 0 || steps < max_steps) && RunOneStep()) ++steps;
+  return steps;
+}
+
+}  // namespace valet

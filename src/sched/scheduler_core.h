@@ -1,0 +1,132 @@
+// The scheduler as a synchronous, single-threaded state machine: submit,
+// cancel, lifecycle events and RunOneStep() are called explicitly by one
+// thread (the inference thread, or a test with the fake engine's virtual
+// clock). Every decision is taken in one of those calls; there are no timers.
+//
+// RunOneStep: pick the lead (head of the (tier, ticket) heap whose tier is
+// under its state cap), let the batch policy add riders, park every other
+// running task (the preemption controller picks how), resume/open the lead,
+// run one engine step (a prefill/recompute chunk or a decode token), deliver
+// tokens, finish tasks, and rotate the lead when its turn is over.
+//
+// Starvation guard, precisely:
+//  * work-conserving: whenever no task of a higher tier is runnable, the best
+//    runnable lower-tier task runs (background progresses while foreground idles);
+//  * equal tiers take turns: with turn_tokens T > 0, a task that generated T
+//    tokens in its turn goes behind the other tasks of its tier;
+//  * no ping-pong: a running task is parked only when a strictly higher tier
+//    becomes runnable, its turn ended while an equal-tier task waits, its
+//    tier hit its state cap, memory must be freed, or the app is destroyed.
+//
+// Callbacks are queued while the core changes state and delivered at the end
+// of each public call, so a callback may call Submit/Cancel/OnLifecycleEvent.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "engine/engine_interface.h"
+#include "sched/batch_policy.h"
+#include "sched/governor.h"
+#include "sched/preemption_controller.h"
+#include "sched/recorder.h"
+#include "sched/task.h"
+#include "sched/task_queue.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+// Checks what needs no tokenizer: tier, an empty prompt, max_tokens in
+// (0, context), empty stop strings, chat roles.
+Status ValidateRequest(const TaskRequest& request, int32_t context_length);
+
+// A validated, tokenized request.
+struct PreparedTask {
+  TaskRequest request;
+  SequenceSpec spec;
+  std::vector<int32_t> prompt;
+  StopChecker stop;
+};
+
+class SchedulerCore {
+ public:
+  SchedulerCore(EngineInterface& engine, SchedulerOptions options);
+
+  // Validates and tokenizes; errors leave no trace but the rejected counter.
+  Result<TaskId> Submit(TaskRequest request);
+  // For the threaded wrapper: `id` came from recorder().Register and the
+  // request passed ValidateRequest. A request found bad here ends FAILED,
+  // with on_done called, and the error is returned.
+  Status Admit(TaskId id, TaskRequest request);
+  // NotFound for an unknown id, InvalidArgument for a finished task.
+  Status Cancel(TaskId id);
+  Status OnLifecycleEvent(LifecycleEvent event);
+
+  // Runs one engine step; false when nothing is runnable (idle).
+  bool RunOneStep();
+  // Steps until idle or max_steps (< 0: no limit); returns the steps run.
+  int64_t RunUntilIdle(int64_t max_steps = -1);
+
+  bool HasRunnableWork() const { return !queue_.empty(); }
+  size_t live_tasks() const { return tasks_.size(); }
+  LifecycleState lifecycle_state() const { return governor_.state(); }
+  double Now() const { return clock_(); }
+  Recorder& recorder() { return recorder_; }
+  const Recorder& recorder() const { return recorder_; }
+  const Governor& governor() const { return governor_; }
+  const BatchPolicy& batch_policy() const { return batch_; }
+
+ private:
+  struct StepPlan;
+
+  Result<PreparedTask> Prepare(TaskRequest request) const;
+  void Enqueue(TaskId id, PreparedTask prepared);
+  Task* Find(TaskId id);
+
+  Task* PickLead();
+  std::vector<Task*> PlanRiders(const Task& lead);
+  void DisplaceOthers(const Task& lead, const std::vector<Task*>& riders);
+  // `keep`: tasks that must not be evicted to make room.
+  bool Activate(Task& task, const std::vector<const Task*>& keep);
+  bool OpenSequence(Task& task, const std::vector<const Task*>& keep);
+  bool ResumeTask(Task& task, const std::vector<const Task*>& keep);
+  void ApplyThreads(Tier tier);
+  Result<StepResult> RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan);
+  void BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const;
+  void ApplyStep(StepPlan& plan, const StepResult& result);
+  void OnToken(Task& task, int32_t token, double now);
+  void EndTurnIfDue(Task& lead);
+
+  void Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause);
+  bool RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed);
+  void ParkEverythingToDisk();
+  size_t EstimateBytesNeeded(const Task& incoming);
+
+  void SetState(Task& task, TaskState state);
+  void Finish(Task& task, TaskState state, Status status, StopReason reason);
+  void ReleaseHeld();
+  void Deliver();
+
+  EngineInterface& engine_;
+  SchedulerOptions options_;
+  std::function<double()> clock_;
+  Recorder recorder_;
+  Governor governor_;
+  PreemptionController preemption_;
+  BatchPolicy batch_;
+  TaskQueue queue_;
+  std::unordered_map<TaskId, std::unique_ptr<Task>> tasks_;
+  std::unordered_set<TaskId> held_;  // over their tier's state cap until a lifecycle event
+  uint64_t next_ticket_ = 1;
+  TaskId last_lead_ = 0;
+  int current_threads_ = -1;
+  size_t kv_bytes_per_token_ = 0;  // learned from the engine's sequence info
+  std::vector<std::function<void()>> outbox_;
+  bool delivering_ = false;
+};
+
+}  // namespace valet

@@ -1,0 +1,302 @@
+// SchedulerCore::RunOneStep and its parts: pick the lead, plan riders, park
+// the displaced, activate, run one engine step, deliver its tokens.
+#include <algorithm>
+#include <thread>
+
+#include "sched/scheduler_core.h"
+
+namespace valet {
+
+struct SchedulerCore::StepPlan {
+  std::vector<Task*> tasks;  // parallel to items
+  std::vector<StepItem> items;
+  std::vector<StepItemKind> kinds;
+};
+
+Task* SchedulerCore::PickLead() {
+  while (!queue_.empty()) {
+    Task* task = Find(queue_.Top());
+    if (governor_.MayRun(task->tier)) return task;
+    held_.insert(task->id);  // back in the queue on the next lifecycle event
+    queue_.Pop();
+  }
+  return nullptr;
+}
+
+std::vector<Task*> SchedulerCore::PlanRiders(const Task& lead) {
+  if (options_.batch_mode != BatchMode::kFill) return {};
+  const bool lead_resident = lead.active || (lead.seq_open && lead.park_kind == ParkKind::kResident);
+  std::vector<Task*> candidates;
+  for (TaskId id : queue_.Ids()) {
+    Task* t = Find(id);
+    if (t == &lead || t->tier <= lead.tier || !t->decode_ready() || !t->seq_open) continue;
+    if (!t->active && t->park_kind != ParkKind::kResident) continue;  // riders must not cost a restore
+    candidates.push_back(t);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Task* a, const Task* b) {
+    return QueueKey{a->tier, a->ticket} < QueueKey{b->tier, b->ticket};
+  });
+  BatchPlanInput input;
+  input.lead_decoding = lead.decode_ready() && lead_resident;
+  input.candidates = static_cast<int32_t>(candidates.size());
+  input.max_riders = engine_.max_step_tokens() - 1;
+  candidates.resize(static_cast<size_t>(batch_.Plan(input)));
+  return candidates;
+}
+
+void SchedulerCore::DisplaceOthers(const Task& lead, const std::vector<Task*>& riders) {
+  std::vector<Task*> displaced;
+  for (auto& [id, task] : tasks_) {
+    Task* t = task.get();
+    if (!t->active || t == &lead || std::find(riders.begin(), riders.end(), t) != riders.end()) continue;
+    displaced.push_back(t);
+  }
+  if (displaced.empty()) return;
+  std::sort(displaced.begin(), displaced.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
+  const size_t bytes_needed = EstimateBytesNeeded(lead);
+  for (Task* t : displaced) {
+    ParkReason reason = ParkReason::kTurnEnded;
+    if (held_.count(t->id) != 0) {
+      reason = ParkReason::kStateCap;
+    } else if (t->tier > lead.tier) {
+      reason = ParkReason::kPreempted;
+    }
+    Park(*t, reason, bytes_needed, &lead);
+  }
+}
+
+bool SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& keep) {
+  Result<SequenceId> seq = engine_.OpenSequence(task.spec);
+  while (!seq.ok() && seq.status().code() == StatusCode::kResourceExhausted && RelievePressure(keep, 0)) {
+    seq = engine_.OpenSequence(task.spec);
+  }
+  if (!seq.ok()) {
+    Finish(task, TaskState::kFailed, seq.status(), StopReason::kNone);
+    return false;
+  }
+  task.seq = *seq;
+  task.seq_open = true;
+  task.active = true;
+  if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) task.pending_recompute = info->pending_recompute;
+  recorder_.Event(task.id, TimelineKind::kStarted, Now());
+  SetState(task, task.phase());
+  return true;
+}
+
+bool SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep) {
+  Result<ResumeReport> report = engine_.Resume(task.seq);
+  while (!report.ok() && report.status().code() == StatusCode::kResourceExhausted &&
+         RelievePressure(keep, EstimateBytesNeeded(task))) {
+    report = engine_.Resume(task.seq);
+  }
+  if (!report.ok()) {
+    Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
+    return false;
+  }
+  task.active = true;
+  task.pending_recompute = report->tokens_to_recompute;
+  if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) task.pending_recompute = info->pending_recompute;
+  recorder_.Event(task.id, TimelineKind::kResumed, Now(), report->kind, report->bytes, report->tokens_to_recompute);
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    s.resume_bytes += report->bytes;
+    s.tokens_recomputed += report->tokens_to_recompute;
+    s.busy_seconds += report->seconds;
+    if (report->fell_back) ++s.resume_fallbacks;
+  });
+  SetState(task, task.phase());
+  return true;
+}
+
+bool SchedulerCore::Activate(Task& task, const std::vector<const Task*>& keep) {
+  if (!task.seq_open) return OpenSequence(task, keep);
+  if (task.active) return true;
+  return ResumeTask(task, keep);
+}
+
+void SchedulerCore::ApplyThreads(Tier tier) {
+  int n = governor_.Budget(tier).threads;
+  if (n <= 0) n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  if (n == current_threads_) return;
+  // An engine with fewer threads refuses; it then keeps what it has, and we
+  // do not ask again until the budget changes.
+  (void)engine_.SetThreads(n).ok();
+  current_threads_ = n;
+}
+
+void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const {
+  plan = StepPlan{};
+  const int32_t limit = std::max(1, std::min(governor_.Budget(lead.tier).prefill_chunk, engine_.max_step_tokens()));
+  StepItem item;
+  item.seq = lead.seq;
+  StepItemKind kind = StepItemKind::kDecode;
+  if (lead.pending_recompute > 0) {
+    item.recompute = std::min(lead.pending_recompute, limit);
+    kind = StepItemKind::kRecompute;
+  } else if (!lead.prompt_done()) {
+    const int32_t n = std::min(static_cast<int32_t>(lead.prompt.size()) - lead.prompt_pos, limit);
+    item.tokens = std::span<const int32_t>(lead.prompt.data() + lead.prompt_pos, static_cast<size_t>(n));
+    item.sample = lead.prompt_pos + n == static_cast<int32_t>(lead.prompt.size());
+    kind = StepItemKind::kPrefill;
+  } else {
+    item.tokens = std::span<const int32_t>(&lead.pending_token, 1);
+    item.sample = true;
+  }
+  plan.tasks.push_back(&lead);
+  plan.items.push_back(item);
+  plan.kinds.push_back(kind);
+  if (kind != StepItemKind::kDecode) return;  // riders join decode steps only
+  for (Task* r : riders) {
+    StepItem ride;
+    ride.seq = r->seq;
+    ride.tokens = std::span<const int32_t>(&r->pending_token, 1);
+    ride.sample = true;
+    plan.tasks.push_back(r);
+    plan.items.push_back(ride);
+    plan.kinds.push_back(StepItemKind::kDecode);
+  }
+}
+
+Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
+  while (true) {
+    BuildItems(lead, riders, plan);
+    Result<StepResult> result = engine_.Step(plan.items);
+    if (result.ok() || result.status().code() != StatusCode::kResourceExhausted) return result;
+    if (!riders.empty()) {
+      riders.clear();  // the lead first; riders stay resident for later
+      continue;
+    }
+    const int32_t tokens = plan.items[0].recompute + static_cast<int32_t>(plan.items[0].tokens.size());
+    if (!RelievePressure({&lead}, static_cast<size_t>(tokens) * std::max<size_t>(kv_bytes_per_token_, 1))) {
+      return result;
+    }
+  }
+}
+
+void SchedulerCore::OnToken(Task& task, int32_t token, double now) {
+  task.tokens.push_back(token);
+  ++task.turn_generated;
+  governor_.Charge(task.tier, 1);
+  const StopDecision decision = task.stop->Feed(token, engine_.TokenPiece(token));
+  task.text += decision.text;
+  if (!task.first_token_seen) {
+    task.first_token_seen = true;
+    recorder_.Event(task.id, TimelineKind::kFirstToken, now);
+  }
+  recorder_.Tokens(task.id, 1, now);
+  recorder_.UpdateStats([&](SchedulerStats& s) { ++s.generated_by_tier[static_cast<size_t>(task.tier)]; });
+  if (task.callbacks.on_token) {
+    outbox_.push_back([cb = task.callbacks.on_token, id = task.id, token, text = decision.text] { cb(id, token, text); });
+  }
+  if (decision.stopped()) {
+    Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
+    return;
+  }
+  task.pending_token = token;
+  SetState(task, task.phase());
+}
+
+void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
+  const double now = Now();
+  StepTrace trace;
+  trace.start = now - result.seconds;
+  trace.seconds = result.seconds;
+  int64_t prefill = 0;
+  int64_t decode = 0;
+  bool decode_only = true;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    Task& t = *plan.tasks[i];
+    const int32_t n = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
+    switch (plan.kinds[i]) {
+      case StepItemKind::kRecompute: t.pending_recompute -= n; break;
+      case StepItemKind::kPrefill: t.prompt_pos += n; prefill += n; break;
+      case StepItemKind::kDecode: t.pending_token = -1; ++decode; break;
+    }
+    decode_only = decode_only && plan.kinds[i] == StepItemKind::kDecode;
+    trace.items.push_back({t.id, t.tier, plan.kinds[i], n});
+  }
+  if (decode_only) batch_.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    ++s.steps;
+    if (plan.items.size() > 1) ++s.batched_steps;
+    s.prefill_tokens += prefill;
+    s.decode_tokens += decode;
+    s.busy_seconds += result.seconds;
+  });
+  recorder_.AddStep(std::move(trace));
+  // Outputs follow the sampling items in order; Finish may free a task, and
+  // each task appears once per step, so look each one up by its sequence.
+  std::vector<Task*> samplers;
+  for (size_t i = 0; i < plan.items.size(); ++i) {
+    if (plan.items[i].sample) samplers.push_back(plan.tasks[i]);
+  }
+  for (size_t k = 0; k < result.outputs.size() && k < samplers.size(); ++k) {
+    OnToken(*samplers[k], result.outputs[k].token, now);
+  }
+}
+
+void SchedulerCore::EndTurnIfDue(Task& lead) {
+  const int32_t turn = governor_.Budget(lead.tier).turn_tokens;
+  if (turn <= 0 || lead.turn_generated < turn) return;
+  lead.turn_generated = 0;
+  if (queue_.CountInTier(lead.tier) > 1) {
+    lead.ticket = next_ticket_++;
+    queue_.Update(lead.id, {lead.tier, lead.ticket});
+  }
+}
+
+bool SchedulerCore::RunOneStep() {
+  Task* lead = PickLead();
+  if (lead == nullptr) {
+    // Nothing may run; whatever still runs belongs to a capped tier.
+    std::vector<Task*> running;
+    for (auto& [id, task] : tasks_) {
+      if (task->active) running.push_back(task.get());
+    }
+    std::sort(running.begin(), running.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
+    for (Task* t : running) Park(*t, ParkReason::kStateCap, 0, nullptr);
+    Deliver();
+    return false;
+  }
+  if (last_lead_ != lead->id) {
+    lead->turn_generated = 0;
+    last_lead_ = lead->id;
+  }
+  std::vector<Task*> riders = PlanRiders(*lead);
+  DisplaceOthers(*lead, riders);
+  std::vector<const Task*> keep(riders.begin(), riders.end());
+  keep.push_back(lead);
+  const TaskId lead_id = lead->id;
+  if (!Activate(*lead, keep)) {
+    Deliver();
+    return true;
+  }
+  // A rider is resident: resuming it is free, and a failure just leaves it out.
+  std::erase_if(riders, [&](Task* r) {
+    if (r->active) return false;
+    Result<ResumeReport> report = engine_.Resume(r->seq);
+    if (!report.ok()) return true;
+    r->active = true;
+    recorder_.Event(r->id, TimelineKind::kResumed, Now(), report->kind, report->bytes, 0);
+    SetState(*r, r->phase());
+    return false;
+  });
+  ApplyThreads(lead->tier);
+  StepPlan plan;
+  Result<StepResult> result = RunStep(*lead, riders, plan);
+  if (!result.ok()) {
+    // On error no sequence changed; the tasks of this step cannot proceed.
+    std::vector<TaskId> ids;
+    for (Task* t : plan.tasks) ids.push_back(t->id);
+    for (TaskId id : ids) {
+      if (Task* t = Find(id)) Finish(*t, TaskState::kFailed, result.status(), StopReason::kNone);
+    }
+    Deliver();
+    return true;
+  }
+  ApplyStep(plan, *result);
+  if (Task* still = Find(lead_id)) EndTurnIfDue(*still);
+  Deliver();
+  return true;
+}
+
+}  // namespace valet

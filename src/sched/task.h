@@ -1,0 +1,49 @@
+// A task as the scheduler core keeps it while it is live (between admission
+// and DONE/CANCELLED/FAILED). Only the inference thread touches it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/engine_interface.h"
+#include "sampling/stop_condition.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+struct Task {
+  TaskId id = 0;
+  Tier tier = Tier::kForegroundChat;
+  uint64_t ticket = 0;  // FIFO order within the tier; renewed when a turn ends
+  TaskState state = TaskState::kQueued;
+  TaskCallbacks callbacks;
+  double submit_time = 0.0;
+
+  SequenceSpec spec;            // shared prefix + sampling
+  std::vector<int32_t> prompt;  // the task's own prompt tokens
+  int32_t prompt_pos = 0;       // prompt tokens fed so far
+  int32_t max_tokens = 0;
+  std::optional<StopChecker> stop;
+
+  bool seq_open = false;
+  SequenceId seq = 0;
+  bool active = false;            // sequence open and not parked
+  ParkKind park_kind = ParkKind::kResident;
+  int32_t pending_recompute = 0;  // history tokens whose KV must be recomputed
+  int32_t pending_token = -1;     // sampled, not yet fed back
+
+  int32_t turn_generated = 0;
+  std::vector<int32_t> tokens;  // generated so far
+  std::string text;             // shown so far
+  bool first_token_seen = false;
+
+  bool prompt_done() const { return prompt_pos >= static_cast<int32_t>(prompt.size()); }
+  // Its next step would be one decode token (no prompt or recompute left).
+  bool decode_ready() const { return prompt_done() && pending_recompute == 0 && pending_token >= 0; }
+  // The phase a running task is in.
+  TaskState phase() const { return prompt_done() ? TaskState::kDecoding : TaskState::kPrefilling; }
+};
+
+}  // namespace valet

@@ -1,0 +1,307 @@
+// Parking and resuming through the real engine: snapshots continue
+// bit-exactly, partial/full re-prefills continue with the same tokens, and
+// damaged snapshots fall back to recomputation.
+#include "engine/real_engine.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace valet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int32_t kChunk = 16;
+constexpr int32_t kDecode = 10;
+
+std::string ModelPath(const std::string& name) { return std::string(VALET_SHARED_DIR) + "/models/" + name; }
+
+std::vector<int32_t> Tokens(int32_t n, int32_t seed, int32_t n_vocab) {
+  std::vector<int32_t> t(n);
+  uint32_t x = static_cast<uint32_t>(seed) * 2654435761u + 1;
+  for (int32_t& v : t) {
+    x = x * 1664525u + 1013904223u;
+    v = static_cast<int32_t>((x >> 8) % static_cast<uint32_t>(n_vocab - 3)) + 3;
+  }
+  return t;
+}
+
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+struct Pause {
+  int event = -1;  // park before this event (0: right after the prefix was shared)
+  ParkKind kind = ParkKind::kResident;
+  bool corrupt = false;  // damage the snapshot while parked
+};
+
+class RealEngineTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    path_ = ModelPath(GetParam());
+    if (!fs::exists(path_)) GTEST_SKIP() << path_ << " is absent (shared test models not installed)";
+    dir_ = fs::temp_directory_path() / ("valet-engine-test-" + std::to_string(getpid()));
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::unique_ptr<RealEngine> Open() {
+    RealEngineOptions o;
+    o.engine.model_path = path_;
+    o.engine.n_threads = 1;
+    o.engine.n_ctx = 256;
+    o.engine.max_batch_tokens = 64;
+    o.engine.kv_capacity_bytes = 8u << 20;
+    o.store.ram_budget_bytes = 4u << 20;
+    o.store.disk_dir = dir_.string();
+    o.store.compression = Compression::kZstd;
+    o.store.warn = [this](std::string_view w) { warnings_.emplace_back(w); };
+    o.calibrate = false;
+    o.keep_logits = true;
+    Result<std::unique_ptr<RealEngine>> e = RealEngine::Open(o);
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? std::move(*e) : nullptr;
+  }
+
+  // Brings a sequence's pending recompute up to date in chunks of `chunk`.
+  static void Recompute(RealEngine& e, SequenceId id, int32_t chunk) {
+    for (;;) {
+      const int32_t pending = e.Info(id)->pending_recompute;
+      if (pending == 0) return;
+      StepItem item{id, {}, std::min(pending, chunk), false};
+      ASSERT_TRUE(e.Step({&item, 1}).ok());
+    }
+  }
+
+  // Other work while a sequence is parked, so restored blocks land elsewhere.
+  static void Interfere(RealEngine& e, int32_t n_vocab) {
+    SequenceId other = *e.OpenSequence({});
+    std::vector<int32_t> t = Tokens(40, 99, n_vocab);
+    StepItem item{other, t, 0, true};
+    ASSERT_TRUE(e.Step({&item, 1}).ok());
+    ASSERT_TRUE(e.CloseSequence(other).ok());
+  }
+
+  // System prompt P (21 tokens: ends mid-block) cached by a first sequence,
+  // then a sequence sharing it: a 40-token prompt in chunks, then decoding.
+  Trace Run(const SamplingParams& sampling, const Pause& pause) {
+    std::unique_ptr<RealEngine> e = Open();
+    if (!e) return {};
+    const int32_t n_vocab = e->engine().model().config().n_vocab;
+    const std::vector<int32_t> system = Tokens(21, 1, n_vocab), prompt = Tokens(40, 2, n_vocab);
+    SequenceSpec spec{system, sampling};
+    SequenceId warm = *e->OpenSequence(spec);
+    EXPECT_EQ(e->Info(warm)->pending_recompute, 21);
+    Recompute(*e, warm, kChunk);
+    SequenceId id = *e->OpenSequence(spec);
+    SequenceInfo info = *e->Info(id);
+    EXPECT_EQ(info.n_shared, 21);
+    EXPECT_EQ(info.pending_recompute, 0);
+    EXPECT_TRUE(e->CloseSequence(warm).ok());
+
+    Trace trace;
+    const int n_prompt_events = (40 + kChunk - 1) / kChunk;
+    for (int event = 0; event < n_prompt_events + kDecode; ++event) {
+      if (event == pause.event) ParkAndResume(*e, id, pause, n_vocab);
+      StepItem item{id, {}, 0, false};
+      if (event < n_prompt_events) {
+        const int32_t begin = event * kChunk, n = std::min(kChunk, 40 - begin);
+        item.tokens = std::span<const int32_t>(prompt).subspan(begin, n);
+        item.sample = begin + n == 40;
+      } else {
+        item.tokens = {&trace.tokens.back(), 1};
+        item.sample = true;
+      }
+      Result<StepResult> r = e->Step({&item, 1});
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) return trace;
+      if (item.sample) {
+        trace.tokens.push_back(r->outputs.at(0).token);
+        std::span<const float> l = e->last_logits(id);
+        trace.logits.emplace_back(l.begin(), l.end());
+      }
+    }
+    return trace;
+  }
+
+  void ParkAndResume(RealEngine& e, SequenceId id, const Pause& pause, int32_t n_vocab) {
+    const SequenceInfo before = *e.Info(id);
+    Result<ParkReport> park = e.Park(id, pause.kind);
+    ASSERT_TRUE(park.ok()) << park.status().ToString();
+    EXPECT_EQ(park->kind, pause.kind);
+    if (pause.corrupt) {
+      if (pause.kind == ParkKind::kSnapshotRam) {
+        std::span<uint8_t> frame = e.snapshot_store().RamFrameForTesting(static_cast<uint64_t>(id));
+        ASSERT_FALSE(frame.empty());
+        frame[frame.size() - 5] ^= 0x40;
+      } else {
+        fs::remove(e.snapshot_store().DiskPath(static_cast<uint64_t>(id)));
+      }
+    }
+    Interfere(e, n_vocab);
+    Result<ResumeReport> resume = e.Resume(id);
+    ASSERT_TRUE(resume.ok()) << resume.status().ToString();
+    EXPECT_EQ(resume->fell_back, pause.corrupt);
+    const bool snapshot = pause.kind == ParkKind::kSnapshotRam || pause.kind == ParkKind::kSnapshotDisk;
+    if (snapshot && !pause.corrupt) {
+      EXPECT_EQ(resume->tokens_to_recompute, 0);
+      EXPECT_EQ(e.Info(id)->n_cached, before.n_cached);
+    }
+    if (pause.kind == ParkKind::kPartial) {
+      EXPECT_EQ(resume->tokens_to_recompute, before.n_cached - 21) << "only the own tokens are recomputed";
+    }
+    if (pause.kind == ParkKind::kFull) {
+      EXPECT_EQ(resume->tokens_to_recompute, before.n_tokens);
+    }
+    Recompute(e, id, 7);  // other chunk shapes than the original prefill
+    EXPECT_EQ(e.Info(id)->n_cached, before.n_cached);
+  }
+
+  std::string path_;
+  fs::path dir_;
+  std::vector<std::string> warnings_;
+};
+
+SamplingParams Sampled() {
+  SamplingParams p;
+  p.temperature = 0.9f;
+  p.top_k = 0;
+  p.top_p = 1.0f;
+  p.min_p = 0.0f;
+  p.repeat_penalty = 1.1f;
+  p.seed = 1234;
+  return p;
+}
+
+SamplingParams Greedy() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  return p;
+}
+
+// Events: 0..2 are prompt chunks (0 is right after the prefix was shared,
+// 1 and 2 fall inside the chunked prefill), 3.. are decode steps.
+constexpr int kPausePoints[] = {0, 1, 2, 3, 7};
+
+TEST_P(RealEngineTest, SnapshotsResumeBitExactly) {
+  const Trace ref = Run(Sampled(), {});
+  ASSERT_EQ(ref.tokens.size(), 1u + kDecode);
+  for (ParkKind kind : {ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk, ParkKind::kResident}) {
+    for (int at : kPausePoints) {
+      const Trace t = Run(Sampled(), {at, kind, false});
+      ASSERT_EQ(t.tokens, ref.tokens) << ParkKindName(kind) << " at event " << at;
+      for (size_t i = 0; i < ref.logits.size(); ++i) {
+        ASSERT_EQ(t.logits[i], ref.logits[i]) << ParkKindName(kind) << " at event " << at << ", output " << i;
+      }
+    }
+  }
+}
+
+void ExpectSameContinuation(const Trace& t, const Trace& ref, const std::string& what) {
+  ASSERT_EQ(t.tokens, ref.tokens) << what;
+  for (size_t i = 0; i < ref.logits.size(); ++i) {
+    float scale = 1.0f;
+    for (float v : ref.logits[i]) scale = std::max(scale, std::fabs(v));
+    for (size_t j = 0; j < ref.logits[i].size(); ++j) {
+      ASSERT_NEAR(t.logits[i][j], ref.logits[i][j], 1e-3f * scale) << what << ", output " << i << " logit " << j;
+    }
+  }
+}
+
+TEST_P(RealEngineTest, EvictionRecomputesTheSameContinuation) {
+  const Trace ref = Run(Greedy(), {});
+  for (ParkKind kind : {ParkKind::kPartial, ParkKind::kFull}) {
+    for (int at : kPausePoints) {
+      ExpectSameContinuation(Run(Greedy(), {at, kind, false}), ref,
+                             std::string(ParkKindName(kind)) + " at event " + std::to_string(at));
+    }
+  }
+}
+
+TEST_P(RealEngineTest, DamagedOrMissingSnapshotsFallBackToRecompute) {
+  const Trace ref = Run(Greedy(), {});
+  for (ParkKind kind : {ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk}) {
+    warnings_.clear();
+    ExpectSameContinuation(Run(Greedy(), {5, kind, true}), ref, ParkKindName(kind));
+    EXPECT_FALSE(warnings_.empty()) << "the fallback is logged";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineTest,
+                         ::testing::Values("synth-tiny-f32.gguf", "synth-tiny-q8_0.gguf", "synth-tiny-q4_0.gguf",
+                                           "synth-tiny-q4_k_m.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           n = n.substr(11, n.size() - 16);  // "synth-tiny-" ... ".gguf"
+                           for (char& c : n) c = c == '_' ? 'x' : c;
+                           return n;
+                         });
+
+class RealEngineMiscTest : public RealEngineTest {};
+
+TEST_P(RealEngineMiscTest, AccountingCostsAndAdvice) {
+  std::unique_ptr<RealEngine> e = Open();
+  ASSERT_TRUE(e);
+  const int32_t n_vocab = e->engine().model().config().n_vocab;
+  const std::vector<int32_t> system = Tokens(32, 1, n_vocab), prompt = Tokens(20, 3, n_vocab);
+  SequenceId a = *e->OpenSequence({system, Greedy()});
+  Recompute(*e, a, 64);
+  StepItem item{a, prompt, 0, true};
+  ASSERT_TRUE(e->Step({&item, 1}).ok());
+  const EngineCosts c = e->costs();
+  EXPECT_GT(c.prefill_seconds_per_token, 0.0) << "learned from the steps";
+
+  Result<ParkAdviceInput> in = e->AdviceInput(a, 0);
+  ASSERT_TRUE(in.ok());
+  EXPECT_EQ(in->own_tokens, 20);
+  EXPECT_EQ(in->all_tokens, 52);
+  EXPECT_EQ(e->AdvisePark(a, 0), ParkKind::kResident);
+  EXPECT_NE(e->AdvisePark(a, e->memory().pool_capacity_bytes), ParkKind::kResident);
+
+  ASSERT_EQ(e->Park(a, ParkKind::kSnapshotRam)->kind, ParkKind::kSnapshotRam);
+  EXPECT_GT(e->memory().snapshot_ram_bytes, 0u);
+  EXPECT_EQ(e->Info(a)->n_cached, 32) << "the shared prefix stays referenced";
+  ASSERT_TRUE(e->Resume(a).ok());
+  ASSERT_EQ(e->Park(a, ParkKind::kPartial)->tokens_dropped, 20);
+  ASSERT_EQ(e->Resume(a)->tokens_to_recompute, 20);
+  Recompute(*e, a, 64);
+  const ParkAccounting& acc = e->accounting();
+  EXPECT_EQ(acc.parks[static_cast<int>(ParkKind::kSnapshotRam)], 1);
+  EXPECT_EQ(acc.parks[static_cast<int>(ParkKind::kPartial)], 1);
+  EXPECT_EQ(acc.tokens_recomputed, 32 + 20);
+  EXPECT_EQ(acc.tokens_dropped, 20);
+  EXPECT_GT(acc.bytes_restored, 0u);
+  EXPECT_EQ(e->memory().snapshot_ram_bytes, 0u);
+
+  EXPECT_TRUE(e->SetThreads(1).ok());
+  EXPECT_FALSE(e->SetThreads(0).ok());
+  EXPECT_TRUE(e->CloseSequence(a).ok());
+  EXPECT_EQ(e->Info(a).status().code(), StatusCode::kNotFound);
+}
+
+TEST_P(RealEngineMiscTest, StepErrorsChangeNothing) {
+  std::unique_ptr<RealEngine> e = Open();
+  ASSERT_TRUE(e);
+  SequenceId a = *e->OpenSequence({});
+  const std::vector<int32_t> t = {5, 6, 7};
+  StepItem twice[2] = {{a, t, 0, false}, {a, t, 0, false}};
+  EXPECT_FALSE(e->Step(twice).ok());
+  StepItem both{a, t, 2, false};
+  EXPECT_FALSE(e->Step({&both, 1}).ok());
+  ASSERT_TRUE(e->Park(a, ParkKind::kResident).ok());
+  StepItem parked{a, t, 0, false};
+  EXPECT_FALSE(e->Step({&parked, 1}).ok());
+  EXPECT_EQ(e->Info(a)->n_tokens, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineMiscTest, ::testing::Values("synth-tiny-q8_0.gguf"),
+                         [](const auto&) { return std::string("q8x0"); });
+
+}  // namespace
+}  // namespace valet

@@ -1,0 +1,115 @@
+#include "kv/kv_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+namespace valet {
+namespace {
+
+std::unique_ptr<KvPool> MakePool(int32_t blocks) {
+  KvPoolOptions o;
+  o.layout = KvLayout{2, 2, 4, 4};  // 2 layers, 2 heads, head_dim 4, 4 tokens per block
+  o.capacity_bytes = blocks * o.layout.block_bytes();
+  return std::move(KvPool::Create(o).value());
+}
+
+// Writes a value derived from (layer, kv, head, pos, d) into every filled row.
+void Fill(KvSequence& seq, int32_t from, int32_t to, float salt) {
+  const KvLayout& l = seq.pool().layout();
+  for (int32_t layer = 0; layer < l.n_layer; ++layer)
+    for (int32_t kv = 0; kv < 2; ++kv)
+      for (int32_t h = 0; h < l.n_kv_head; ++h)
+        for (int32_t p = from; p < to; ++p)
+          for (int32_t d = 0; d < l.head_dim; ++d) seq.row(layer, kv, h, p)[d] = salt + layer * 1000 + kv * 100 + h * 10 + p + d * 0.01f;
+}
+
+TEST(KvSequenceTest, WritingIntoASharedBlockCopiesItFirst) {
+  auto pool = MakePool(8);
+  KvSequence a(*pool);
+  ASSERT_TRUE(a.Reserve(6).ok());
+  Fill(a, 0, 6, 0.0f);
+  a.Commit(6);
+  KvSequence b(*pool);
+  b.AttachShared(a.blocks(), 6);
+  EXPECT_EQ(pool->ref_count(a.blocks()[1]), 2);
+  EXPECT_EQ(b.blocks(), a.blocks());
+
+  ASSERT_TRUE(b.Reserve(1).ok());  // position 6 lies in the shared, partly filled block 1
+  EXPECT_EQ(b.blocks()[0], a.blocks()[0]) << "full blocks stay shared";
+  EXPECT_NE(b.blocks()[1], a.blocks()[1]) << "the partly filled block is copied";
+  EXPECT_EQ(pool->ref_count(a.blocks()[1]), 1);
+  EXPECT_EQ(b.row(1, 1, 1, 5)[3], a.row(1, 1, 1, 5)[3]) << "the copy carries the shared rows";
+  Fill(b, 6, 7, 50000.0f);
+  b.Commit(1);
+  EXPECT_EQ(a.row(0, 0, 0, 6)[0], a.row(0, 0, 0, 6)[0]);
+  EXPECT_NE(a.row(0, 0, 0, 6)[0], b.row(0, 0, 0, 6)[0]) << "the original block was not written";
+}
+
+TEST(KvSequenceTest, FailedReserveLeavesTheSequenceUnchanged) {
+  auto pool = MakePool(3);
+  KvSequence a(*pool);
+  ASSERT_TRUE(a.Reserve(6).ok());
+  a.Commit(6);
+  KvSequence b(*pool);
+  b.AttachShared(a.blocks(), 6);
+  // Needs a copy of block 1 and two new blocks: only one block is free.
+  Status s = b.Reserve(6);
+  EXPECT_EQ(s.code(), StatusCode::kResourceExhausted);
+  EXPECT_EQ(b.blocks(), a.blocks());
+  EXPECT_EQ(pool->free_blocks(), 1);
+}
+
+TEST(KvSequenceTest, ExportThenImportReproducesTheRowsInOtherBlocks) {
+  auto pool = MakePool(16);
+  KvSequence a(*pool);
+  ASSERT_TRUE(a.Reserve(11).ok());
+  Fill(a, 0, 11, 7.0f);
+  a.Commit(11);
+  std::vector<float> rows(a.rows_floats(8));
+  a.ExportRows(3, 11, rows.data());
+
+  KvSequence b(*pool);
+  b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(1), 3);
+  ASSERT_TRUE(b.Reserve(8).ok());
+  b.ImportRows(8, rows.data());
+  b.Commit(8);
+  EXPECT_NE(b.blocks()[0], a.blocks()[0]) << "position 3 fell in the shared block: copied";
+  const KvLayout& l = pool->layout();
+  for (int32_t layer = 0; layer < l.n_layer; ++layer)
+    for (int32_t kv = 0; kv < 2; ++kv)
+      for (int32_t h = 0; h < l.n_kv_head; ++h)
+        for (int32_t p = 0; p < 11; ++p)
+          for (int32_t d = 0; d < l.head_dim; ++d)
+            ASSERT_EQ(a.row(layer, kv, h, p)[d], b.row(layer, kv, h, p)[d]) << layer << kv << h << " pos " << p;
+}
+
+struct CountingReclaimer : KvReclaimer {
+  KvPool* pool;
+  std::vector<KvBlockId> held;
+  int calls = 0;
+  bool ReclaimOne() override {
+    ++calls;
+    if (held.empty()) return false;
+    pool->Release(held.back());
+    held.pop_back();
+    return true;
+  }
+};
+
+TEST(KvPoolTest, AllocateAsksTheReclaimerWhenEmpty) {
+  auto pool = MakePool(2);
+  CountingReclaimer r;
+  r.pool = pool.get();
+  r.held = {*pool->Allocate(), *pool->Allocate()};
+  pool->set_reclaimer(&r);
+  EXPECT_TRUE(pool->Allocate().ok());
+  EXPECT_TRUE(pool->Allocate().ok());
+  EXPECT_FALSE(pool->Allocate().ok());
+  EXPECT_EQ(r.calls, 3);
+  pool->set_reclaimer(nullptr);
+}
+
+}  // namespace
+}  // namespace valet

@@ -1,0 +1,107 @@
+#include "kv/prefix_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <vector>
+
+namespace valet {
+namespace {
+
+std::unique_ptr<KvPool> MakePool(int32_t blocks) {
+  KvPoolOptions o;
+  o.layout = KvLayout{1, 1, 2, 4};
+  o.capacity_bytes = blocks * o.layout.block_bytes();
+  return std::move(KvPool::Create(o).value());
+}
+
+std::vector<int32_t> Tokens(int32_t n, int32_t first) {
+  std::vector<int32_t> t(n);
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+
+void Prefill(KvSequence& seq, int32_t n) {
+  ASSERT_TRUE(seq.Reserve(n).ok());
+  seq.Commit(n);
+}
+
+TEST(PrefixCacheTest, MatchesWholeBlocksAndTheExactPartialTail) {
+  auto pool = MakePool(16);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> prompt = Tokens(10, 100);  // blocks of 4, 4 and a tail of 2
+  KvSequence a(*pool);
+  Prefill(a, 10);
+  EXPECT_EQ(cache.Insert(prompt, a), 10);
+  EXPECT_EQ(cache.n_blocks(), 3);
+
+  PrefixMatch m = cache.Match(prompt);
+  EXPECT_EQ(m.n_tokens, 10);
+  EXPECT_EQ(m.blocks, a.blocks());
+
+  std::vector<int32_t> longer = prompt;
+  longer.push_back(7);  // the tail block differs: only the two full blocks match
+  EXPECT_EQ(cache.Match(longer).n_tokens, 8);
+
+  std::vector<int32_t> other = prompt;
+  other[5] = 1;  // second block differs: the chain stops after the first
+  EXPECT_EQ(cache.Match(other).n_tokens, 4);
+  EXPECT_EQ(cache.Match(Tokens(10, 5)).n_tokens, 0);
+}
+
+TEST(PrefixCacheTest, ReinsertingKeepsTheCachedBlocks) {
+  auto pool = MakePool(16);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> prompt = Tokens(8, 1);
+  KvSequence a(*pool), b(*pool);
+  Prefill(a, 8);
+  Prefill(b, 8);
+  cache.Insert(prompt, a);
+  cache.Insert(prompt, b);
+  EXPECT_EQ(cache.n_blocks(), 2);
+  EXPECT_EQ(cache.Match(prompt).blocks, a.blocks());
+  EXPECT_EQ(pool->ref_count(b.blocks()[0]), 1);
+}
+
+TEST(PrefixCacheTest, EvictsUnusedPrefixesLeastRecentlyUsedFirst) {
+  auto pool = MakePool(6);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> p1 = Tokens(8, 1), p2 = Tokens(8, 50);
+  {
+    KvSequence a(*pool), b(*pool);
+    Prefill(a, 8);
+    Prefill(b, 8);
+    cache.Insert(p1, a);
+    cache.Insert(p2, b);
+  }  // no sequence uses either prefix now; the cache keeps 4 blocks
+  EXPECT_EQ(pool->free_blocks(), 2);
+  EXPECT_EQ(cache.unused_blocks(), 4);
+  cache.Match(p1);  // p1 is now the more recently used
+
+  KvSequence user(*pool);
+  PrefixMatch m = cache.Match(p1);
+  user.AttachShared(m.blocks, m.n_tokens);  // p1 is in use: never evicted
+  KvSequence big(*pool);
+  Prefill(big, 16);  // needs 4 blocks: 2 free + 2 evicted
+  EXPECT_EQ(cache.evictions(), 2);
+  EXPECT_EQ(cache.Match(p2).n_tokens, 0);
+  EXPECT_EQ(cache.Match(p1).n_tokens, 8);
+  EXPECT_EQ(big.Reserve(4).code(), StatusCode::kResourceExhausted) << "blocks in use are not evicted";
+}
+
+TEST(PrefixCacheTest, EvictsTheEndOfAChainBeforeItsStart) {
+  auto pool = MakePool(3);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> p = Tokens(12, 1);
+  {
+    KvSequence a(*pool);
+    Prefill(a, 12);
+    cache.Insert(p, a);
+  }
+  KvSequence s(*pool);
+  Prefill(s, 4);  // one eviction
+  EXPECT_EQ(cache.Match(p).n_tokens, 8) << "the last block went first";
+}
+
+}  // namespace
+}  // namespace valet

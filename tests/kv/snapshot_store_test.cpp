@@ -1,0 +1,147 @@
+#include "kv/snapshot_store.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kv/checksum.h"
+
+namespace valet {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Float-like data: smooth values plus noise, so the codecs have something to find.
+std::vector<uint8_t> Blob(size_t n_floats, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> noise(0.0f, 0.1f);
+  std::vector<float> f(n_floats);
+  for (size_t i = 0; i < n_floats; ++i) f[i] = static_cast<float>(i % 64) * 0.25f + (i % 3 == 0 ? noise(rng) : 0.0f);
+  std::vector<uint8_t> b(n_floats * sizeof(float));
+  std::memcpy(b.data(), f.data(), b.size());
+  return b;
+}
+
+class SnapshotStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("valet-snap-test-" + std::to_string(getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  SnapshotStoreOptions Options(size_t ram_budget, Compression c = Compression::kNone) {
+    SnapshotStoreOptions o;
+    o.ram_budget_bytes = ram_budget;
+    o.disk_dir = dir_.string();
+    o.compression = c;
+    o.warn = [this](std::string_view w) { warnings_.emplace_back(w); };
+    return o;
+  }
+
+  fs::path dir_;
+  std::vector<std::string> warnings_;
+};
+
+TEST(ChecksumTest, EveryByteAndTheLengthMatter) {
+  std::vector<uint8_t> data = Blob(100, 1);
+  const uint64_t h = Checksum64(data);
+  for (size_t i = 0; i < data.size(); i += 7) {
+    data[i] ^= 1;
+    EXPECT_NE(Checksum64(data), h) << "byte " << i;
+    data[i] ^= 1;
+  }
+  EXPECT_EQ(Checksum64(data), h);
+  EXPECT_NE(Checksum64(std::span(data).first(data.size() - 1)), h);
+  std::vector<uint8_t> zeros_a(40, 0), zeros_b(41, 0);
+  EXPECT_NE(Checksum64(zeros_a), Checksum64(zeros_b));
+}
+
+TEST_F(SnapshotStoreTest, RoundTripsThroughEveryCodecAndTier) {
+  for (Compression c : {Compression::kNone, Compression::kZstd, Compression::kLz4}) {
+    auto store = std::move(SnapshotStore::Create(Options(1 << 20, c)).value());
+    const std::vector<uint8_t> a = Blob(10000, 2), b = Blob(5000, 3);
+    ASSERT_EQ(*store->Put(1, a, SnapshotTier::kRam), SnapshotTier::kRam);
+    ASSERT_EQ(*store->Put(2, b, SnapshotTier::kDisk), SnapshotTier::kDisk);
+    EXPECT_TRUE(fs::exists(store->DiskPath(2)));
+    EXPECT_EQ(*store->Get(1), a) << CompressionName(c);
+    EXPECT_EQ(*store->Get(2), b) << CompressionName(c);
+    if (c != Compression::kNone) {
+      EXPECT_LT(store->stats().stored_bytes, store->stats().raw_bytes);
+    }
+    store->Erase(2);
+    EXPECT_FALSE(fs::exists(store->DiskPath(2)));
+    EXPECT_EQ(store->disk_bytes(), 0u);
+  }
+}
+
+TEST_F(SnapshotStoreTest, SpillsToDiskWhenTheRamBudgetIsFull) {
+  const std::vector<uint8_t> a = Blob(1000, 4);
+  auto store = std::move(SnapshotStore::Create(Options(SnapshotStore::FrameBytes(a.size()) + 10)).value());
+  EXPECT_EQ(*store->Put(1, a, SnapshotTier::kRam), SnapshotTier::kRam);
+  EXPECT_EQ(*store->Put(2, a, SnapshotTier::kRam), SnapshotTier::kDisk);
+  EXPECT_EQ(store->stats().spills, 1);
+  EXPECT_EQ(store->ram_bytes(), SnapshotStore::FrameBytes(a.size()));
+  EXPECT_EQ(store->disk_bytes(), SnapshotStore::FrameBytes(a.size()));
+  EXPECT_EQ(*store->Get(2), a);
+}
+
+TEST_F(SnapshotStoreTest, DetectsCorruptTruncatedAndMissingSnapshots) {
+  auto store = std::move(SnapshotStore::Create(Options(1 << 20, Compression::kZstd)).value());
+  const std::vector<uint8_t> a = Blob(4000, 5);
+  ASSERT_TRUE(store->Put(1, a, SnapshotTier::kRam).ok());
+  std::span<uint8_t> frame = store->RamFrameForTesting(1);
+  ASSERT_FALSE(frame.empty());
+  frame[frame.size() / 2] ^= 0x10;
+  EXPECT_EQ(store->Get(1).status().code(), StatusCode::kCorrupt);
+
+  SnapshotStoreOptions plain = Options(1 << 20);
+  auto raw_store = std::move(SnapshotStore::Create(plain).value());
+  ASSERT_TRUE(raw_store->Put(1, a, SnapshotTier::kRam).ok());
+  raw_store->RamFrameForTesting(1)[100] ^= 0x01;  // a flip inside uncompressed floats: only the checksum sees it
+  EXPECT_EQ(raw_store->Get(1).status().code(), StatusCode::kCorrupt);
+
+  ASSERT_TRUE(raw_store->Put(2, a, SnapshotTier::kDisk).ok());
+  fs::resize_file(raw_store->DiskPath(2), fs::file_size(raw_store->DiskPath(2)) - 3);
+  EXPECT_EQ(raw_store->Get(2).status().code(), StatusCode::kCorrupt);
+
+  ASSERT_TRUE(raw_store->Put(3, a, SnapshotTier::kDisk).ok());
+  fs::remove(raw_store->DiskPath(3));
+  EXPECT_EQ(raw_store->Get(3).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(raw_store->Get(99).status().code(), StatusCode::kNotFound);
+  EXPECT_GE(warnings_.size(), 4u);
+}
+
+TEST_F(SnapshotStoreTest, UnwritableDirectoryFallsBackToRamWithAWarning) {
+  fs::create_directories(dir_);
+  std::ofstream(dir_ / "file") << "not a directory";
+  SnapshotStoreOptions o = Options(1 << 20);
+  o.disk_dir = (dir_ / "file" / "snapshots").string();  // a path under a regular file can never be created
+  auto store = std::move(SnapshotStore::Create(o).value());
+  ASSERT_FALSE(warnings_.empty());
+  const std::vector<uint8_t> a = Blob(1000, 6);
+  EXPECT_EQ(*store->Put(1, a, SnapshotTier::kDisk), SnapshotTier::kRam);
+  EXPECT_EQ(store->stats().disk_failures, 1);
+  EXPECT_EQ(*store->Get(1), a);
+}
+
+TEST_F(SnapshotStoreTest, FullDiskAndFullRamIsAnErrorNotACrash) {
+  const std::vector<uint8_t> a = Blob(1000, 7);
+  SnapshotStoreOptions o = Options(100);
+  o.disk_budget_bytes = 100;  // the disk tier is "full" as well
+  auto store = std::move(SnapshotStore::Create(o).value());
+  Result<SnapshotTier> put = store->Put(1, a, SnapshotTier::kDisk);
+  EXPECT_EQ(put.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(store->tier_of(1).has_value());
+  EXPECT_FALSE(warnings_.empty());
+}
+
+}  // namespace
+}  // namespace valet

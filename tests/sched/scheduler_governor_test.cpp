@@ -1,0 +1,194 @@
+// The governor driving the core: turns, caps, lifecycle budgets, ON_DESTROY,
+// the starvation guard and the fill batching policy.
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "sched_test_util.h"
+
+namespace valet {
+namespace {
+
+using testing::ExpectedAlone;
+using testing::Harness;
+
+// Run-length encoding of the step leads.
+std::vector<std::pair<TaskId, int>> Runs(const std::vector<TaskId>& leads) {
+  std::vector<std::pair<TaskId, int>> runs;
+  for (TaskId t : leads) {
+    if (runs.empty() || runs.back().first != t) runs.push_back({t, 0});
+    ++runs.back().second;
+  }
+  return runs;
+}
+
+TEST(StarvationGuard, EqualTiersTakeTurnsWithoutPingPong) {
+  Harness h;  // RESUMED: OFFLINE_INDEXING turn = 16 tokens
+  ASSERT_EQ(BudgetTable::Defaults().at(LifecycleState::kResumed, Tier::kOfflineIndexing).turn_tokens, 16);
+  const TaskId a = h.Submit(Tier::kOfflineIndexing, "a", 40);
+  const TaskId b = h.Submit(Tier::kOfflineIndexing, "b", 40);
+  h.core.RunUntilIdle();
+  // One-step prompts, so a 16-token turn is 16 steps.
+  const std::vector<std::pair<TaskId, int>> expected = {{a, 16}, {b, 16}, {a, 16}, {b, 16}, {a, 8}, {b, 8}};
+  EXPECT_EQ(Runs(h.Leads()), expected);
+  EXPECT_EQ(h.core.recorder().Metrics(a)->parks, 2);
+  EXPECT_EQ(h.core.recorder().Metrics(b)->parks, 2);
+  EXPECT_EQ(h.out[a].tokens, ExpectedAlone(h.engine, "a", 7, 40));
+  EXPECT_EQ(h.out[b].tokens, ExpectedAlone(h.engine, "b", 7, 40));
+}
+
+TEST(StarvationGuard, ALoneTaskKeepsRunningAcrossTurnsAndForegroundRunsUninterrupted) {
+  Harness h;
+  const TaskId bg = h.Submit(Tier::kOfflineIndexing, "alone", 50);
+  const TaskId fg1 = h.Submit(Tier::kForegroundChat, "one", 30);
+  const TaskId fg2 = h.Submit(Tier::kForegroundChat, "two", 30);
+  h.core.RunUntilIdle();
+  const std::vector<std::pair<TaskId, int>> expected = {{fg1, 30}, {fg2, 30}, {bg, 50}};
+  EXPECT_EQ(Runs(h.Leads()), expected);
+  EXPECT_EQ(h.core.recorder().Metrics(bg)->parks, 0);
+}
+
+TEST(StarvationGuard, EachForegroundBurstParksBackgroundOnce) {
+  Harness h;
+  const TaskId bg = h.Submit(Tier::kBackgroundSummary, "steady work", 60);
+  std::vector<TaskId> fgs;
+  for (int i = 0; i < 3; ++i) {
+    for (int s = 0; s < 5; ++s) h.core.RunOneStep();
+    fgs.push_back(h.Submit(Tier::kForegroundChat, "burst", 4, static_cast<uint64_t>(i)));
+  }
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.core.recorder().Metrics(bg)->parks, 3);
+  for (TaskId fg : fgs) EXPECT_EQ(h.core.recorder().Metrics(fg)->parks, 0);
+  EXPECT_EQ(h.core.recorder().Stats().preemptions, 3);
+  EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, "steady work", 7, 60));
+}
+
+TEST(GovernorCore, StateCapParksTheTierUntilALifecycleEvent) {
+  SchedulerOptions o;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).state_cap_tokens = 10;
+  Harness h({}, o);
+  const TaskId bg = h.Submit(Tier::kOfflineIndexing, "capped", 30);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[bg].tokens.size(), 10u);
+  EXPECT_FALSE(h.core.RunOneStep());
+  EXPECT_EQ(h.out[bg].states.back(), TaskState::kParked);
+  // Foreground is not capped: it still runs while the background waits.
+  const TaskId fg = h.Submit(Tier::kForegroundChat, "still here", 5);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[fg].result->state, TaskState::kDone);
+  EXPECT_EQ(h.out[bg].tokens.size(), 10u);
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[bg].result->state, TaskState::kDone);
+  EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, "capped", 7, 30));
+}
+
+TEST(GovernorCore, OnStopGivesBackgroundItsNormalChunk) {
+  Harness h;
+  const std::string doc(700, 'x');
+  const TaskId bg = h.Submit(Tier::kOfflineIndexing, doc, 4);
+  h.core.RunOneStep();
+  h.core.RunOneStep();
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+  h.core.RunOneStep();
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
+  h.core.RunOneStep();
+  const std::vector<StepTrace> steps = h.core.recorder().Steps();
+  ASSERT_EQ(steps.size(), 4u);
+  const BudgetTable d = BudgetTable::Defaults();
+  EXPECT_EQ(steps[0].items[0].tokens, d.at(LifecycleState::kResumed, Tier::kOfflineIndexing).prefill_chunk);
+  EXPECT_EQ(steps[1].items[0].tokens, d.at(LifecycleState::kResumed, Tier::kOfflineIndexing).prefill_chunk);
+  EXPECT_EQ(steps[2].items[0].tokens, d.at(LifecycleState::kStarted, Tier::kOfflineIndexing).prefill_chunk);
+  EXPECT_EQ(steps[3].items[0].tokens, d.at(LifecycleState::kCreated, Tier::kOfflineIndexing).prefill_chunk);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, doc, 7, 4));
+}
+
+TEST(GovernorCore, ThreadsFollowTheRunningTier) {
+  SchedulerOptions o;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).threads = 1;
+  o.budgets.at(LifecycleState::kResumed, Tier::kForegroundChat).threads = 3;
+  Harness h({}, o);
+  h.Submit(Tier::kOfflineIndexing, "bg", 5);
+  h.core.RunOneStep();
+  EXPECT_EQ(h.engine.threads(), 1);
+  h.Submit(Tier::kForegroundChat, "fg", 5);
+  h.core.RunOneStep();
+  EXPECT_EQ(h.engine.threads(), 3);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.engine.threads(), 1);
+}
+
+TEST(GovernorCore, OnDestroyParksEverythingToDiskAndLosesNothing) {
+  SchedulerOptions o;
+  o.initial_state = LifecycleState::kCreated;
+  Harness h({}, o);
+  const TaskId a = h.Submit(Tier::kOfflineIndexing, "first doc", 200);
+  const TaskId b = h.Submit(Tier::kBackgroundSummary, "second doc", 100);
+  for (int i = 0; i < 10; ++i) h.core.RunOneStep();
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnDestroy).ok());
+  // b ran (higher tier), a never started: only b had state to save.
+  const std::vector<TimelineEvent> tl = *h.core.recorder().Timeline(b);
+  EXPECT_EQ(tl.back().kind, TimelineKind::kParked);
+  EXPECT_EQ(tl.back().park_kind, ParkKind::kSnapshotDisk);
+  EXPECT_FALSE(h.core.RunOneStep());
+  const TaskId c = h.Submit(Tier::kForegroundChat, "after destroy", 5);
+  EXPECT_FALSE(h.core.RunOneStep());
+  EXPECT_EQ(h.core.OnLifecycleEvent(LifecycleEvent::kOnStart).code(), StatusCode::kInvalidArgument);
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnCreate).ok());
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[a].tokens, ExpectedAlone(h.engine, "first doc", 7, 200));
+  EXPECT_EQ(h.out[b].tokens, ExpectedAlone(h.engine, "second doc", 7, 100));
+  EXPECT_EQ(h.out[c].tokens, ExpectedAlone(h.engine, "after destroy", 7, 5));
+  EXPECT_EQ(h.core.recorder().Stats().cancelled, 0);
+}
+
+struct FillRun {
+  double fg_tpot = 0;
+  int64_t bg_tokens_during_fg = 0;
+  size_t max_items = 0;
+  bool outputs_match = true;
+};
+
+FillRun RunFillScenario(BatchMode mode) {
+  SchedulerOptions o;
+  o.batch_mode = mode;
+  o.fill_max_cost_fraction = 0.25;
+  Harness h({}, o);
+  std::vector<TaskId> bgs;
+  for (int i = 0; i < 3; ++i) bgs.push_back(h.Submit(Tier::kOfflineIndexing, "doc " + std::to_string(i), 200));
+  for (int s = 0; s < 60; ++s) h.core.RunOneStep();  // every background task is decoding by now
+  const int64_t bg_before = h.core.recorder().Stats().generated_by_tier[3];
+  const TaskId fg = h.Submit(Tier::kForegroundChat, "chat turn", 40);
+  while (!h.out[fg].result) h.core.RunOneStep();
+  FillRun run;
+  run.bg_tokens_during_fg = h.core.recorder().Stats().generated_by_tier[3] - bg_before;
+  run.fg_tpot = h.core.recorder().Metrics(fg)->tpot();
+  for (const StepTrace& s : h.core.recorder().Steps()) run.max_items = std::max(run.max_items, s.items.size());
+  h.core.RunUntilIdle();
+  run.outputs_match = h.out[fg].tokens == ExpectedAlone(h.engine, "chat turn", 7, 40);
+  for (int i = 0; i < 3; ++i) {
+    run.outputs_match = run.outputs_match &&
+                        h.out[bgs[i]].tokens == ExpectedAlone(h.engine, "doc " + std::to_string(i), 7, 200);
+  }
+  return run;
+}
+
+TEST(BatchingPolicy, FillRidesWithinTheCostFractionStrictRunsAlone) {
+  const FillRun strict = RunFillScenario(BatchMode::kStrict);
+  const FillRun fill = RunFillScenario(BatchMode::kFill);
+  EXPECT_TRUE(strict.outputs_match);
+  EXPECT_TRUE(fill.outputs_match);
+  EXPECT_EQ(strict.max_items, 1u);
+  EXPECT_EQ(strict.bg_tokens_during_fg, 0);
+  EXPECT_GT(fill.max_items, 1u);
+  EXPECT_GT(fill.bg_tokens_during_fg, 0);
+  // The policy's promise: riders add at most the configured fraction per step.
+  EXPECT_LE(fill.fg_tpot, strict.fg_tpot * 1.25 + 1e-12);
+  std::cout << "fill vs strict (fake engine): fg TPOT " << fill.fg_tpot * 1e3 << " ms vs " << strict.fg_tpot * 1e3
+            << " ms; background tokens during the chat answer " << fill.bg_tokens_during_fg << " vs "
+            << strict.bg_tokens_during_fg << "; max items/step " << fill.max_items << "\n";
+}
+
+}  // namespace
+}  // namespace valet

@@ -1,0 +1,214 @@
+// The threaded Scheduler: submits, cancels and lifecycle events from several
+// threads, callbacks off the lock, a mid-step arrival, and shutdown. Waits are
+// on completion events (WaitIdle, condition variables); no sleeps.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "sched_test_util.h"
+
+namespace valet {
+namespace {
+
+using testing::ExpectedAlone;
+
+struct Sink {
+  std::mutex mu;
+  std::map<TaskId, testing::Collected> out;
+
+  void Attach(TaskRequest& r) {
+    r.callbacks.on_token = [this](TaskId id, int32_t token, std::string_view text) {
+      std::lock_guard<std::mutex> lock(mu);
+      out[id].tokens.push_back(token);
+      out[id].text += text;
+    };
+    r.callbacks.on_done = [this](TaskId id, const TaskResult& result) {
+      std::lock_guard<std::mutex> lock(mu);
+      out[id].result = result;
+      ++out[id].done_calls;
+    };
+  }
+};
+
+TaskRequest Req(Tier tier, const std::string& prompt, int32_t max_tokens, uint64_t seed = 3) {
+  TaskRequest r;
+  r.tier = tier;
+  r.prompt = prompt;
+  r.max_tokens = max_tokens;
+  r.sampling.seed = seed;
+  return r;
+}
+
+TEST(SchedulerThreaded, ManyThreadsSubmitAndEveryTaskCompletesExactly) {
+  FakeEngine engine;
+  const FakeEngine reference;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  Sink sink;
+  struct Sub {
+    TaskId id;
+    std::string prompt;
+    int32_t max_tokens;
+  };
+  std::mutex subs_mu;
+  std::vector<Sub> subs;
+  {
+    std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 25; ++i) {
+          const std::string prompt = "thread " + std::to_string(t) + " task " + std::to_string(i);
+          const int32_t max_tokens = 1 + (i * 7 + t) % 20;
+          TaskRequest r = Req(static_cast<Tier>((i + t) % kNumTiers), prompt, max_tokens);
+          sink.Attach(r);
+          Result<TaskId> id = s->Submit(std::move(r));
+          ASSERT_TRUE(id.ok());
+          std::lock_guard<std::mutex> lock(subs_mu);
+          subs.push_back({*id, prompt, max_tokens});
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    s->WaitIdle();
+    const SchedulerStats stats = s->Stats();
+    EXPECT_EQ(stats.submitted, 100);
+    EXPECT_EQ(stats.done, 100);
+    EXPECT_EQ(stats.cancelled, 0);
+  }
+  std::lock_guard<std::mutex> lock(sink.mu);
+  for (const Sub& sub : subs) {
+    EXPECT_EQ(sink.out[sub.id].done_calls, 1);
+    EXPECT_EQ(sink.out[sub.id].tokens, ExpectedAlone(reference, sub.prompt, 3, sub.max_tokens));
+  }
+}
+
+// A foreground request arriving while a background prefill chunk runs waits
+// for that one step only, then the background task is parked.
+TEST(SchedulerThreaded, AnArrivalMidStepWaitsAtMostOneStep) {
+  FakeEngineOptions eo;
+  FakeEngine engine(eo);
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  std::atomic<int> steps{0};
+  std::atomic<TaskId> fg{0};
+  engine.set_step_hook([&](std::span<const StepItem>) {
+    if (++steps == 3) {
+      TaskRequest r = Req(Tier::kForegroundChat, "urgent", 8);
+      sink.Attach(r);
+      fg = *s->Submit(std::move(r));
+    }
+    return Status::Ok();
+  });
+  TaskRequest bg = Req(Tier::kOfflineIndexing, std::string(300, 'd'), 8);
+  sink.Attach(bg);
+  const TaskId bg_id = *s->Submit(std::move(bg));
+  s->WaitIdle();
+  const SchedulerStats stats = s->Stats();
+  ASSERT_EQ(stats.preemption_latencies.size(), 1u);
+  const int32_t chunk = o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).prefill_chunk;
+  const double one_step = eo.step_overhead_seconds + chunk * eo.prefill_seconds_per_token;
+  EXPECT_NEAR(stats.preemption_latencies[0], one_step + eo.park_overhead_seconds, 1e-9);
+  // Test-side accounting, independent of the recorder's latency figure.
+  Result<TaskMetrics> fg_metrics = s->Metrics(fg);
+  Result<std::vector<TimelineEvent>> bg_tl = s->Timeline(bg_id);
+  ASSERT_TRUE(fg_metrics.ok() && bg_tl.ok());
+  double parked_at = -1;
+  for (const TimelineEvent& e : *bg_tl) {
+    if (e.kind == TimelineKind::kParked) parked_at = e.time;
+  }
+  EXPECT_LE(parked_at - fg_metrics->submit_time, one_step + eo.park_overhead_seconds + 1e-9);
+  std::lock_guard<std::mutex> lock(sink.mu);
+  EXPECT_EQ(sink.out[fg].tokens, ExpectedAlone(engine, "urgent", 3, 8));
+  EXPECT_EQ(sink.out[bg_id].tokens, ExpectedAlone(engine, std::string(300, 'd'), 3, 8));
+}
+
+TEST(SchedulerThreaded, ErrorsAreSynchronousAndChangeNothing) {
+  FakeEngineOptions eo;
+  eo.context_length = 64;
+  FakeEngine engine(eo);
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  EXPECT_EQ(s->Submit(Req(static_cast<Tier>(-1), "x", 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "", 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "x", 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "x", 100)).status().code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(s->Cancel(77).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s->OnLifecycleEvent(LifecycleEvent::kOnStop).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->lifecycle_state(), LifecycleState::kResumed);
+  // Too long only once tokenized: accepted, then FAILED with a clear status.
+  TaskRequest too_long = Req(Tier::kForegroundChat, std::string(60, 'z'), 10);
+  sink.Attach(too_long);
+  const TaskId bad = *s->Submit(std::move(too_long));
+  TaskRequest fine = Req(Tier::kForegroundChat, "ok", 5);
+  sink.Attach(fine);
+  const TaskId good = *s->Submit(std::move(fine));
+  s->WaitIdle();
+  EXPECT_EQ(s->Cancel(good).code(), StatusCode::kInvalidArgument);
+  std::lock_guard<std::mutex> lock(sink.mu);
+  EXPECT_EQ(sink.out[bad].result->state, TaskState::kFailed);
+  EXPECT_EQ(sink.out[bad].result->status.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(sink.out[good].result->state, TaskState::kDone);
+  EXPECT_EQ(sink.out[good].tokens, ExpectedAlone(engine, "ok", 3, 5));
+}
+
+TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  TaskRequest victim = Req(Tier::kOfflineIndexing, "victim", 100);
+  sink.Attach(victim);
+  const TaskId victim_id = *s->Submit(std::move(victim));
+  std::atomic<TaskId> follow{0};
+  TaskRequest first = Req(Tier::kForegroundChat, "first", 3);
+  sink.Attach(first);
+  auto done = first.callbacks.on_done;
+  first.callbacks.on_done = [&, done](TaskId id, const TaskResult& r) {
+    done(id, r);
+    EXPECT_TRUE(s->Cancel(victim_id).ok());
+    EXPECT_TRUE(s->OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+    TaskRequest next = Req(Tier::kForegroundChat, "second", 3);
+    sink.Attach(next);
+    follow = *s->Submit(std::move(next));
+  };
+  ASSERT_TRUE(s->Submit(std::move(first)).ok());
+  s->WaitIdle();
+  EXPECT_EQ(s->lifecycle_state(), LifecycleState::kStarted);
+  std::lock_guard<std::mutex> lock(sink.mu);
+  EXPECT_EQ(sink.out[follow].tokens, ExpectedAlone(engine, "second", 3, 3));
+  EXPECT_EQ(sink.out[victim_id].result->state, TaskState::kCancelled);
+}
+
+TEST(SchedulerThreaded, DestroyingWithUnfinishedTasksStopsPromptly) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(s->Submit(Req(Tier::kOfflineIndexing, "long", 2000)).ok());
+  s.reset();  // joins the inference thread after its current step
+  SUCCEED();
+}
+
+TEST(SchedulerThreaded, ChromeTraceOfARun) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  ASSERT_TRUE(s->Submit(Req(Tier::kForegroundChat, "trace me", 4)).ok());
+  s->WaitIdle();
+  const std::string json = s->ChromeTraceJson();
+  EXPECT_NE(json.find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(json.find("first_token"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace valet
