@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "kernels/kernel_table.h"
+#include "kv/snapshot_store.h"
 #include "process_memory.h"
 
 namespace valet::cli {
@@ -64,6 +65,9 @@ int RunInfo(std::span<char* const> argv) {
               "process resident %.2f MiB\n",
               m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
               e.options().kv_block_tokens, m.scratch / 1048576.0, ResidentBytes() / 1048576.0);
+  const SnapshotStoreOptions store;
+  std::printf("snapshot store (defaults for parked sequences): RAM tier %.0f MiB, then disk\n",
+              store.ram_budget_bytes / 1048576.0);
   return 0;
 }
 

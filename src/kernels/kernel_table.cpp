@@ -14,9 +14,9 @@ constexpr GgmlType kTiledTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::
                                     GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
                                     GgmlType::kQ6_K};
 
-// A SIMD table takes the variant's tiles and none of the scalar ones: where
-// the variant has no tile (BF16), MatMul's per-pair SIMD vec_dot is faster
-// than the reference tile, which loops the scalar vec_dot.
+// A SIMD table takes the variant's tiles and none of the scalar ones: where a
+// variant lacked a tile, MatMul's per-pair SIMD vec_dot would still beat the
+// reference tile, which loops the scalar vec_dot.
 using tile_for_fn = TileKernel (*)(GgmlType);
 void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
   for (GgmlType type : kTiledTypes) {

@@ -377,6 +377,14 @@ struct F16Elems {
   static float ToFloat(uint16_t v) { return Fp16ToFp32(v); }
 };
 
+struct Bf16Elems {
+  using T = uint16_t;
+  static __m256 Load(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(Load128(p)), 16));
+  }
+  static float ToFloat(uint16_t v) { return Bf16ToFp32(v); }
+};
+
 // Float rows: 8 f32 lanes per pair, a scalar tail for n % 8.
 template <class E, int R, int C>
 void GemmFloat(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out,
@@ -426,6 +434,8 @@ TileKernel Make(GgmlType type) {
       return {GemmFloat<F32Elems, R, C>, R, C};
     case GgmlType::kF16:
       return {GemmFloat<F16Elems, R, C>, R, C};
+    case GgmlType::kBF16:
+      return {GemmFloat<Bf16Elems, R, C>, R, C};
     case GgmlType::kQ8_0:
       return {GemmQ0<Q8_0Weights, R, C>, R, C};
     case GgmlType::kQ4_0:
@@ -463,9 +473,6 @@ TileKernel GemmTile(GgmlType type) {
 
 TileKernel GemvTile(GgmlType type) {
   if (type == GgmlType::kQ4_K || type == GgmlType::kQ6_K) return tiles::MakeK<2, 1>(type);
-#ifdef VALET_GEMV_R
-  if (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0) return tiles::Make<VALET_GEMV_R, 1>(type);
-#endif
   return tiles::Make<4, 1>(type);
 }
 

@@ -107,25 +107,17 @@ TEST_P(TileTest, GemmAndGemvMatchVecDotInEveryTable) {
       EXPECT_GE(k.gemm.cols, 2) << table->name;
       CheckTile(*table, type, k.gemm);
     }
-    if (k.gemv.fn == nullptr) {
-      EXPECT_TRUE(type == GgmlType::kBF16 && table != &ScalarKernels())
-          << table->name << " " << GgmlTypeName(type);
-      continue;
-    }
+    ASSERT_NE(k.gemv.fn, nullptr) << table->name << " " << GgmlTypeName(type);
     EXPECT_EQ(k.gemv.cols, 1) << table->name;
     CheckTile(*table, type, k.gemv);
   }
 }
 
-TEST_P(TileTest, SimdTablesTileEveryWeightTypeButBf16) {
+TEST_P(TileTest, EveryTableTilesEveryWeightType) {
   const GgmlType type = GetParam();
   for (const KernelTable* table : Tables()) {
-    if (table == &ScalarKernels()) {
-      EXPECT_NE((*table)[type].gemm.fn, nullptr) << GgmlTypeName(type);
-    } else if (type != GgmlType::kBF16) {
-      EXPECT_NE((*table)[type].gemm.fn, nullptr) << table->name << " " << GgmlTypeName(type);
-      EXPECT_NE((*table)[type].gemv.fn, nullptr) << table->name << " " << GgmlTypeName(type);
-    }
+    EXPECT_NE((*table)[type].gemm.fn, nullptr) << table->name << " " << GgmlTypeName(type);
+    EXPECT_NE((*table)[type].gemv.fn, nullptr) << table->name << " " << GgmlTypeName(type);
   }
 }
 
