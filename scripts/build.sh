@@ -15,5 +15,6 @@ if [ ! -f "$MODEL" ]; then
   "$VALET" synth-model --preset bench --type q8_0 -o "$MODEL"
 fi
 "$VALET" info -m "$MODEL" | tail -n 3
-"$VALET" generate -m "$MODEL" -p "Once upon a time, in a quiet town by the sea," -n 48 --temp 0.8 --seed 7
-"$VALET" bench-engine -m "$MODEL" --reps 3
+# The headline: chat under indexing, arm by arm (about two minutes).
+cd "$VALET_ROOT/build"
+"$VALET" demo -m "$MODEL"

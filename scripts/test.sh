@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the unit and golden tests (Release), the same
-# suite under ASan+UBSan, and the GGUF reader fuzzer for 60 seconds.
-# VALET_TEST_QUICK=1 skips the sanitizer build and the fuzzer.
+# Runs the whole test suite: the unit, golden and integration tests (Release),
+# the same suite under ASan+UBSan and under TSan, and the GGUF reader fuzzer
+# for 60 seconds. VALET_TEST_QUICK=1 skips the sanitizer builds and the fuzzer.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
@@ -17,6 +17,11 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   echo "== ASan+UBSan build + tests"
   valet_build "$VALET_ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=address -DVALET_BUILD_BENCH=OFF
   ctest --test-dir "$VALET_ROOT/build-asan" --output-on-failure -j "$jobs"
+
+  # OpenBLAS's own threads are not instrumented, so TSan runs the native kernels.
+  echo "== TSan build + tests"
+  valet_build "$VALET_ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=thread -DVALET_USE_BLAS=OFF -DVALET_BUILD_BENCH=OFF
+  ctest --test-dir "$VALET_ROOT/build-tsan" --output-on-failure -j "$jobs"
 
   echo "== GGUF reader fuzzing (60 s)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 60

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <span>
+#include <string>
 
 #include "valet/status.h"
 
@@ -13,6 +14,20 @@ int RunInfo(std::span<char* const> args);
 int RunBenchEngine(std::span<char* const> args);
 int RunSynthModel(std::span<char* const> args);
 int RunBenchResume(std::span<char* const> args);
+int RunBenchContention(std::span<char* const> args);
+int RunDemo(std::span<char* const> args);
+
+// Shared by bench-contention and demo: their defaults differ, nothing else.
+struct ContentionDefaults {
+  int turns = 20;
+  double think_min_s = 0.6;
+  double think_max_s = 1.6;
+  double background_s = 3.0;
+  std::string svg;   // empty: no file unless --svg
+  std::string json;  // empty: no file unless --json
+  bool seed_comparison = false;
+};
+int RunContention(const char* command, std::span<char* const> args, const ContentionDefaults& defaults);
 
 // Prints "valet <command>: error: <message>" and returns the exit code for it.
 int Fail(const char* command, const Status& status);

@@ -113,7 +113,20 @@ enum class ParkPolicy : int32_t {
   kForceFull,
 };
 
+// Which tasks run and when. kValet is the scheduler this library is about;
+// the others are the baselines a benchmark sets beside it (same engine, same
+// budget table, same tracing), not production modes.
+enum class QueuePolicy : int32_t {
+  kValet = 0,          // tiers, preemption of lower tiers, turns (the default)
+  kFifo,               // one queue in arrival order, tiers ignored; a task runs to completion
+  kPriorityNoPreempt,  // tier order, but a started task runs to completion
+  kBatchAll,           // every admitted task advances in every step (llama-server's parallel
+                       // slots): decode tokens first, then prompt chunks fill the step
+};
+const char* QueuePolicyName(QueuePolicy policy);
+
 struct SchedulerOptions {
+  QueuePolicy queue_policy = QueuePolicy::kValet;
   BudgetTable budgets = BudgetTable::Defaults();
   LifecycleState initial_state = LifecycleState::kResumed;
   BatchMode batch_mode = BatchMode::kStrict;
@@ -225,6 +238,10 @@ struct SchedulerStats {
   int64_t decode_tokens = 0;
   int64_t tokens_recomputed = 0;
   std::array<int64_t, kNumTiers> generated_by_tier{};
+  std::array<int64_t, kNumTiers> prefill_by_tier{};  // prompt tokens fed (recompute excluded)
+  // Engine time per tier: a step's time split by its items' token counts,
+  // park/resume time charged to the tier of the task moved.
+  std::array<double, kNumTiers> busy_seconds_by_tier{};
   std::array<int64_t, 5> parks_by_kind{};
   size_t park_bytes = 0;
   size_t resume_bytes = 0;

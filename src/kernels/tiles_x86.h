@@ -47,8 +47,9 @@ inline int Hsum4Epi32(__m128i s) {
 inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i Load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
-// Decode keeps several weight streams open per thread; prefetching ~1 KiB
-// ahead of each keeps them ahead of the hardware prefetcher's ramp-up.
+// Decode streams several weight rows per thread from memory; a software
+// prefetch ~1 KiB ahead of each row is cheap insurance for the hardware
+// prefetcher, which tracks a limited number of streams.
 constexpr int kPrefetchBytes = 1024;
 
 inline void Prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
@@ -91,8 +92,8 @@ void PairScalesQ0(const Block* const* a, const BlockQ8_0* const* b, float (*d)[8
   float dx[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) dx[i] = i < R ? _cvtsh_ss(a[i < R ? i : 0]->d) : 0.0f;
-  // Built in registers: a store of the row scales reloaded as one vector would stall store
-  // forwarding.
+  // Built in registers: storing the row scales one by one and reloading them
+  // as a vector defeats store forwarding.
   const __m256 dxv = _mm256_setr_ps(dx[0], dx[1], dx[2], dx[3], dx[4], dx[5], dx[6], dx[7]);
 #pragma GCC unroll 16
   for (int j = 0; j < C; ++j)
@@ -126,9 +127,8 @@ void GemmQ0(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, flo
     for (int j = 0; j < C; ++j) b[j] = reinterpret_cast<const BlockQ8_0*>(yb + j * ldy) + l;
     alignas(32) float d[C][8];
     PairScalesQ0<R, C>(a, b, d);
-    // The weight rows' operands go through memory (one load per pair) so that
-    // the 12 accumulators, not the operands, keep the registers; tokens are
-    // the outer loop, so one activation vector is live at a time.
+    // Tokens are the outer loop so that one activation vector is live at a
+    // time, leaving the registers to the R x C accumulators.
     alignas(32) __m256i u[R];
     if constexpr (W::kUseUnsigned) {
 #pragma GCC unroll 8

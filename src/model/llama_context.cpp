@@ -219,7 +219,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const int32_t kv_dim = c.n_head_kv * hd;
   const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const vec_dot_fn dot_f32 = ActiveKernels()[GgmlType::kF32].vec_dot;
+  const KernelTable& kernels = ActiveKernels();
 
   // Rotate q and k, then store k and v at each token's position, so that every
   // token of the step sees the earlier tokens of its own sequence.
@@ -251,7 +251,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       const float* qh = q_.data() + t * q_dim + h * hd;
       float max = -INFINITY;
       for (int32_t j = 0; j < n_pos; ++j) {
-        p[j] = dot_f32(hd, seq.row(il, 0, kvh, j), qh) * scale;
+        p[j] = kernels.dot_f32(hd, seq.row(il, 0, kvh, j), qh) * scale;
         max = std::max(max, p[j]);
       }
       double sum = 0.0;
@@ -263,9 +263,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       float* out = attn_.data() + t * q_dim + h * hd;
       std::fill_n(out, hd, 0.0f);
       for (int32_t j = 0; j < n_pos; ++j) {
-        const float w = p[j] * inv;
-        const float* vj = seq.row(il, 1, kvh, j);
-        for (int32_t d = 0; d < hd; ++d) out[d] += w * vj[d];
+        kernels.vec_mad_f32(hd, p[j] * inv, seq.row(il, 1, kvh, j), out);
       }
     }
   });

@@ -58,6 +58,16 @@ const char* LifecycleStateName(LifecycleState state) {
   return "UNKNOWN_LIFECYCLE_STATE";
 }
 
+const char* QueuePolicyName(QueuePolicy policy) {
+  switch (policy) {
+    case QueuePolicy::kValet: return "valet";
+    case QueuePolicy::kFifo: return "fifo";
+    case QueuePolicy::kPriorityNoPreempt: return "priority";
+    case QueuePolicy::kBatchAll: return "batch";
+  }
+  return "unknown";
+}
+
 Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event) {
   struct Edge {
     LifecycleEvent event;

@@ -125,11 +125,20 @@ void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared) {
   if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) task->submit_time = m->submit_time;
   recorder_.SetPromptTokens(id, static_cast<int32_t>(task->spec.shared_prefix.size() + task->prompt.size()));
   if (governor_.MayRun(task->tier)) {
-    queue_.Push(id, {task->tier, task->ticket});
+    queue_.Push(id, KeyFor(*task));
   } else {
     held_.insert(id);
   }
   tasks_.emplace(id, std::move(task));
+}
+
+QueueKey SchedulerCore::KeyFor(const Task& task) const {
+  if (options_.queue_policy == QueuePolicy::kFifo) return {Tier::kForegroundChat, task.ticket};
+  return {task.tier, task.ticket};
+}
+
+bool SchedulerCore::RunsToCompletion() const {
+  return options_.queue_policy == QueuePolicy::kFifo || options_.queue_policy == QueuePolicy::kPriorityNoPreempt;
 }
 
 Task* SchedulerCore::Find(TaskId id) {
@@ -161,7 +170,7 @@ Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
 void SchedulerCore::ReleaseHeld() {
   for (TaskId id : held_) {
     Task* task = Find(id);
-    if (task != nullptr) queue_.Push(id, {task->tier, task->ticket});
+    if (task != nullptr) queue_.Push(id, KeyFor(*task));
   }
   held_.clear();
 }
@@ -229,6 +238,7 @@ void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, con
     ++s.parks_by_kind[static_cast<size_t>(report->kind)];
     s.park_bytes += report->bytes;
     s.busy_seconds += report->seconds;
+    s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     if (preempted) ++s.preemptions;
     if (arrival) s.preemption_latencies.push_back(now - cause->submit_time);
   });
@@ -245,7 +255,7 @@ bool SchedulerCore::RelievePressure(const std::vector<const Task*>& keep, size_t
     if (!t->seq_open || std::find(keep.begin(), keep.end(), t) != keep.end()) continue;
     if (!t->active && t->park_kind != ParkKind::kResident) continue;
     const bool held = held_.count(id) != 0;
-    const QueueKey key{t->tier, t->ticket};
+    const QueueKey key = KeyFor(*t);
     const bool lower = victim == nullptr || (held && !victim_held) || (held == victim_held && victim_key < key);
     if (lower) {
       victim = t;

@@ -81,13 +81,22 @@ class SchedulerCore {
   const BatchPolicy& batch_policy() const { return batch_; }
 
  private:
-  struct StepPlan;
+  struct StepPlan {
+    std::vector<Task*> tasks;  // parallel to items
+    std::vector<StepItem> items;
+    std::vector<StepItemKind> kinds;
+  };
 
   Result<PreparedTask> Prepare(TaskRequest request) const;
   void Enqueue(TaskId id, PreparedTask prepared);
   Task* Find(TaskId id);
 
+  // The queue key: (tier, ticket), or (one tier, ticket) under kFifo.
+  QueueKey KeyFor(const Task& task) const;
+  // kFifo and kPriorityNoPreempt: a started task keeps the engine until done.
+  bool RunsToCompletion() const;
   Task* PickLead();
+  void ParkAllRunning(ParkReason reason);
   std::vector<Task*> PlanRiders(const Task& lead);
   void DisplaceOthers(const Task& lead, const std::vector<Task*>& riders);
   // `keep`: tasks that must not be evicted to make room.
@@ -97,6 +106,16 @@ class SchedulerCore {
   void ApplyThreads(Tier tier);
   Result<StepResult> RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan);
   void BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const;
+  // The task's next item: a recompute or prompt chunk of at most `limit`
+  // tokens, or its pending decode token.
+  StepItem NextItem(Task& task, int32_t limit, StepItemKind* kind) const;
+  void AddItem(Task& task, const StepItem& item, StepItemKind kind, StepPlan& plan) const;
+
+  // QueuePolicy::kBatchAll (scheduler_batch_all.cpp).
+  bool RunBatchAllStep();
+  std::vector<Task*> AdmitBatchMembers();
+  void BuildBatchAllItems(const std::vector<Task*>& members, StepPlan& plan) const;
+  Result<StepResult> RunBatchAll(std::vector<Task*>& members, StepPlan& plan);
   void ApplyStep(StepPlan& plan, const StepResult& result);
   void OnToken(Task& task, int32_t token, double now);
   void EndTurnIfDue(Task& lead);

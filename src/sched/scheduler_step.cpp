@@ -1,19 +1,18 @@
 // SchedulerCore::RunOneStep and its parts: pick the lead, plan riders, park
 // the displaced, activate, run one engine step, deliver its tokens.
 #include <algorithm>
+#include <array>
 #include <thread>
 
 #include "sched/scheduler_core.h"
 
 namespace valet {
 
-struct SchedulerCore::StepPlan {
-  std::vector<Task*> tasks;  // parallel to items
-  std::vector<StepItem> items;
-  std::vector<StepItemKind> kinds;
-};
-
 Task* SchedulerCore::PickLead() {
+  if (RunsToCompletion() && last_lead_ != 0) {
+    Task* current = Find(last_lead_);
+    if (current != nullptr && queue_.Contains(current->id) && governor_.MayRun(current->tier)) return current;
+  }
   while (!queue_.empty()) {
     Task* task = Find(queue_.Top());
     if (governor_.MayRun(task->tier)) return task;
@@ -101,6 +100,7 @@ bool SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep)
     s.resume_bytes += report->bytes;
     s.tokens_recomputed += report->tokens_to_recompute;
     s.busy_seconds += report->seconds;
+    s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     if (report->fell_back) ++s.resume_fallbacks;
   });
   SetState(task, task.phase());
@@ -123,36 +123,42 @@ void SchedulerCore::ApplyThreads(Tier tier) {
   current_threads_ = n;
 }
 
+StepItem SchedulerCore::NextItem(Task& task, int32_t limit, StepItemKind* kind) const {
+  StepItem item;
+  item.seq = task.seq;
+  if (task.pending_recompute > 0) {
+    item.recompute = std::min(task.pending_recompute, limit);
+    *kind = StepItemKind::kRecompute;
+  } else if (!task.prompt_done()) {
+    const int32_t n = std::min(static_cast<int32_t>(task.prompt.size()) - task.prompt_pos, limit);
+    item.tokens = std::span<const int32_t>(task.prompt.data() + task.prompt_pos, static_cast<size_t>(n));
+    item.sample = task.prompt_pos + n == static_cast<int32_t>(task.prompt.size());
+    *kind = StepItemKind::kPrefill;
+  } else {
+    item.tokens = std::span<const int32_t>(&task.pending_token, 1);
+    item.sample = true;
+    *kind = StepItemKind::kDecode;
+  }
+  return item;
+}
+
+void SchedulerCore::AddItem(Task& task, const StepItem& item, StepItemKind kind, StepPlan& plan) const {
+  plan.tasks.push_back(&task);
+  plan.items.push_back(item);
+  plan.kinds.push_back(kind);
+}
+
 void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const {
   plan = StepPlan{};
   const int32_t limit = std::max(1, std::min(governor_.Budget(lead.tier).prefill_chunk, engine_.max_step_tokens()));
-  StepItem item;
-  item.seq = lead.seq;
   StepItemKind kind = StepItemKind::kDecode;
-  if (lead.pending_recompute > 0) {
-    item.recompute = std::min(lead.pending_recompute, limit);
-    kind = StepItemKind::kRecompute;
-  } else if (!lead.prompt_done()) {
-    const int32_t n = std::min(static_cast<int32_t>(lead.prompt.size()) - lead.prompt_pos, limit);
-    item.tokens = std::span<const int32_t>(lead.prompt.data() + lead.prompt_pos, static_cast<size_t>(n));
-    item.sample = lead.prompt_pos + n == static_cast<int32_t>(lead.prompt.size());
-    kind = StepItemKind::kPrefill;
-  } else {
-    item.tokens = std::span<const int32_t>(&lead.pending_token, 1);
-    item.sample = true;
-  }
-  plan.tasks.push_back(&lead);
-  plan.items.push_back(item);
-  plan.kinds.push_back(kind);
+  const StepItem item = NextItem(lead, limit, &kind);  // sets `kind`: evaluate before AddItem reads it
+  AddItem(lead, item, kind, plan);
   if (kind != StepItemKind::kDecode) return;  // riders join decode steps only
   for (Task* r : riders) {
-    StepItem ride;
-    ride.seq = r->seq;
-    ride.tokens = std::span<const int32_t>(&r->pending_token, 1);
-    ride.sample = true;
-    plan.tasks.push_back(r);
-    plan.items.push_back(ride);
-    plan.kinds.push_back(StepItemKind::kDecode);
+    StepItemKind rider_kind = StepItemKind::kDecode;
+    const StepItem ride = NextItem(*r, 1, &rider_kind);
+    AddItem(*r, ride, rider_kind, plan);
   }
 }
 
@@ -203,6 +209,10 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
   int64_t prefill = 0;
   int64_t decode = 0;
   bool decode_only = true;
+  int64_t step_tokens = 0;
+  for (const StepItem& item : plan.items) step_tokens += item.recompute + static_cast<int64_t>(item.tokens.size());
+  std::array<double, kNumTiers> seconds_by_tier{};
+  std::array<int64_t, kNumTiers> prefill_by_tier{};
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Task& t = *plan.tasks[i];
     const int32_t n = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
@@ -212,6 +222,11 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
       case StepItemKind::kDecode: t.pending_token = -1; ++decode; break;
     }
     decode_only = decode_only && plan.kinds[i] == StepItemKind::kDecode;
+    const size_t tier = static_cast<size_t>(t.tier);
+    // A step's time is split by token counts: close to its cost for prompt
+    // chunks, which dominate mixed steps.
+    if (step_tokens > 0) seconds_by_tier[tier] += result.seconds * n / static_cast<double>(step_tokens);
+    if (plan.kinds[i] == StepItemKind::kPrefill) prefill_by_tier[tier] += n;
     trace.items.push_back({t.id, t.tier, plan.kinds[i], n});
   }
   if (decode_only) batch_.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
@@ -221,6 +236,10 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
     s.prefill_tokens += prefill;
     s.decode_tokens += decode;
     s.busy_seconds += result.seconds;
+    for (size_t k = 0; k < kNumTiers; ++k) {
+      s.busy_seconds_by_tier[k] += seconds_by_tier[k];
+      s.prefill_by_tier[k] += prefill_by_tier[k];
+    }
   });
   recorder_.AddStep(std::move(trace));
   // Outputs follow the sampling items in order; Finish may free a task, and
@@ -235,25 +254,31 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
 }
 
 void SchedulerCore::EndTurnIfDue(Task& lead) {
+  if (options_.queue_policy != QueuePolicy::kValet) return;  // baselines run to completion
   const int32_t turn = governor_.Budget(lead.tier).turn_tokens;
   if (turn <= 0 || lead.turn_generated < turn) return;
   lead.turn_generated = 0;
   if (queue_.CountInTier(lead.tier) > 1) {
     lead.ticket = next_ticket_++;
-    queue_.Update(lead.id, {lead.tier, lead.ticket});
+    queue_.Update(lead.id, KeyFor(lead));
   }
 }
 
+void SchedulerCore::ParkAllRunning(ParkReason reason) {
+  std::vector<Task*> running;
+  for (auto& [id, task] : tasks_) {
+    if (task->active) running.push_back(task.get());
+  }
+  std::sort(running.begin(), running.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
+  for (Task* t : running) Park(*t, reason, 0, nullptr);
+}
+
 bool SchedulerCore::RunOneStep() {
+  if (options_.queue_policy == QueuePolicy::kBatchAll) return RunBatchAllStep();
   Task* lead = PickLead();
   if (lead == nullptr) {
     // Nothing may run; whatever still runs belongs to a capped tier.
-    std::vector<Task*> running;
-    for (auto& [id, task] : tasks_) {
-      if (task->active) running.push_back(task.get());
-    }
-    std::sort(running.begin(), running.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
-    for (Task* t : running) Park(*t, ParkReason::kStateCap, 0, nullptr);
+    ParkAllRunning(ParkReason::kStateCap);
     Deliver();
     return false;
   }

@@ -1,0 +1,92 @@
+// Turns arm runs into the scenario's report: per-arm latency percentiles,
+// interference slowdown, preemption latency and background throughput, as a
+// Markdown table and as JSON.
+//
+// Background throughput, precisely: background tokens are prompt + generated
+// tokens of the BACKGROUND_SUMMARY and OFFLINE_INDEXING tiers (recompute
+// excluded) processed between the arm's start and the end of its last chat
+// turn (the window). The calibration run measures the indexer alone: its
+// solo rate R. The engine time the foreground needed in the window, F, is the
+// FOREGROUND_CHAT + INLINE_SUGGESTION share of step time (a step split by its
+// items' token counts). What the foreground-idle time allows is
+// R x (window - F); the efficiency is background tokens / that.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "bench/contention_scenario.h"
+#include "bench/latency_stats.h"
+
+namespace valet {
+
+struct Calibration {
+  double solo_tokens_per_s = 0.0;
+  int64_t tokens = 0;
+  double seconds = 0.0;
+};
+Calibration CalibrationFrom(const ArmRun& solo);
+
+// One task of an arm, for the JSON's per-task list.
+struct TaskRow {
+  TaskId id = 0;
+  TaskKind kind = TaskKind::kChat;
+  int32_t turn = -1;
+  TaskState state = TaskState::kQueued;
+  double submit_s = 0.0;  // since the arm's start
+  double ttft_ms = -1.0;
+  double e2e_ms = -1.0;
+  int32_t prompt_tokens = 0;
+  int32_t generated_tokens = 0;
+  int32_t parks = 0;
+  int32_t tokens_recomputed = 0;
+};
+
+struct ArmSummary {
+  Arm arm = Arm::kIdle;
+  std::vector<TaskRow> tasks;
+  Percentiles ttft_ms, tpot_ms, e2e_ms, preempt_ms;
+  double slowdown_p50 = -1.0;  // TTFT / idle TTFT
+  double slowdown_p99 = -1.0;
+  int64_t submitted = 0, done = 0, cancelled = 0, failed = 0, unfinished = 0;
+  int64_t chat_turns = 0, docs_completed = 0, summaries_done = 0, suggestions_done = 0;
+  double window_s = 0.0;
+  int64_t bg_tokens = 0;
+  double bg_tokens_per_s = 0.0;
+  double fg_busy_s = 0.0;
+  double bg_allowed_tokens = 0.0;
+  double bg_efficiency = -1.0;  // bg_tokens / bg_allowed_tokens
+  // Lifecycle segment: background tokens/s while RESUMED and while in the
+  // background (CREATED), and the first chat turn's TTFT after ON_RESUME.
+  double bg_tps_resumed = -1.0;
+  double bg_tps_background = -1.0;
+  double ttft_after_resume_ms = -1.0;
+  int64_t tokens_recomputed = 0;
+  int64_t preemptions = 0;
+  std::array<int64_t, 5> parks_by_kind{};
+  size_t snapshot_bytes = 0;  // written by snapshot_ram / snapshot_disk parks
+  double park_ms = -1.0;      // engine time saving / restoring, when known
+  double resume_ms = -1.0;
+  std::string error;
+};
+
+// `idle` may be null (no idle arm ran): slowdowns stay -1.
+ArmSummary Summarize(const ArmRun& run, const Calibration& calibration, const ArmSummary* idle);
+
+struct ContentionReport {
+  ScenarioConfig config;
+  std::string model;
+  std::string machine;  // e.g. uptime load
+  int threads = 0;
+  size_t kv_pool_bytes = 0;
+  Calibration calibration;
+  std::vector<ArmSummary> arms;
+};
+
+std::string ReportMarkdown(const ContentionReport& report);
+std::string ReportJson(const ContentionReport& report);
+// One line per arm setting the seed's phone figures beside ours.
+std::string SeedComparison(const ContentionReport& report);
+
+}  // namespace valet

@@ -1,0 +1,357 @@
+// The scenario's workload generator and the two drivers that run an arm.
+#include "bench/contention_scenario.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <utility>
+
+#include "bench/contention_session.h"
+#include "sched/fake_engine.h"
+#include "sched/scheduler_core.h"
+
+namespace valet {
+
+namespace {
+
+constexpr const char* kArmNames[] = {"idle", "fifo", "batch", "priority", "valet", "solo"};
+
+// splitmix64: a small, well-mixed, seedable generator.
+class WorkloadRng {
+ public:
+  explicit WorkloadRng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double Uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  int32_t Jitter(int32_t center, int32_t spread) {
+    if (spread <= 0) return center;
+    return center - spread + static_cast<int32_t>(Next() % static_cast<uint64_t>(2 * spread + 1));
+  }
+
+ private:
+  uint64_t state_;
+};
+
+std::string Word(WorkloadRng& rng) {
+  static constexpr const char* kSyllables[] = {"ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "da", "pe",
+                                               "or", "an", "el", "is", "um", "the", "and", "for", "ing", "er"};
+  std::string w;
+  const int n = 1 + static_cast<int>(rng.Next() % 3);
+  for (int i = 0; i < n; ++i) w += kSyllables[rng.Next() % (sizeof(kSyllables) / sizeof(kSyllables[0]))];
+  return w;
+}
+
+// Text of at least `tokens` tokens (and at most one word more).
+std::string TextOfTokens(int32_t tokens, WorkloadRng& rng, const EngineInterface& tok) {
+  std::vector<std::string> words;
+  std::string text;
+  auto length = [&](size_t k) {
+    std::string t;
+    for (size_t i = 0; i < k; ++i) t += (i ? " " : "") + words[i];
+    return static_cast<int32_t>(tok.Tokenize(t, false).size());
+  };
+  while (words.empty() || length(words.size()) < tokens) {
+    const size_t grow = std::max<size_t>(8, words.size());
+    for (size_t i = 0; i < grow; ++i) words.push_back(Word(rng));
+  }
+  size_t lo = 1, hi = words.size();  // smallest k with length(k) >= tokens
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (length(mid) >= tokens) hi = mid; else lo = mid + 1;
+  }
+  for (size_t i = 0; i < lo; ++i) text += (i ? " " : "") + words[i];
+  return text;
+}
+
+double SteadySeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+void FlatBudgets(BudgetTable& table, int32_t chunk) {
+  for (LifecycleState s : {LifecycleState::kCreated, LifecycleState::kStarted, LifecycleState::kResumed}) {
+    for (int t = 0; t < kNumTiers; ++t) {
+      TierBudget& b = table.at(s, static_cast<Tier>(t));
+      b = TierBudget{};
+      b.prefill_chunk = chunk;
+    }
+  }
+}
+
+}  // namespace
+
+const char* ArmName(Arm arm) {
+  const int i = static_cast<int>(arm);
+  return i >= 0 && i <= kNumArms ? kArmNames[i] : "unknown";
+}
+
+Result<std::vector<Arm>> ParseArms(std::string_view list) {
+  std::vector<Arm> arms;
+  size_t pos = 0;
+  while (pos <= list.size()) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    const std::string_view name = list.substr(pos, comma - pos);
+    bool found = false;
+    for (int i = 0; i < kNumArms; ++i) {
+      if (name != kArmNames[i]) continue;
+      const Arm arm = static_cast<Arm>(i);
+      if (std::find(arms.begin(), arms.end(), arm) != arms.end()) return InvalidArgument("arm listed twice: " + std::string(name));
+      arms.push_back(arm);
+      found = true;
+    }
+    if (!found) return InvalidArgument("unknown arm '" + std::string(name) + "' (idle, fifo, batch, priority, valet)");
+    pos = comma + 1;
+  }
+  return arms;
+}
+
+const char* TaskKindName(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::kChat: return "chat";
+    case TaskKind::kDoc: return "doc";
+    case TaskKind::kSummary: return "summary";
+    case TaskKind::kSuggestion: return "suggestion";
+  }
+  return "unknown";
+}
+
+ScenarioConfig Resolve(ScenarioConfig config) {
+  if (config.lifecycle_after_turn < 0 && config.turns >= 4) config.lifecycle_after_turn = config.turns / 2 - 1;
+  if (config.lifecycle_after_turn >= config.turns - 1) config.lifecycle_after_turn = -1;
+  return config;
+}
+
+Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterface& tokenizer) {
+  if (config.turns < 1) return InvalidArgument("turns must be >= 1");
+  if (config.think_min_s < 0 || config.think_max_s < config.think_min_s) return InvalidArgument("bad think times");
+  WorkloadRng rng(config.seed);
+  Workload w;
+  w.system_prompt = TextOfTokens(config.system_tokens, rng, tokenizer);
+  for (int32_t i = 0; i < config.turns; ++i) {
+    w.user_texts.push_back(TextOfTokens(rng.Jitter(config.user_tokens, config.user_jitter), rng, tokenizer));
+  }
+  constexpr int kDocTexts = 6, kSideTexts = 4;
+  for (int i = 0; i < kDocTexts; ++i) {
+    w.doc_texts.push_back(TextOfTokens(rng.Jitter(config.doc_tokens, config.doc_jitter), rng, tokenizer));
+  }
+  for (int i = 0; i < kSideTexts; ++i) {
+    w.summary_texts.push_back(TextOfTokens(config.summary_prompt_tokens, rng, tokenizer));
+    w.suggestion_texts.push_back(TextOfTokens(config.suggestion_prompt_tokens, rng, tokenizer));
+  }
+  for (int32_t i = 0; i < config.turns; ++i) {
+    TurnPlan plan;
+    plan.think_s = rng.Uniform(config.think_min_s, config.think_max_s);
+    plan.user_text = i;
+    if (rng.Uniform(0, 1) < config.summary_chance) {
+      SideEvent e;
+      e.tier = Tier::kBackgroundSummary;
+      e.fraction = rng.Uniform(0.05, 0.6);
+      e.text = static_cast<int32_t>(rng.Next() % kSideTexts);
+      plan.side.push_back(e);
+    }
+    if (rng.Uniform(0, 1) < config.suggestion_chance) {
+      SideEvent e;
+      e.tier = Tier::kInlineSuggestion;
+      e.fraction = rng.Uniform(0.05, 0.9);
+      e.text = static_cast<int32_t>(rng.Next() % kSideTexts);
+      plan.side.push_back(e);
+    }
+    w.turns.push_back(std::move(plan));
+  }
+  return w;
+}
+
+SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config) {
+  SchedulerOptions o;
+  switch (arm) {
+    case Arm::kIdle:
+    case Arm::kValet:
+      o.queue_policy = QueuePolicy::kValet;
+      // Only the chat keeps long prompt chunks while the user is in front: a
+      // chunk of any other tier is what an arriving chat turn waits behind.
+      for (LifecycleState s : {LifecycleState::kResumed, LifecycleState::kStarted}) {
+        for (Tier t : {Tier::kInlineSuggestion, Tier::kBackgroundSummary, Tier::kOfflineIndexing}) {
+          o.budgets.at(s, t).prefill_chunk = config.valet_bg_chunk;
+        }
+      }
+      o.batch_mode = arm == Arm::kValet && config.valet_fill ? BatchMode::kFill : BatchMode::kStrict;
+      break;
+    case Arm::kFifo:
+    case Arm::kSolo:
+      o.queue_policy = QueuePolicy::kFifo;
+      FlatBudgets(o.budgets, config.baseline_chunk);
+      break;
+    case Arm::kPriority:
+      o.queue_policy = QueuePolicy::kPriorityNoPreempt;
+      FlatBudgets(o.budgets, config.baseline_chunk);
+      break;
+    case Arm::kBatch:
+      o.queue_policy = QueuePolicy::kBatchAll;
+      FlatBudgets(o.budgets, config.batch_chunk);
+      break;
+  }
+  return o;
+}
+
+StatsMark MarkFrom(const SchedulerStats& stats, double time) {
+  StatsMark m;
+  m.time = time;
+  for (size_t t = 0; t < kNumTiers; ++t) {
+    m.processed[t] = stats.prefill_by_tier[t] + stats.generated_by_tier[t];
+    m.busy_s[t] = stats.busy_seconds_by_tier[t];
+  }
+  return m;
+}
+
+namespace {
+
+// Completions arrive on the inference thread; the driver thread handles them.
+class DoneQueue {
+ public:
+  void Push(TaskId id, const TaskResult& result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_.emplace_back(id, result);
+    }
+    cv_.notify_one();
+  }
+  // Waits until something is queued or `deadline` (steady seconds) passes.
+  std::deque<std::pair<TaskId, TaskResult>> WaitUntil(double deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (deadline == ContentionSession::kNever) {
+      cv_.wait(lock, [&] { return !done_.empty(); });
+    } else {
+      const auto until = std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>(deadline)));
+      cv_.wait_until(lock, until, [&] { return !done_.empty(); });
+    }
+    std::deque<std::pair<TaskId, TaskResult>> out;
+    out.swap(done_);
+    return out;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<TaskId, TaskResult>> done_;
+};
+
+class SchedulerSink : public ScenarioSink {
+ public:
+  SchedulerSink(Scheduler& scheduler, DoneQueue& done) : scheduler_(scheduler), done_(done) {}
+  Result<TaskId> Submit(TaskRequest request) override {
+    DoneQueue* done = &done_;
+    request.callbacks.on_done = [done](TaskId id, const TaskResult& r) { done->Push(id, r); };
+    return scheduler_.Submit(std::move(request));
+  }
+  Status Lifecycle(LifecycleEvent event) override { return scheduler_.OnLifecycleEvent(event); }
+  SchedulerStats Stats() const override { return scheduler_.Stats(); }
+
+ private:
+  Scheduler& scheduler_;
+  DoneQueue& done_;
+};
+
+class CoreSink : public ScenarioSink {
+ public:
+  explicit CoreSink(SchedulerCore& core) : core_(core) {}
+  Result<TaskId> Submit(TaskRequest request) override {
+    request.callbacks.on_done = [this](TaskId id, const TaskResult& r) { done.emplace_back(id, r); };
+    return core_.Submit(std::move(request));
+  }
+  Status Lifecycle(LifecycleEvent event) override { return core_.OnLifecycleEvent(event); }
+  SchedulerStats Stats() const override { return core_.recorder().Stats(); }
+
+  std::deque<std::pair<TaskId, TaskResult>> done;
+
+ private:
+  SchedulerCore& core_;
+};
+
+// The system prompt's KV is cached before the arm starts, as on a phone where
+// the assistant has been used before: a one-token turn, not recorded.
+TaskRequest WarmUpRequest(const Workload& workload) {
+  TaskRequest r;
+  r.tier = Tier::kForegroundChat;
+  r.system_prompt = workload.system_prompt;
+  r.messages = {{"user", "hi"}};
+  r.max_tokens = 1;
+  return r;
+}
+
+template <typename TimelineFn>
+void Finalize(ArmRun& run, const SchedulerStats& stats, TimelineFn timeline) {
+  run.stats = stats;
+  run.end = run.window_end;
+  for (TaskRecord& t : run.tasks) {
+    if (Result<std::vector<TimelineEvent>> events = timeline(t.id); events.ok()) t.timeline = std::move(*events);
+    if (t.done) run.end = std::max(run.end, t.result.metrics.end_time);
+  }
+}
+
+}  // namespace
+
+Result<ArmRun> RunArmRealTime(EngineInterface& engine, const Workload& workload, const ScenarioConfig& config,
+                              Arm arm, const EngineProbe& probe) {
+  SchedulerOptions options = ArmOptions(arm, config);
+  options.clock = SteadySeconds;
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(engine, std::move(options)));
+  const double park0 = probe.park_seconds ? probe.park_seconds() : -1.0;
+  const double resume0 = probe.resume_seconds ? probe.resume_seconds() : -1.0;
+  if (arm != Arm::kSolo) {
+    VALET_RETURN_IF_ERROR(scheduler->Submit(WarmUpRequest(workload)).status());
+    scheduler->WaitIdle();
+  }
+  DoneQueue done;
+  SchedulerSink sink(*scheduler, done);
+  ContentionSession session(workload, config, arm, sink);
+  session.Start(SteadySeconds());
+  while (!session.Finished()) {
+    for (auto& [id, result] : done.WaitUntil(session.NextWake())) session.OnDone(id, result, SteadySeconds());
+    session.OnTime(SteadySeconds());
+  }
+  scheduler->WaitIdle();
+  ArmRun run = std::move(session.run());
+  Finalize(run, scheduler->Stats(), [&](TaskId id) { return scheduler->Timeline(id); });
+  if (probe.park_seconds) run.park_seconds = probe.park_seconds() - park0;
+  if (probe.resume_seconds) run.resume_seconds = probe.resume_seconds() - resume0;
+  return run;
+}
+
+Result<ArmRun> RunArmVirtual(FakeEngine& engine, const Workload& workload, const ScenarioConfig& config, Arm arm) {
+  SchedulerOptions options = ArmOptions(arm, config);
+  options.clock = engine.ClockFunction();
+  SchedulerCore core(engine, std::move(options));
+  if (arm != Arm::kSolo) {
+    VALET_RETURN_IF_ERROR(core.Submit(WarmUpRequest(workload)).status());
+    core.RunUntilIdle();
+  }
+  CoreSink sink(core);
+  ContentionSession session(workload, config, arm, sink);
+  session.Start(engine.clock().Now());
+  constexpr int64_t kMaxSteps = 50'000'000;
+  for (int64_t steps = 0; steps < kMaxSteps; ++steps) {
+    while (!sink.done.empty()) {
+      auto [id, result] = std::move(sink.done.front());
+      sink.done.pop_front();
+      session.OnDone(id, result, engine.clock().Now());
+    }
+    session.OnTime(engine.clock().Now());
+    if (session.Finished()) break;
+    if (core.RunOneStep() || !sink.done.empty()) continue;
+    const double wake = session.NextWake();
+    if (wake == ContentionSession::kNever) return Internal("contention scenario stuck: nothing runs and nothing is due");
+    engine.clock().Set(std::max(wake, engine.clock().Now()));
+  }
+  if (!session.Finished()) return Internal("contention scenario did not finish");
+  ArmRun run = std::move(session.run());
+  Finalize(run, core.recorder().Stats(), [&](TaskId id) { return core.recorder().Timeline(id); });
+  return run;
+}
+
+}  // namespace valet

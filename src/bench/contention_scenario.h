@@ -1,0 +1,147 @@
+// The "chat under indexing" scenario (docs in ../shared/design/valet.md):
+// its configuration, the seeded workload every arm replays, the arms, and
+// what one arm's run records.
+//
+// A run is closed-loop on the chat side (a turn starts a seeded think time
+// after the previous one finished) and keeps exactly one indexer document in
+// flight (the next is submitted when one completes). Background summaries and
+// inline suggestions arrive at seeded points of the think times, so every arm
+// gets the same tasks whatever its speed. Midway, the app goes to the
+// background (ON_PAUSE, ON_STOP) for a while and comes back (ON_START,
+// ON_RESUME) before the next turn. The workload uses a clock for arrivals;
+// the scheduler under test does not.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/engine_interface.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+enum class Arm : int32_t { kIdle = 0, kFifo, kBatch, kPriority, kValet, kSolo };
+inline constexpr int kNumArms = 5;  // kSolo is the calibration run, not an arm
+const char* ArmName(Arm arm);
+// "idle,fifo,batch,priority,valet" (any subset, any order, no repeats).
+Result<std::vector<Arm>> ParseArms(std::string_view list);
+
+struct ScenarioConfig {
+  uint64_t seed = 1;
+  int32_t turns = 12;
+  int32_t system_tokens = 128;    // cached shared system prompt
+  int32_t user_tokens = 32;       // each +- user_jitter
+  int32_t user_jitter = 4;
+  int32_t answer_tokens = 32;
+  int32_t doc_tokens = 768;       // each +- doc_jitter
+  int32_t doc_jitter = 64;
+  int32_t doc_summary_tokens = 48;
+  int32_t summary_prompt_tokens = 256;
+  int32_t summary_tokens = 32;
+  int32_t suggestion_prompt_tokens = 48;
+  int32_t suggestion_tokens = 8;
+  double think_min_s = 0.6;
+  double think_max_s = 1.6;
+  double summary_chance = 0.35;     // per think time
+  double suggestion_chance = 0.5;   // per think time
+  // The app goes to the background after this turn (-1: never) for this long.
+  int32_t lifecycle_after_turn = -1;  // < 0 and turns >= 4: turns / 2
+  double background_s = 3.0;
+  int32_t calibration_docs = 1;       // indexer-alone run that sets the solo rate
+  // Budgets: valet's background prefill chunk while the app is RESUMED/STARTED,
+  // and the baselines' chunk (llama-server's n_ubatch for `batch`).
+  int32_t valet_bg_chunk = 16;
+  int32_t baseline_chunk = 256;
+  int32_t batch_chunk = 512;
+  bool valet_fill = true;  // lower tiers' decode tokens ride along chat decode steps
+};
+
+// Resolves the defaults that depend on other fields.
+ScenarioConfig Resolve(ScenarioConfig config);
+
+// Text of exact token lengths under the engine's tokenizer, and the plan.
+struct SideEvent {
+  Tier tier = Tier::kInlineSuggestion;
+  double fraction = 0.5;  // of the think time before the turn
+  int32_t text = 0;
+};
+
+struct TurnPlan {
+  double think_s = 1.0;
+  int32_t user_text = 0;
+  std::vector<SideEvent> side;
+};
+
+struct Workload {
+  std::string system_prompt;
+  std::vector<std::string> user_texts;
+  std::vector<std::string> doc_texts;  // cycled by the indexer
+  std::vector<std::string> summary_texts;
+  std::vector<std::string> suggestion_texts;
+  std::vector<TurnPlan> turns;
+};
+
+// Deterministic for (config, tokenizer).
+Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterface& tokenizer);
+
+// Scheduler options for an arm (the budget tables are documented in the report).
+SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config);
+
+enum class TaskKind : int32_t { kChat = 0, kDoc, kSummary, kSuggestion };
+const char* TaskKindName(TaskKind kind);
+
+struct TaskRecord {
+  TaskId id = 0;
+  TaskKind kind = TaskKind::kChat;
+  Tier tier = Tier::kForegroundChat;
+  int32_t turn = -1;  // chat turns: index
+  bool done = false;  // on_done seen
+  TaskResult result;
+  std::vector<TimelineEvent> timeline;
+};
+
+// Cumulative scheduler counters at a moment of the run.
+struct StatsMark {
+  double time = 0.0;
+  std::array<int64_t, kNumTiers> processed{};  // prompt + generated tokens, per tier
+  std::array<double, kNumTiers> busy_s{};
+};
+StatsMark MarkFrom(const SchedulerStats& stats, double time);
+
+struct ArmRun {
+  Arm arm = Arm::kIdle;
+  double start = 0.0;       // scheduler clock
+  double window_end = 0.0;  // last chat turn done (solo: last calibration doc done)
+  double end = 0.0;         // every task finished
+  StatsMark at_start, at_stop, at_resume, at_window_end;
+  bool had_lifecycle = false;
+  int32_t first_turn_after_resume = -1;
+  std::vector<TaskRecord> tasks;  // in submission order
+  SchedulerStats stats;
+  // Engine-side park/resume wall time (RealEngine accounting); -1 if unknown.
+  double park_seconds = -1.0;
+  double resume_seconds = -1.0;
+  std::string error;  // non-empty when a submission failed
+};
+
+// Engine hooks the runner may use (all optional).
+struct EngineProbe {
+  // Cumulative seconds spent saving and restoring parked sequences.
+  std::function<double()> park_seconds;
+  std::function<double()> resume_seconds;
+};
+
+// Real time: the threaded Scheduler on `engine`, arrivals on a wall clock.
+Result<ArmRun> RunArmRealTime(EngineInterface& engine, const Workload& workload, const ScenarioConfig& config,
+                              Arm arm, const EngineProbe& probe = {});
+
+class FakeEngine;
+// Virtual time: SchedulerCore on the fake engine's clock, one thread,
+// deterministic (tests).
+Result<ArmRun> RunArmVirtual(FakeEngine& engine, const Workload& workload, const ScenarioConfig& config, Arm arm);
+
+}  // namespace valet

@@ -1,0 +1,170 @@
+#include "bench/contention_session.h"
+
+#include <algorithm>
+
+namespace valet {
+
+ContentionSession::ContentionSession(const Workload& workload, const ScenarioConfig& config, Arm arm,
+                                     ScenarioSink& sink)
+    : workload_(workload), config_(config), sink_(sink) {
+  run_.arm = arm;
+  chat_on_ = arm != Arm::kSolo;
+  indexer_on_ = arm != Arm::kIdle;
+  side_on_ = arm != Arm::kIdle && arm != Arm::kSolo;
+}
+
+void ContentionSession::Start(double now) {
+  run_.start = now;
+  run_.at_start = MarkFrom(sink_.Stats(), now);
+  if (indexer_on_) SubmitDoc();
+  if (chat_on_ && !workload_.turns.empty()) {
+    ScheduleTurn(0, now);
+  } else if (!indexer_on_) {
+    Close(now);
+  }
+}
+
+double ContentionSession::NextWake() const {
+  double next = kNever;
+  for (const Timer& t : timers_) next = std::min(next, t.at);
+  return next;
+}
+
+void ContentionSession::OnTime(double now) {
+  while (true) {
+    auto due = std::min_element(timers_.begin(), timers_.end(),
+                                [](const Timer& a, const Timer& b) { return a.at < b.at; });
+    if (due == timers_.end() || due->at > now) return;
+    const Timer timer = *due;
+    timers_.erase(due);
+    Fire(timer, now);
+  }
+}
+
+void ContentionSession::ScheduleTurn(int32_t turn, double now) {
+  const TurnPlan& plan = workload_.turns[static_cast<size_t>(turn)];
+  timers_.push_back({now + plan.think_s, TimerKind::kTurn, turn, 0});
+  if (!side_on_) return;
+  for (size_t j = 0; j < plan.side.size(); ++j) {
+    timers_.push_back({now + plan.think_s * plan.side[j].fraction, TimerKind::kSide, turn, static_cast<int32_t>(j)});
+  }
+}
+
+void ContentionSession::Fire(const Timer& timer, double now) {
+  switch (timer.kind) {
+    case TimerKind::kTurn: SubmitChat(timer.turn); break;
+    case TimerKind::kSide: SubmitSide(timer.turn, timer.side); break;
+    case TimerKind::kResumeApp:
+      Lifecycle(LifecycleEvent::kOnStart);
+      Lifecycle(LifecycleEvent::kOnResume);
+      run_.at_resume = MarkFrom(sink_.Stats(), now);
+      run_.first_turn_after_resume = timer.turn;
+      ScheduleTurn(timer.turn, now);
+      break;
+  }
+}
+
+void ContentionSession::Submit(TaskRequest request, TaskKind kind, int32_t turn) {
+  TaskRecord record;
+  record.kind = kind;
+  record.tier = request.tier;
+  record.turn = turn;
+  Result<TaskId> id = sink_.Submit(std::move(request));
+  if (!id.ok()) {
+    if (run_.error.empty()) run_.error = std::string(TaskKindName(kind)) + ": " + id.status().ToString();
+    if (kind == TaskKind::kChat) Close(run_.start);  // the closed loop cannot go on
+    return;
+  }
+  record.id = *id;
+  index_[*id] = run_.tasks.size();
+  run_.tasks.push_back(std::move(record));
+  ++outstanding_;
+}
+
+void ContentionSession::SubmitChat(int32_t turn) {
+  const TurnPlan& plan = workload_.turns[static_cast<size_t>(turn)];
+  TaskRequest r;
+  r.tier = Tier::kForegroundChat;
+  r.system_prompt = workload_.system_prompt;
+  r.messages = {{"user", workload_.user_texts[static_cast<size_t>(plan.user_text)]}};
+  r.max_tokens = config_.answer_tokens;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = config_.seed * 1000 + static_cast<uint64_t>(turn);
+  Submit(std::move(r), TaskKind::kChat, turn);
+}
+
+void ContentionSession::SubmitSide(int32_t turn, int32_t side) {
+  const SideEvent& e = workload_.turns[static_cast<size_t>(turn)].side[static_cast<size_t>(side)];
+  const bool summary = e.tier == Tier::kBackgroundSummary;
+  TaskRequest r;
+  r.tier = e.tier;
+  r.prompt = summary ? workload_.summary_texts[static_cast<size_t>(e.text)]
+                     : workload_.suggestion_texts[static_cast<size_t>(e.text)];
+  r.max_tokens = summary ? config_.summary_tokens : config_.suggestion_tokens;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = config_.seed * 1000 + 500 + static_cast<uint64_t>(turn * 8 + side);
+  Submit(std::move(r), summary ? TaskKind::kSummary : TaskKind::kSuggestion, turn);
+}
+
+void ContentionSession::SubmitDoc() {
+  TaskRequest r;
+  r.tier = Tier::kOfflineIndexing;
+  r.prompt = workload_.doc_texts[static_cast<size_t>(docs_submitted_) % workload_.doc_texts.size()];
+  r.max_tokens = config_.doc_summary_tokens;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = config_.seed * 1000 + 900 + static_cast<uint64_t>(docs_submitted_);
+  ++docs_submitted_;
+  Submit(std::move(r), TaskKind::kDoc, -1);
+}
+
+void ContentionSession::Lifecycle(LifecycleEvent event) {
+  if (Status s = sink_.Lifecycle(event); !s.ok() && run_.error.empty()) run_.error = s.ToString();
+}
+
+void ContentionSession::OnDone(TaskId id, const TaskResult& result, double now) {
+  auto it = index_.find(id);
+  if (it == index_.end()) return;
+  TaskRecord& record = run_.tasks[it->second];
+  if (record.done) return;
+  record.done = true;
+  record.result = result;
+  --outstanding_;
+  if (record.kind == TaskKind::kChat) {
+    ChatDone(record.turn, now);
+  } else if (record.kind == TaskKind::kDoc) {
+    ++docs_done_;
+    if (run_.arm == Arm::kSolo && docs_done_ >= config_.calibration_docs) {
+      Close(now);
+    } else if (!closed_) {
+      SubmitDoc();
+    }
+  }
+}
+
+void ContentionSession::ChatDone(int32_t turn, double now) {
+  const int32_t next = turn + 1;
+  if (next >= static_cast<int32_t>(workload_.turns.size())) {
+    Close(now);
+    return;
+  }
+  if (turn == config_.lifecycle_after_turn) {
+    // To the background: RESUMED -> STARTED -> CREATED, and back later.
+    Lifecycle(LifecycleEvent::kOnPause);
+    Lifecycle(LifecycleEvent::kOnStop);
+    run_.had_lifecycle = true;
+    run_.at_stop = MarkFrom(sink_.Stats(), now);
+    timers_.push_back({now + config_.background_s, TimerKind::kResumeApp, next, 0});
+    return;
+  }
+  ScheduleTurn(next, now);
+}
+
+void ContentionSession::Close(double now) {
+  if (closed_) return;
+  closed_ = true;
+  timers_.clear();
+  run_.window_end = now;
+  run_.at_window_end = MarkFrom(sink_.Stats(), now);
+}
+
+}  // namespace valet

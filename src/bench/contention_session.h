@@ -1,0 +1,76 @@
+// One arm's workload as an event-driven state machine: it reacts to the start,
+// to task completions and to its own timers (think times, side arrivals, the
+// app's return from the background), and tells a sink what to submit. The
+// real-time and virtual-time drivers (contention_scenario.cpp) feed it events;
+// it never reads a clock itself, so both drivers replay the same workload.
+#pragma once
+
+#include <limits>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/contention_scenario.h"
+
+namespace valet {
+
+class ScenarioSink {
+ public:
+  virtual ~ScenarioSink() = default;
+  // Attaches its own completion callback to `request`.
+  virtual Result<TaskId> Submit(TaskRequest request) = 0;
+  virtual Status Lifecycle(LifecycleEvent event) = 0;
+  virtual SchedulerStats Stats() const = 0;
+};
+
+class ContentionSession {
+ public:
+  ContentionSession(const Workload& workload, const ScenarioConfig& config, Arm arm, ScenarioSink& sink);
+
+  void Start(double now);
+  void OnTime(double now);
+  void OnDone(TaskId id, const TaskResult& result, double now);
+
+  // When OnTime next has something to do; +inf when nothing is scheduled.
+  double NextWake() const;
+  // The workload is over and every task it submitted has finished (or failed to submit).
+  bool Finished() const { return closed_ && outstanding_ == 0; }
+  const ArmRun& run() const { return run_; }
+  ArmRun& run() { return run_; }
+
+  static constexpr double kNever = std::numeric_limits<double>::infinity();
+
+ private:
+  enum class TimerKind { kTurn, kSide, kResumeApp };
+  struct Timer {
+    double at = 0.0;
+    TimerKind kind = TimerKind::kTurn;
+    int32_t turn = 0;
+    int32_t side = 0;
+  };
+
+  void ScheduleTurn(int32_t turn, double now);
+  void Fire(const Timer& timer, double now);
+  void SubmitChat(int32_t turn);
+  void SubmitSide(int32_t turn, int32_t side);
+  void SubmitDoc();
+  void Submit(TaskRequest request, TaskKind kind, int32_t turn);
+  void Lifecycle(LifecycleEvent event);
+  void ChatDone(int32_t turn, double now);
+  void Close(double now);
+
+  const Workload& workload_;
+  const ScenarioConfig& config_;
+  ScenarioSink& sink_;
+  bool chat_on_ = true;
+  bool indexer_on_ = true;
+  bool side_on_ = true;
+  std::vector<Timer> timers_;
+  std::unordered_map<TaskId, size_t> index_;
+  int32_t docs_submitted_ = 0;
+  int32_t docs_done_ = 0;
+  int32_t outstanding_ = 0;
+  bool closed_ = false;
+  ArmRun run_;
+};
+
+}  // namespace valet

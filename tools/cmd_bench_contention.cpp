@@ -1,0 +1,209 @@
+// valet bench-contention / valet demo: the "chat under indexing" scenario on
+// one engine, one model and one seed, arm by arm (idle, fifo, batch,
+// priority, valet), with a Markdown table, JSON and an SVG timeline.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "bench/contention_report.h"
+#include "bench/contention_scenario.h"
+#include "bench/svg_timeline.h"
+#include "cli_args.h"
+#include "commands.h"
+#include "engine/real_engine.h"
+#include "model/synthetic_model.h"
+
+namespace valet::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr FlagSpec kFlags[] = {
+    {"--model", "-m", true, "GGUF model (default: the built-in bench model, synthesized on first use)"},
+    {"--arms", nullptr, true, "comma-separated arms: idle,fifo,batch,priority,valet (default all)"},
+    {"--turns", "-n", true, "chat turns per arm"},
+    {"--seed", nullptr, true, "workload seed (default 1)"},
+    {"--json", nullptr, true, "write the report as JSON to this file"},
+    {"--svg", nullptr, true, "write the SVG timeline to this file"},
+    {"--md", nullptr, true, "write the Markdown table to this file"},
+    {"--threads", "-t", true, "compute threads (default: all cores)"},
+    {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1280: parked work must sometimes leave)"},
+    {"--bg-chunk", nullptr, true, "valet: prefill chunk of non-chat tiers while RESUMED (default 16)"},
+    {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
+    {"--think-max", nullptr, true, "longest think time, seconds"},
+    {"--background-s", nullptr, true, "how long the app stays in the background midway (seconds)"},
+    {"--no-fill", nullptr, false, "valet: no lower-tier riders in chat decode steps"},
+};
+
+std::string CacheDir() {
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/valet";
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/valet";
+  return (fs::temp_directory_path() / "valet-cache").string();
+}
+
+// The built-in bench model, synthesized into the cache the first time.
+Result<std::string> DefaultModel() {
+  const std::string path = CacheDir() + "/valet-bench-q8_0.gguf";
+  if (fs::exists(path)) return path;
+  std::error_code ec;
+  fs::create_directories(CacheDir(), ec);
+  if (ec) return IoError("cannot create " + CacheDir() + ": " + ec.message());
+  std::fprintf(stderr, "synthesizing the built-in bench model into %s ...\n", path.c_str());
+  SynthModelOptions o;
+  o.preset = SynthPreset::kBench;
+  o.type = GgmlType::kQ8_0;
+  VALET_RETURN_IF_ERROR(WriteSyntheticModel(o, path));
+  return path;
+}
+
+std::string LoadAverage() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return "load average " + a + " " + b + " " + c;
+}
+
+struct Flags {
+  std::string model;
+  std::vector<Arm> arms;
+  ScenarioConfig config;
+  std::string json, svg, md;
+  int threads = 0;
+  int64_t pool_tokens = 1280;
+};
+
+Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
+  Flags f;
+  if (a.Has("--model")) {
+    VALET_ASSIGN_OR_RETURN(f.model, a.String("--model", std::nullopt));
+  } else {
+    VALET_ASSIGN_OR_RETURN(f.model, DefaultModel());
+  }
+  VALET_ASSIGN_OR_RETURN(std::string arms, a.String("--arms", "idle,fifo,batch,priority,valet"));
+  VALET_ASSIGN_OR_RETURN(f.arms, ParseArms(arms));
+  ScenarioConfig& c = f.config;
+  VALET_ASSIGN_OR_RETURN(c.turns, a.Int("--turns", d.turns, 1, 10000));
+  VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 1, 0, INT64_MAX));
+  c.seed = static_cast<uint64_t>(seed);
+  VALET_ASSIGN_OR_RETURN(c.valet_bg_chunk, a.Int("--bg-chunk", c.valet_bg_chunk, 1, 4096));
+  VALET_ASSIGN_OR_RETURN(c.think_min_s, a.Double("--think-min", d.think_min_s, 0.0, 3600.0));
+  VALET_ASSIGN_OR_RETURN(c.think_max_s, a.Double("--think-max", std::max(c.think_min_s, d.think_max_s), c.think_min_s, 3600.0));
+  VALET_ASSIGN_OR_RETURN(c.background_s, a.Double("--background-s", d.background_s, 0.0, 3600.0));
+  c.valet_fill = !a.Has("--no-fill");
+  c = Resolve(c);
+  VALET_ASSIGN_OR_RETURN(f.json, a.String("--json", d.json));
+  VALET_ASSIGN_OR_RETURN(f.svg, a.String("--svg", d.svg));
+  VALET_ASSIGN_OR_RETURN(f.md, a.String("--md", ""));
+  VALET_ASSIGN_OR_RETURN(f.threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
+  VALET_ASSIGN_OR_RETURN(f.pool_tokens, a.Int("--kv-pool-tokens", 1280, 64, 1 << 22));
+  return f;
+}
+
+Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string& snapshot_dir, size_t* pool_bytes) {
+  RealEngineOptions o;
+  o.engine.model_path = f.model;
+  o.engine.n_threads = f.threads;
+  o.store.disk_dir = snapshot_dir;
+  o.store.warn = [](std::string_view) {};  // fallbacks are counted in the report
+  {
+    // The pool is sized in tokens of this model's KV (F32 K and V per layer).
+    o.calibrate = false;
+    o.engine.kv_capacity_bytes = 1u << 20;
+    VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
+    const ModelConfig& m = probe->engine().model().config();
+    *pool_bytes = static_cast<size_t>(f.pool_tokens) * 2 * m.n_layer * m.n_head_kv * m.head_dim * sizeof(float);
+  }
+  o.calibrate = true;
+  o.engine.kv_capacity_bytes = *pool_bytes;
+  return RealEngine::Open(o);
+}
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  if (path.empty()) return Status::Ok();
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return IoError("cannot write " + path);
+  return Status::Ok();
+}
+
+Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_bytes, std::vector<ArmRun>* runs) {
+  VALET_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(f.config, engine));
+  EngineProbe probe;
+  probe.park_seconds = [&engine] { return engine.accounting().park_seconds; };
+  probe.resume_seconds = [&engine] { return engine.accounting().resume_seconds; };
+  ContentionReport report;
+  report.config = f.config;
+  report.model = f.model;
+  report.machine = LoadAverage();
+  report.threads = f.threads;
+  report.kv_pool_bytes = pool_bytes;
+  std::fprintf(stderr, "calibration: the indexer alone (%d doc) ...\n", f.config.calibration_docs);
+  VALET_ASSIGN_OR_RETURN(ArmRun solo, RunArmRealTime(engine, workload, f.config, Arm::kSolo, probe));
+  report.calibration = CalibrationFrom(solo);
+  std::fprintf(stderr, "  solo rate %.1f tok/s\n", report.calibration.solo_tokens_per_s);
+  const ArmSummary* idle = nullptr;
+  for (Arm arm : f.arms) {
+    std::fprintf(stderr, "arm %-8s (%d chat turns) ...\n", ArmName(arm), f.config.turns);
+    VALET_ASSIGN_OR_RETURN(ArmRun run, RunArmRealTime(engine, workload, f.config, arm, probe));
+    report.arms.push_back(Summarize(run, report.calibration, idle));
+    const ArmSummary& s = report.arms.back();
+    std::fprintf(stderr, "  %.1f s, TTFT p50 %.0f ms p99 %.0f ms, bg %.1f tok/s, %lld docs\n", run.end - run.start,
+                 s.ttft_ms.p50, s.ttft_ms.p99, s.bg_tokens_per_s, static_cast<long long>(s.docs_completed));
+    runs->push_back(std::move(run));
+    if (arm == Arm::kIdle) idle = &report.arms.back();
+  }
+  // Slowdowns need the idle arm, wherever it ran in the list.
+  for (ArmSummary& s : report.arms) {
+    for (const ArmSummary& i : report.arms) {
+      if (i.arm == Arm::kIdle && i.ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
+        s.slowdown_p50 = s.ttft_ms.p50 / i.ttft_ms.p50;
+        s.slowdown_p99 = s.ttft_ms.p99 / i.ttft_ms.p99;
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+int RunContention(const char* command, std::span<char* const> argv, const ContentionDefaults& defaults) {
+  Args args;
+  if (auto code = ParseCommandLine(command, "[-m MODEL] [--arms LIST] [--turns N] [flags]", kFlags, argv, &args)) return *code;
+  Result<Flags> flags = ReadFlags(args, defaults);
+  if (!flags.ok()) return Fail(command, flags.status());
+  const fs::path tmp = fs::temp_directory_path() / ("valet-contention-" + std::to_string(getpid()));
+  std::error_code ec;
+  fs::create_directories(tmp, ec);
+  size_t pool_bytes = 0;
+  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(*flags, tmp.string(), &pool_bytes);
+  if (!engine.ok()) return Fail(command, engine.status());
+  std::vector<ArmRun> runs;
+  Result<ContentionReport> report = Run(*flags, **engine, pool_bytes, &runs);
+  engine->reset();
+  fs::remove_all(tmp, ec);
+  if (!report.ok()) return Fail(command, report.status());
+  const std::string md = ReportMarkdown(*report);
+  std::printf("\n%s\n", md.c_str());
+  std::printf("model %s | %d threads | KV pool %.1f MiB (%lld tokens) | seed %llu | %s\n", flags->model.c_str(),
+              flags->threads, pool_bytes / 1048576.0, static_cast<long long>(flags->pool_tokens),
+              static_cast<unsigned long long>(flags->config.seed), report->machine.c_str());
+  if (defaults.seed_comparison) std::printf("\nThe seed's phone figures beside ours:\n%s", SeedComparison(*report).c_str());
+  for (const auto& [path, text] : {std::pair{flags->json, ReportJson(*report)}, {flags->md, md},
+                                   {flags->svg, RenderTimelineSvg(runs)}}) {
+    if (Status s = WriteFile(path, text); !s.ok()) return Fail(command, s);
+  }
+  if (!flags->svg.empty()) std::printf("\ntimeline: %s\n", flags->svg.c_str());
+  if (!flags->json.empty()) std::printf("json: %s\n", flags->json.c_str());
+  for (const ArmSummary& s : report->arms) {
+    if (s.cancelled != 0 || s.failed != 0 || s.unfinished != 0 || !s.error.empty()) return 1;
+  }
+  return 0;
+}
+
+int RunBenchContention(std::span<char* const> argv) { return RunContention("bench-contention", argv, {}); }
+
+}  // namespace valet::cli
