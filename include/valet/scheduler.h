@@ -247,6 +247,7 @@ struct SchedulerStats {
   size_t resume_bytes = 0;
   int64_t resume_fallbacks = 0;  // snapshot missing/corrupt: recomputed instead
   int64_t preemptions = 0;       // parks caused by a higher tier
+  int64_t aborted_steps = 0;     // background steps stopped between layers for an arrival
   std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds
   double busy_seconds = 0.0;                 // engine step + park/resume time
 };

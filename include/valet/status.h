@@ -20,6 +20,7 @@ enum class StatusCode {
   kResourceExhausted, // pool or store is full
   kIo,                // the OS refused a read/write/map
   kInternal,          // a broken invariant surfaced as an error
+  kAborted,           // stopped early on request; nothing changed, safe to redo
 };
 
 const char* StatusCodeName(StatusCode code);
@@ -50,6 +51,7 @@ inline Status OutOfRange(std::string m) { return {StatusCode::kOutOfRange, std::
 inline Status ResourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 inline Status IoError(std::string m) { return {StatusCode::kIo, std::move(m)}; }
 inline Status Internal(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+inline Status Aborted(std::string m) { return {StatusCode::kAborted, std::move(m)}; }
 
 // A value or the Status explaining why there is none.
 template <typename T>

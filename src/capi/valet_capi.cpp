@@ -32,6 +32,7 @@ valet_status ToC(valet::StatusCode code) {
     case valet::StatusCode::kResourceExhausted: return VALET_RESOURCE_EXHAUSTED;
     case valet::StatusCode::kIo: return VALET_IO;
     case valet::StatusCode::kInternal: return VALET_INTERNAL;
+    case valet::StatusCode::kAborted: return VALET_INTERNAL;  // steps abort inside the scheduler only
   }
   return VALET_INTERNAL;
 }

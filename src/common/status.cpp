@@ -13,6 +13,7 @@ const char* StatusCodeName(StatusCode code) {
     case StatusCode::kResourceExhausted: return "ResourceExhausted";
     case StatusCode::kIo: return "IoError";
     case StatusCode::kInternal: return "Internal";
+    case StatusCode::kAborted: return "Aborted";
   }
   return "Unknown";
 }

@@ -10,6 +10,7 @@
 // (never the history), so a parked sequence can always be resumed exactly.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -135,6 +136,11 @@ class EngineInterface {
   // The cheapest way to park `seq` now that keeps `bytes_needed` free in the
   // pool for others (0: no pressure), from measured costs.
   virtual ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const = 0;
+
+  // Lets Step stop early (between layers) while *flag is true: it then
+  // returns kAborted and changes no sequence, so the step can simply be redone
+  // later. nullptr: steps run to the end. The flag may be set from any thread.
+  virtual void SetAbortFlag(const std::atomic<bool>* flag) { (void)flag; }
 
   // Compute threads to use from the next step on (the governor's knob).
   virtual Status SetThreads(int n_threads) = 0;

@@ -69,6 +69,7 @@ class RealEngine final : public EngineInterface {
   Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
   Result<ResumeReport> Resume(SequenceId seq) override;
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
+  void SetAbortFlag(const std::atomic<bool>* flag) override { engine_->context().set_abort_flag(flag); }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
   EngineCosts costs() const override;

@@ -172,7 +172,14 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
   }
 
   GetRows(model_->token_embd(), ids_, x_.data());  // x: [n, n_embd]
-  for (int32_t il = 0; il < c.n_layer; ++il) Layer(model_->layers()[il], il, n);
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    // K/V rows written so far sit past each sequence's committed length, so
+    // stopping here leaves every sequence as it was.
+    if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+      return Aborted("step aborted before layer " + std::to_string(il) + " for a higher-priority request");
+    }
+    Layer(model_->layers()[il], il, n);
+  }
 
   // Only the rows whose logits were asked for go through the output head.
   for (int32_t r = 0; r < n_rows; ++r) {

@@ -4,6 +4,7 @@
 // sequences in one batch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -55,6 +56,10 @@ class LlamaContext {
   int n_threads() const { return pool_.size(); }
   // The compute threads; set_active() on it uses fewer from the next step on.
   ThreadPool& thread_pool() { return pool_; }
+  // While *flag is true, Forward stops before its next layer and returns
+  // kAborted without changing any sequence (a higher-priority request wants
+  // the engine; the step is redone later). nullptr: run to the end.
+  void set_abort_flag(const std::atomic<bool>* flag) { abort_ = flag; }
   // Bytes of scratch memory the forward pass holds.
   size_t scratch_bytes() const;
 
@@ -74,6 +79,7 @@ class LlamaContext {
   ThreadPool pool_;
   MatMulScratch matmul_scratch_;
   ForwardStats stats_;
+  const std::atomic<bool>* abort_ = nullptr;
 
   // Per-token bookkeeping of the current step.
   std::vector<int32_t> ids_;         // [n]

@@ -155,6 +155,7 @@ void FakeEngine::Publish(Seq& s) {
 
 Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
   if (step_hook_) VALET_RETURN_IF_ERROR(step_hook_(items));
+  if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) return Aborted("fake engine: step aborted");
   if (Status s = CheckStep(items); !s.ok()) {
     if (s.code() != StatusCode::kResourceExhausted) return s;
     // Unreferenced cached prefixes are the first to go.

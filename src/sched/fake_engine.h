@@ -69,6 +69,8 @@ class FakeEngine : public EngineInterface {
   Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
   Result<ResumeReport> Resume(SequenceId seq) override;
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
+  // Like the real engine, an aborted step changes nothing (checked once, at its start).
+  void SetAbortFlag(const std::atomic<bool>* flag) override { abort_ = flag; }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
   EngineCosts costs() const override;
@@ -94,6 +96,7 @@ class FakeEngine : public EngineInterface {
   static constexpr int32_t kVocab = 259;
 
  private:
+  const std::atomic<bool>* abort_ = nullptr;
   struct Prefix {
     std::vector<int32_t> tokens;
     bool computed = false;  // its KV is in the pool, shared by reference

@@ -23,7 +23,9 @@ struct Scheduler::Impl {
   };
 
   Impl(EngineInterface& engine, SchedulerOptions options)
-      : context_length(engine.context_length()), lifecycle(options.initial_state), core(engine, std::move(options)) {}
+      : context_length(engine.context_length()), lifecycle(options.initial_state), core(engine, std::move(options)) {
+    core.set_abort_signal(&abort_step);
+  }
 
   void Loop();
   void Apply(Command& command);
@@ -34,6 +36,9 @@ struct Scheduler::Impl {
   std::condition_variable work_cv;  // inbox non-empty or stop
   std::condition_variable idle_cv;  // outstanding reached 0
   std::deque<Command> inbox;
+  // Raised by a chat/suggestion Submit, cleared when the inbox is drained:
+  // a background step running meanwhile stops between layers.
+  std::atomic<bool> abort_step{false};
   bool stop = false;
   LifecycleState lifecycle;  // as of the last accepted event
   int64_t outstanding = 0;   // accepted tasks not yet finished
@@ -72,6 +77,8 @@ void Scheduler::Impl::Loop() {
       work_cv.wait(lock, [&] { return stop || !inbox.empty() || has_work; });
       if (stop) return;
       batch.swap(inbox);
+      // Every arrival that raised it is in `batch` now and will be planned.
+      abort_step.store(false, std::memory_order_relaxed);
     }
     for (Command& command : batch) Apply(command);
     has_work = core.RunOneStep();
@@ -118,6 +125,7 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
     Impl::Command command;
     command.kind = Impl::CommandKind::kSubmit;
     command.id = id;
+    if (request.tier <= Tier::kInlineSuggestion) impl->abort_step.store(true, std::memory_order_relaxed);
     command.request = std::move(request);
     impl->inbox.push_back(std::move(command));
   }

@@ -66,6 +66,11 @@ class SchedulerCore {
   Status Cancel(TaskId id);
   Status OnLifecycleEvent(LifecycleEvent event);
 
+  // A flag another thread raises when a task arrives that may preempt: under
+  // kValet a running background step then stops between layers instead of
+  // finishing its chunk (the step is redone later). nullptr: never abort.
+  void set_abort_signal(const std::atomic<bool>* signal) { abort_signal_ = signal; }
+
   // Runs one engine step; false when nothing is runnable (idle).
   bool RunOneStep();
   // Steps until idle or max_steps (< 0: no limit); returns the steps run.
@@ -146,6 +151,7 @@ class SchedulerCore {
   size_t kv_bytes_per_token_ = 0;  // learned from the engine's sequence info
   std::vector<std::function<void()>> outbox_;
   bool delivering_ = false;
+  const std::atomic<bool>* abort_signal_ = nullptr;
 };
 
 }  // namespace valet

@@ -163,6 +163,10 @@ void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, Ste
 }
 
 Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
+  // Only background work yields mid-step: chat and suggestions are what an
+  // arrival would preempt for, and their steps are short.
+  const bool abortable = options_.queue_policy == QueuePolicy::kValet && lead.tier >= Tier::kBackgroundSummary;
+  engine_.SetAbortFlag(abortable ? abort_signal_ : nullptr);
   while (true) {
     BuildItems(lead, riders, plan);
     Result<StepResult> result = engine_.Step(plan.items);
@@ -308,6 +312,12 @@ bool SchedulerCore::RunOneStep() {
   ApplyThreads(lead->tier);
   StepPlan plan;
   Result<StepResult> result = RunStep(*lead, riders, plan);
+  if (!result.ok() && result.status().code() == StatusCode::kAborted) {
+    // Nothing changed; the arrival that raised the signal is planned next.
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
+    Deliver();
+    return true;
+  }
   if (!result.ok()) {
     // On error no sequence changed; the tasks of this step cannot proceed.
     std::vector<TaskId> ids;

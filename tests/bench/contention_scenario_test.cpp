@@ -129,7 +129,11 @@ size_t Count(const std::string& text, const std::string& needle) {
   return n;
 }
 
-void ExpectReport(const std::vector<ArmRun>& runs, const ScenarioConfig& c, const Calibration& cal) {
+// Real-time runs race the wall clock, so whether background work fits in the
+// window before the last chat turn ends is not a property to assert there.
+enum class Timing { kVirtual, kRealTime };
+
+void ExpectReport(const std::vector<ArmRun>& runs, const ScenarioConfig& c, const Calibration& cal, Timing timing) {
   ContentionReport report;
   report.config = c;
   report.calibration = cal;
@@ -155,11 +159,10 @@ void ExpectReport(const std::vector<ArmRun>& runs, const ScenarioConfig& c, cons
     ExpectOrdered(a.preempt_ms);
     EXPECT_GE(a.bg_tokens, 0);
     if (a.arm == Arm::kIdle) {
-    EXPECT_EQ(a.bg_tokens, 0);
-  }
-    if (a.arm != Arm::kIdle) {
-    EXPECT_GT(a.bg_tokens, 0);
-  }
+      EXPECT_EQ(a.bg_tokens, 0);
+    } else if (timing == Timing::kVirtual) {
+      EXPECT_GT(a.bg_tokens, 0);
+    }
     EXPECT_GE(a.ttft_after_resume_ms, 0);
   }
   Result<JsonValue> json = ParseJson(ReportJson(report));
@@ -246,7 +249,7 @@ TEST(ContentionScenario, EveryArmOnTheFakeEngineIsConsistentAndDeterministic) {
     }
     runs.push_back(std::move(run).value());
   }
-  ExpectReport(runs, c, cal);
+  ExpectReport(runs, c, cal, Timing::kVirtual);
   // The arms differ in policy only: same workload, same chat prompts.
   for (const ArmRun& r : runs) {
     int32_t turn = 0;
@@ -306,7 +309,7 @@ TEST_F(ContentionRealModelTest, EveryArmOnTheTinyModelIsConsistent) {
     EXPECT_GE(run->park_seconds, 0.0);
     runs.push_back(std::move(run).value());
   }
-  ExpectReport(runs, c, CalibrationFrom(*solo));
+  ExpectReport(runs, c, CalibrationFrom(*solo), Timing::kRealTime);
 }
 
 }  // namespace
