@@ -192,26 +192,20 @@ bool BlasAvailable() {
 }
 
 // Measured with
-//   build/bench/valet_kernels_bench --benchmark_filter=BM_MatMulBackend --benchmark_min_time=0.2
-// (n_in 2048, 2 threads, OpenBLAS 0.3.21 pthread, AVX2 kernels; 2-core VM whose
-// load average was ~8 from parallel builds, so absolute numbers are ~2-4x low
-// and noisy). GFLOPS native / BLAS by n_tokens:
-//   type  n_out   8         16        32        64        128       256
-//   f32   2048    4.1/1.9   3.9/2.6   6.2/5.9   5.5/7.8   6.5/5.0   6.7/6.1
-//   f32   5632    3.8/1.6   3.5/2.1   4.8/3.1   4.7/7.3   6.3/6.6   6.0/10.0
-//   f16   2048   10.1/1.9   6.0/2.5   7.4/3.2   7.2/3.7   7.1/4.0   7.2/4.6
-//   f16   5632    5.5/1.3   6.6/1.7   7.5/2.1   6.7/3.6   8.8/4.6   7.0/7.2
-//   q8_0  2048    7.0/2.8   7.3/3.4  10.4/7.0   9.6/6.4   9.0/4.5   6.3/4.7
-//   q8_0  5632    9.3/0.9   7.4/1.8   7.0/2.6  11.3/5.6  12.4/6.7  10.3/5.7
-//   q4_0  2048    8.2/2.3   6.5/2.4   7.9/4.3   6.6/7.4   8.2/8.0   7.9/9.2
-//   q4_0  5632    6.8/0.9   6.4/2.9   9.8/4.4   6.6/4.2   7.0/6.2   8.1/6.2
-// Dequantizing W to f32 costs more than sgemm saves for every 16-bit and
-// quantized type here, and the native path also keeps llama.cpp's quantized-
-// activation numerics; only f32 weights gain, from about 64 tokens.
+//   build/bench/valet_kernels_bench --benchmark_filter='BM_MatMulBackend/0/' --benchmark_min_time=0.2
+// (f32 weights, n_in 2048, 2 threads, OpenBLAS 0.3.21 pthread vs the tiled
+// vnni kernels, quiet machine, 2026-11-30). GFLOPS native / BLAS by n_tokens:
+//   n_out   8          16         32         64         128        256
+//   2048    57.8/20.8  77.2/22.3  80.2/23.8  72.5/22.9  76.0/25.8  66.4/37.5
+//   5632    56.5/19.0  68.8/22.4  66.5/27.4  82.3/33.4  77.6/39.2  86.6/51.5
+// The tiled kernels beat sgemm at every size up to prefill chunks of 512, and
+// for 16-bit and quantized weights dequantizing W to f32 costs more than sgemm
+// could save (and the native path keeps llama.cpp's quantized-activation
+// numerics), so kAuto never picks BLAS; kBlas stays for these measurements.
 int64_t BlasMinTokens(GgmlType type) {
   constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-  if (!BlasAvailable()) return kNever;
-  return type == GgmlType::kF32 ? 64 : kNever;
+  (void)type;
+  return kNever;
 }
 
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
