@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/kernels_avx2.h"
+#include "kernels/kernels_neon.h"
 #include "kernels/kernels_scalar.h"
 #include "kernels/kernels_vnni.h"
 
@@ -84,6 +85,27 @@ KernelTable BuildVnni(const KernelTable& avx2) {
   return t;
 }
 
+#if VALET_NEON_COMPILED
+// Only the types with a NEON dot change; the K-quants keep the scalar dots.
+KernelTable BuildNeon() {
+  KernelTable t = BuildScalar();
+  t.name = "neon";
+  auto patch = [&t](GgmlType type, vec_dot_fn dot) {
+    t.types[static_cast<uint32_t>(type)].vec_dot = dot;
+  };
+  patch(GgmlType::kF32, neon::DotF32);
+  patch(GgmlType::kF16, neon::DotF16);
+  patch(GgmlType::kBF16, neon::DotBf16);
+  patch(GgmlType::kQ8_0, neon::DotQ8_0);
+  patch(GgmlType::kQ4_0, neon::DotQ4_0);
+  t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].from_float = neon::Q8_0FromFloat;
+  PatchTiles(t, neon::GemmTile, neon::GemvTile);
+  t.dot_f32 = neon::DotF32Rows;
+  t.vec_mad_f32 = neon::VecMadF32;
+  return t;
+}
+#endif
+
 bool CpuHasAvx2() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
@@ -109,6 +131,8 @@ bool Forced(const char* forced, const char* name) {
 const KernelTable& ChooseActive() {
   const char* forced = std::getenv("VALET_KERNELS");
   if (Forced(forced, "scalar")) return ScalarKernels();
+  // NEON is the only SIMD table on AArch64 and x86 has none, so "neon" needs no check.
+  if (NeonKernels() != nullptr) return *NeonKernels();
   if (!Forced(forced, "avx2") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
   return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
 }
@@ -131,11 +155,21 @@ const KernelTable* AvxVnniKernels() {
   return table;
 }
 
+const KernelTable* NeonKernels() {
+#if VALET_NEON_COMPILED
+  static const KernelTable table = BuildNeon();
+  return &table;
+#else
+  return nullptr;
+#endif
+}
+
 int AvailableKernelTables(const KernelTable* out[3]) {
   int n = 0;
   out[n++] = &ScalarKernels();
   if (Avx2Kernels() != nullptr) out[n++] = Avx2Kernels();
   if (AvxVnniKernels() != nullptr) out[n++] = AvxVnniKernels();
+  if (NeonKernels() != nullptr) out[n++] = NeonKernels();
   return n;
 }
 

@@ -63,9 +63,10 @@ struct KernelTable {
   }
 };
 
-// The table chosen once, at first use, from CPUID: AVX-VNNI when present, else
-// AVX2, else scalar. VALET_KERNELS=scalar|avx2|vnni in the environment forces
-// one (an unavailable choice falls back down that order).
+// The table chosen once, at first use. On x86-64, from CPUID: AVX-VNNI when
+// present, else AVX2, else scalar; on AArch64, NEON. VALET_KERNELS=scalar|avx2|
+// vnni|neon in the environment forces one (an unavailable choice falls back to
+// the best remaining table of this build).
 const KernelTable& ActiveKernels();
 const char* ActiveKernelsName();
 
@@ -75,7 +76,9 @@ const KernelTable& ScalarKernels();
 const KernelTable* Avx2Kernels();
 // AVX2 plus AVX-VNNI int8 dot products, or nullptr when the CPU (or build) lacks them.
 const KernelTable* AvxVnniKernels();
-// Every table this CPU can run, scalar first (for tests and benchmarks).
+// The AArch64 NEON variants, or nullptr on builds for other architectures.
+const KernelTable* NeonKernels();
+// Every table this CPU can run (at most 3: x86 and ARM tables never coexist), scalar first (for tests and benchmarks).
 int AvailableKernelTables(const KernelTable* out[3]);
 
 }  // namespace valet

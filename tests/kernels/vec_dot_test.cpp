@@ -2,11 +2,13 @@
 // dequantized rows, and the SIMD variants against the scalar reference.
 //
 // Exactness: Q4_K and Q6_K SIMD results must be bit-identical to the reference
-// (same integers, same float operations in the same order). F32/F16/BF16 and
-// the 32-element block types accumulate in 8 float lanes, so they must agree
+// (same integers, same float operations in the same order), and so must NEON's
+// Q8_0 and Q4_0. F32/F16/BF16, and the x86 tables' 32-element block types,
+// accumulate in float lanes, so they must agree
 // within a summation-order bound: |a - b| <= 1e-5 * sum|w_i * a_i|.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "kernel_test_util.h"
@@ -30,7 +32,12 @@ std::vector<int64_t> LengthsFor(GgmlType type) {
   }
 }
 
-bool SimdBitExact(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ6_K; }
+// The K-quants apply scales per super-block in every table; NEON also keeps
+// the reference's per-block float updates for the 32-element block types.
+bool SimdBitExact(const KernelTable& table, GgmlType type) {
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ6_K) return true;
+  return &table == NeonKernels() && (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0);
+}
 
 struct DotCase {
   std::vector<uint8_t> w, a;  // encoded weight row and activation row
@@ -71,11 +78,11 @@ TEST_P(VecDotTest, ScalarMatchesDequantizedDoubleSum) {
   }
 }
 
-// Every SIMD table this CPU can run (AVX2, AVX-VNNI).
+// Every SIMD table this CPU can run (AVX2, AVX-VNNI, NEON).
 TEST_P(VecDotTest, SimdMatchesScalar) {
   const KernelTable* tables[3];
   const int n_tables = AvailableKernelTables(tables);
-  if (n_tables < 2) GTEST_SKIP() << "CPU lacks AVX2";
+  if (n_tables < 2) GTEST_SKIP() << "no SIMD kernel table on this CPU";
   const GgmlType type = GetParam();
   for (int t = 1; t < n_tables; ++t) {
     const KernelTable& simd = *tables[t];
@@ -84,7 +91,7 @@ TEST_P(VecDotTest, SimdMatchesScalar) {
         const DotCase c = MakeCase(type, n, seed);
         const float want = ScalarKernels()[type].vec_dot(n, c.w.data(), c.a.data());
         const float got = simd[type].vec_dot(n, c.w.data(), c.a.data());
-        if (SimdBitExact(type)) {
+        if (SimdBitExact(simd, type)) {
           EXPECT_EQ(got, want) << simd.name << " " << GgmlTypeName(type) << " n=" << n;
         } else {
           EXPECT_NEAR(got, want, 1e-5 * c.abs_sum + 1e-30)
@@ -103,7 +110,7 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDotTest, ::testing::ValuesIn(testing
 TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   const KernelTable& active = ActiveKernels();
   EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels() ||
-              &active == AvxVnniKernels());
+              &active == AvxVnniKernels() || &active == NeonKernels());
   EXPECT_STREQ(ActiveKernelsName(), active.name);
   for (GgmlType t : testing::kWeightTypes) {
     EXPECT_TRUE(active.SupportsWeight(t)) << GgmlTypeName(t);
@@ -116,6 +123,22 @@ TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   EXPECT_EQ(active[GgmlType::kQ4_0].vec_dot_type, GgmlType::kQ8_0);
   EXPECT_EQ(active[GgmlType::kQ4_K].vec_dot_type, GgmlType::kQ8_K);
   EXPECT_EQ(active[GgmlType::kF16].vec_dot_type, GgmlType::kF16);
+}
+
+// NEON is mandatory on AArch64, so its builds always offer the table (and
+// only those builds do).
+TEST(KernelTable, NeonTableExactlyOnAarch64Builds) {
+  const KernelTable* tables[3];
+  const int n_tables = AvailableKernelTables(tables);
+  const bool listed = std::find(tables, tables + n_tables, NeonKernels()) != tables + n_tables;
+#if defined(__aarch64__) && defined(__ARM_NEON)
+  ASSERT_NE(NeonKernels(), nullptr);
+  EXPECT_TRUE(listed);
+  EXPECT_STREQ(NeonKernels()->name, "neon");
+#else
+  EXPECT_EQ(NeonKernels(), nullptr);
+  EXPECT_FALSE(listed);
+#endif
 }
 
 }  // namespace

@@ -1,0 +1,42 @@
+// Internal: AArch64 NEON variants. Compiled only where the compiler targets
+// AArch64 with NEON (mandatory there, so no run-time check is needed); other
+// builds see only the VALET_NEON_COMPILED macro being 0 and must not call them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+
+#if defined(__aarch64__) && defined(__ARM_NEON)
+#define VALET_NEON_COMPILED 1
+#else
+#define VALET_NEON_COMPILED 0
+#endif
+
+#if VALET_NEON_COMPILED
+
+namespace valet::neon {
+
+// Bit-exact with the scalar reference.
+void Q8_0FromFloat(const float* src, void* dst, int64_t n);
+
+float DotF32(int64_t n, const void* x, const void* y);
+float DotF16(int64_t n, const void* x, const void* y);
+float DotBf16(int64_t n, const void* x, const void* y);
+// The integer types apply the float scales once per block in the reference's
+// order, so they equal the scalar reference bit for bit.
+float DotQ8_0(int64_t n, const void* x, const void* y);
+float DotQ4_0(int64_t n, const void* x, const void* y);
+
+float DotF32Rows(int64_t n, const float* x, const float* y);
+// Fused multiply-add per element, so it differs from the scalar reference by rounding.
+void VecMadF32(int64_t n, float a, const float* x, float* y);
+
+// Tiles looping this table's vec_dot per pair (scalar dots for the types
+// without a NEON dot); fn == nullptr for types without one.
+TileKernel GemmTile(GgmlType type);
+TileKernel GemvTile(GgmlType type);
+
+}  // namespace valet::neon
+
+#endif  // VALET_NEON_COMPILED
