@@ -13,6 +13,7 @@
 
 #include "kernels/fp16.h"
 #include "kernels/kernels_scalar.h"
+#include "kernels/pair_tile.h"
 #include "kernels/quant_blocks.h"
 
 namespace valet::neon {
@@ -161,38 +162,22 @@ float DotQ4_0(int64_t n, const void* x, const void* y) {
 
 namespace {
 
-template <vec_dot_fn Dot, int R, int C>
-void TileLoop(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out,
-              int64_t ldo) {
-  const auto* xb = static_cast<const uint8_t*>(x);
-  const auto* yb = static_cast<const uint8_t*>(y);
-  for (int j = 0; j < C; ++j) {
-    for (int i = 0; i < R; ++i) out[j * ldo + i] = Dot(n, xb + i * ldx, yb + j * ldy);
-  }
-}
-
-template <vec_dot_fn Dot>
-TileKernel Tile(int cols) {
-  if (cols == 1) return {TileLoop<Dot, 4, 1>, 4, 1};
-  return {TileLoop<Dot, 2, 2>, 2, 2};
-}
-
 TileKernel TileFor(GgmlType type, int cols) {
   switch (type) {
     case GgmlType::kF32:
-      return Tile<DotF32>(cols);
+      return PairTile<DotF32, 4>(cols);
     case GgmlType::kF16:
-      return Tile<DotF16>(cols);
+      return PairTile<DotF16, 4>(cols);
     case GgmlType::kBF16:
-      return Tile<DotBf16>(cols);
+      return PairTile<DotBf16, 4>(cols);
     case GgmlType::kQ8_0:
-      return Tile<DotQ8_0>(cols);
+      return PairTile<DotQ8_0, 4>(cols);
     case GgmlType::kQ4_0:
-      return Tile<DotQ4_0>(cols);
+      return PairTile<DotQ4_0, 4>(cols);
     case GgmlType::kQ4_K:
-      return Tile<scalar::DotQ4_K>(cols);
+      return PairTile<scalar::DotQ4_K, 4>(cols);
     case GgmlType::kQ6_K:
-      return Tile<scalar::DotQ6_K>(cols);
+      return PairTile<scalar::DotQ6_K, 4>(cols);
     default:
       return {};
   }
