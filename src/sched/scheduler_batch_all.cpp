@@ -96,11 +96,7 @@ bool SchedulerCore::RunBatchAllStep() {
   StepPlan plan;
   Result<StepResult> result = RunBatchAll(members, plan);
   if (!result.ok()) {
-    std::vector<TaskId> ids;
-    for (Task* t : plan.tasks) ids.push_back(t->id);
-    for (TaskId id : ids) {
-      if (Task* t = Find(id)) Finish(*t, TaskState::kFailed, result.status(), StopReason::kNone);
-    }
+    OnStepError(plan, result.status());
     Deliver();
     return true;
   }

@@ -110,6 +110,7 @@ class SchedulerCore {
   bool ResumeTask(Task& task, const std::vector<const Task*>& keep);
   void ApplyThreads(Tier tier);
   Result<StepResult> RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan);
+  void OnStepError(const StepPlan& plan, const Status& status);
   void BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const;
   // The task's next item: a recompute or prompt chunk of at most `limit`
   // tokens, or its pending decode token.

@@ -277,6 +277,21 @@ void SchedulerCore::ParkAllRunning(ParkReason reason) {
   for (Task* t : running) Park(*t, reason, 0, nullptr);
 }
 
+void SchedulerCore::OnStepError(const StepPlan& plan, const Status& status) {
+  // Either way no sequence changed. An aborted step is simply planned again
+  // (after the arrival that raised the signal); any other error means the
+  // tasks of this step cannot proceed.
+  if (status.code() == StatusCode::kAborted) {
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
+    return;
+  }
+  std::vector<TaskId> ids;
+  for (Task* t : plan.tasks) ids.push_back(t->id);
+  for (TaskId id : ids) {
+    if (Task* t = Find(id)) Finish(*t, TaskState::kFailed, status, StopReason::kNone);
+  }
+}
+
 bool SchedulerCore::RunOneStep() {
   if (options_.queue_policy == QueuePolicy::kBatchAll) return RunBatchAllStep();
   Task* lead = PickLead();
@@ -312,19 +327,8 @@ bool SchedulerCore::RunOneStep() {
   ApplyThreads(lead->tier);
   StepPlan plan;
   Result<StepResult> result = RunStep(*lead, riders, plan);
-  if (!result.ok() && result.status().code() == StatusCode::kAborted) {
-    // Nothing changed; the arrival that raised the signal is planned next.
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
-    Deliver();
-    return true;
-  }
   if (!result.ok()) {
-    // On error no sequence changed; the tasks of this step cannot proceed.
-    std::vector<TaskId> ids;
-    for (Task* t : plan.tasks) ids.push_back(t->id);
-    for (TaskId id : ids) {
-      if (Task* t = Find(id)) Finish(*t, TaskState::kFailed, result.status(), StopReason::kNone);
-    }
+    OnStepError(plan, result.status());
     Deliver();
     return true;
   }
