@@ -86,76 +86,73 @@ TEST(SchedulerThreaded, ManyThreadsSubmitAndEveryTaskCompletesExactly) {
   }
 }
 
+// Runs `running` on a threaded scheduler over the fake engine and submits
+// `arrival` from inside engine step number `at_step`, i.e. while that step runs.
+struct ArrivalDuringStep {
+  ArrivalDuringStep() {
+    SchedulerOptions o;
+    o.clock = engine.ClockFunction();
+    scheduler = std::move(Scheduler::Create(engine, o)).value();
+  }
+
+  void Run(TaskRequest running, TaskRequest arrival, int at_step) {
+    std::atomic<int> steps{0};
+    engine.set_step_hook([&](std::span<const StepItem>) {
+      if (++steps == at_step) {
+        sink.Attach(arrival);
+        arrival_id = *scheduler->Submit(std::move(arrival));
+      }
+      return Status::Ok();
+    });
+    sink.Attach(running);
+    running_id = *scheduler->Submit(std::move(running));
+    scheduler->WaitIdle();
+    engine.set_step_hook({});  // it refers to this frame's locals
+  }
+
+  FakeEngineOptions options;
+  FakeEngine engine{options};
+  std::unique_ptr<Scheduler> scheduler;  // destroyed before the engine
+  Sink sink;
+  TaskId running_id = 0;
+  std::atomic<TaskId> arrival_id{0};
+};
+
 // A foreground request arriving while a background prefill chunk runs stops
 // that step between layers (the fake engine: before it computes anything), so
 // it waits only for the background task to be parked; the aborted chunk is
 // redone later and both outputs are as if each had run alone.
 TEST(SchedulerThreaded, AnArrivalMidStepAbortsTheBackgroundStep) {
-  FakeEngineOptions eo;
-  FakeEngine engine(eo);
-  SchedulerOptions o;
-  o.clock = engine.ClockFunction();
-  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
-  Sink sink;
-  std::atomic<int> steps{0};
-  std::atomic<TaskId> fg{0};
-  engine.set_step_hook([&](std::span<const StepItem>) {
-    if (++steps == 3) {
-      TaskRequest r = Req(Tier::kForegroundChat, "urgent", 8);
-      sink.Attach(r);
-      fg = *s->Submit(std::move(r));
-    }
-    return Status::Ok();
-  });
-  TaskRequest bg = Req(Tier::kOfflineIndexing, std::string(300, 'd'), 8);
-  sink.Attach(bg);
-  const TaskId bg_id = *s->Submit(std::move(bg));
-  s->WaitIdle();
-  const SchedulerStats stats = s->Stats();
+  ArrivalDuringStep t;
+  t.Run(Req(Tier::kOfflineIndexing, std::string(300, 'd'), 8), Req(Tier::kForegroundChat, "urgent", 8), 3);
+  const double park = t.options.park_overhead_seconds;
+  const SchedulerStats stats = t.scheduler->Stats();
   EXPECT_EQ(stats.aborted_steps, 1);
   ASSERT_EQ(stats.preemption_latencies.size(), 1u);
-  EXPECT_NEAR(stats.preemption_latencies[0], eo.park_overhead_seconds, 1e-9);
+  EXPECT_NEAR(stats.preemption_latencies[0], park, 1e-9);
   // Test-side accounting, independent of the recorder's latency figure.
-  Result<TaskMetrics> fg_metrics = s->Metrics(fg);
-  Result<std::vector<TimelineEvent>> bg_tl = s->Timeline(bg_id);
+  Result<TaskMetrics> fg_metrics = t.scheduler->Metrics(t.arrival_id);
+  Result<std::vector<TimelineEvent>> bg_tl = t.scheduler->Timeline(t.running_id);
   ASSERT_TRUE(fg_metrics.ok() && bg_tl.ok());
   double parked_at = -1;
   for (const TimelineEvent& e : *bg_tl) {
     if (e.kind == TimelineKind::kParked) parked_at = e.time;
   }
-  EXPECT_NEAR(parked_at - fg_metrics->submit_time, eo.park_overhead_seconds, 1e-9);
-  std::lock_guard<std::mutex> lock(sink.mu);
-  EXPECT_EQ(sink.out[fg].tokens, ExpectedAlone(engine, "urgent", 3, 8));
-  EXPECT_EQ(sink.out[bg_id].tokens, ExpectedAlone(engine, std::string(300, 'd'), 3, 8));
+  EXPECT_NEAR(parked_at - fg_metrics->submit_time, park, 1e-9);
+  std::lock_guard<std::mutex> lock(t.sink.mu);
+  EXPECT_EQ(t.sink.out[t.arrival_id].tokens, ExpectedAlone(t.engine, "urgent", 3, 8));
+  EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(300, 'd'), 3, 8));
 }
 
 // Only background steps yield: a chat arriving while another chat's prompt
 // runs waits for that one step, which is not thrown away.
 TEST(SchedulerThreaded, ForegroundStepsAreNotAborted) {
-  FakeEngineOptions eo;
-  FakeEngine engine(eo);
-  SchedulerOptions o;
-  o.clock = engine.ClockFunction();
-  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
-  Sink sink;
-  std::atomic<int> steps{0};
-  std::atomic<TaskId> second{0};
-  engine.set_step_hook([&](std::span<const StepItem>) {
-    if (++steps == 1) {
-      TaskRequest r = Req(Tier::kForegroundChat, "second", 4);
-      sink.Attach(r);
-      second = *s->Submit(std::move(r));
-    }
-    return Status::Ok();
-  });
-  TaskRequest first = Req(Tier::kForegroundChat, std::string(200, 'f'), 4);
-  sink.Attach(first);
-  const TaskId first_id = *s->Submit(std::move(first));
-  s->WaitIdle();
-  EXPECT_EQ(s->Stats().aborted_steps, 0);
-  std::lock_guard<std::mutex> lock(sink.mu);
-  EXPECT_EQ(sink.out[first_id].tokens, ExpectedAlone(engine, std::string(200, 'f'), 3, 4));
-  EXPECT_EQ(sink.out[second].tokens, ExpectedAlone(engine, "second", 3, 4));
+  ArrivalDuringStep t;
+  t.Run(Req(Tier::kForegroundChat, std::string(200, 'f'), 4), Req(Tier::kForegroundChat, "second", 4), 1);
+  EXPECT_EQ(t.scheduler->Stats().aborted_steps, 0);
+  std::lock_guard<std::mutex> lock(t.sink.mu);
+  EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(200, 'f'), 3, 4));
+  EXPECT_EQ(t.sink.out[t.arrival_id].tokens, ExpectedAlone(t.engine, "second", 3, 4));
 }
 
 TEST(SchedulerThreaded, ErrorsAreSynchronousAndChangeNothing) {
