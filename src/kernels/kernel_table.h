@@ -50,7 +50,7 @@ struct TypeKernels {
 
 // Indexed by the numeric GgmlType id; ids without kernels hold null functions.
 struct KernelTable {
-  static constexpr int kMaxTypeId = 32;
+  static constexpr int kMaxTypeId = 40;
   const char* name = "";
   TypeKernels types[kMaxTypeId] = {};
   vec_dot_f32_fn dot_f32 = nullptr;  // same as types[kF32].vec_dot, typed for float rows

@@ -25,6 +25,10 @@ struct WeightMatrix {
   size_t row_bytes = 0;  // stride between rows (GgmlRowSize(type, n_in) for dense tensors)
 
   const void* Row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * static_cast<int64_t>(row_bytes); }
+  // Rows [first, first + count) as a matrix of their own (a fused tensor's parts).
+  WeightMatrix Rows(int64_t first, int64_t count) const {
+    return WeightMatrix{type, n_in, count, Row(first), row_bytes};
+  }
 };
 
 // Per-caller reusable buffers: once grown to the largest shape seen, MatMul

@@ -47,14 +47,29 @@ void SwiGlu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
   });
 }
 
-// Rotates adjacent pairs (2i, 2i+1) of the first rope_dim dims of one head.
-// cs holds (cos, sin) of each pair for this token's position.
-void RopeHead(float* h, const float* cs, int32_t rope_dim) {
-  for (int32_t i = 0; i < rope_dim; i += 2) {
-    const float c = cs[i], s = cs[i + 1];
-    const float x0 = h[i], x1 = h[i + 1];
-    h[i] = x0 * c - x1 * s;
-    h[i + 1] = x0 * s + x1 * c;
+// y[row] += b over each row of a [n_rows, dim] matrix.
+void AddBias(float* y, const float* b, int32_t n_rows, int32_t dim, ThreadPool& pool) {
+  pool.Run([&](int ith, int nth) {
+    Range r = SplitRange(n_rows, ith, nth);
+    for (int64_t row = r.begin; row < r.end; ++row) {
+      float* yr = y + row * dim;
+      for (int32_t i = 0; i < dim; ++i) yr[i] += b[i];
+    }
+  });
+}
+
+// Rotates the first rope_dim dims of one head, pair p by the angle whose
+// (cos, sin) is cs[2p], cs[2p+1] for this token's position. The style says
+// which dims form pair p: (2p, 2p+1), or (p, p + rope_dim/2) for NeoX.
+void RopeHead(float* h, const float* cs, int32_t rope_dim, RopeStyle style) {
+  const int32_t half = rope_dim / 2;
+  for (int32_t p = 0; p < half; ++p) {
+    const int32_t i0 = style == RopeStyle::kNeox ? p : 2 * p;
+    const int32_t i1 = style == RopeStyle::kNeox ? p + half : 2 * p + 1;
+    const float c = cs[2 * p], s = cs[2 * p + 1];
+    const float x0 = h[i0], x1 = h[i1];
+    h[i0] = x0 * c - x1 * s;
+    h[i1] = x0 * s + x1 * c;
   }
 }
 
@@ -158,18 +173,7 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
     if (item.logits == LogitsMode::kLast) out_rows_.push_back(static_cast<int32_t>(ids_.size()) - 1);
   }
 
-  // RoPE angles per token, (cos, sin) per rotated pair, computed the way
-  // llama.cpp does (theta multiplied up pair by pair in float).
-  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dim));
-  for (int32_t t = 0; t < n; ++t) {
-    float theta = static_cast<float>(pos_of_[t]);
-    float* cs = rope_.data() + static_cast<size_t>(t) * c.rope_dim;
-    for (int32_t i = 0; i < c.rope_dim; i += 2) {
-      cs[i] = std::cos(theta);
-      cs[i + 1] = std::sin(theta);
-      theta *= theta_scale;
-    }
-  }
+  RopeAngles(n);
 
   GetRows(model_->token_embd(), ids_, x_.data());  // x: [n, n_embd]
   for (int32_t il = 0; il < c.n_layer; ++il) {
@@ -199,14 +203,39 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
   return Status::Ok();
 }
 
+// RoPE angles per token, (cos, sin) per rotated pair, computed the way
+// llama.cpp does (theta multiplied up pair by pair in float, then divided by
+// the pair's frequency factor when the model has them).
+void LlamaContext::RopeAngles(int32_t n) {
+  const ModelConfig& c = model_->config();
+  const float* factors = model_->rope_freq_factors();
+  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dim));
+  for (int32_t t = 0; t < n; ++t) {
+    float theta = static_cast<float>(pos_of_[t]);
+    float* cs = rope_.data() + static_cast<size_t>(t) * c.rope_dim;
+    for (int32_t p = 0; p < c.rope_dim / 2; ++p) {
+      const float angle = factors != nullptr ? theta / factors[p] : theta;
+      cs[2 * p] = std::cos(angle);
+      cs[2 * p + 1] = std::sin(angle);
+      theta *= theta_scale;
+    }
+  }
+}
+
 void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
   const ModelConfig& c = model_->config();
   const int64_t embd = static_cast<int64_t>(n) * c.n_embd;
 
   RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_);  // xn: [n, n_embd]
-  MatMul(L.wq, xn_.data(), n, q_.data(), pool_, matmul_scratch_);  // q: [n, n_head * head_dim]
-  MatMul(L.wk, xn_.data(), n, k_.data(), pool_, matmul_scratch_);  // k: [n, n_head_kv * head_dim]
-  MatMul(L.wv, xn_.data(), n, v_.data(), pool_, matmul_scratch_);  // v: [n, n_head_kv * head_dim]
+  MatMul(L.wq, xn_.data(), n, q_.data(), pool_, matmul_scratch_);  // q: [n, q_dim]
+  MatMul(L.wk, xn_.data(), n, k_.data(), pool_, matmul_scratch_);  // k: [n, kv_dim]
+  MatMul(L.wv, xn_.data(), n, v_.data(), pool_, matmul_scratch_);  // v: [n, kv_dim]
+  if (L.bq != nullptr) AddBias(q_.data(), L.bq, n, c.q_dim(), pool_);
+  if (L.bk != nullptr) AddBias(k_.data(), L.bk, n, c.kv_dim(), pool_);
+  if (L.bv != nullptr) AddBias(v_.data(), L.bv, n, c.kv_dim(), pool_);
+  // Per-head norms: q viewed as [n * n_head, head_dim], k as [n * n_head_kv, head_dim].
+  if (L.q_norm != nullptr) RmsNorm(q_.data(), L.q_norm, q_.data(), n * c.n_head, c.head_dim, c.rms_eps, pool_);
+  if (L.k_norm != nullptr) RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_);
   Attention(il, n);                                                 // attn: [n, n_head * head_dim]
   MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
   AddInPlace(x_.data(), tmp_.data(), embd, pool_);
@@ -234,10 +263,12 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
       const float* cs = rope_.data() + t * c.rope_dim;
-      for (int32_t h = 0; h < c.n_head; ++h) RopeHead(q_.data() + t * q_dim + h * hd, cs, c.rope_dim);
+      for (int32_t h = 0; h < c.n_head; ++h) {
+        RopeHead(q_.data() + t * q_dim + h * hd, cs, c.rope_dim, c.rope_style);
+      }
       for (int32_t h = 0; h < c.n_head_kv; ++h) {
         float* kh = k_.data() + t * kv_dim + h * hd;
-        RopeHead(kh, cs, c.rope_dim);
+        RopeHead(kh, cs, c.rope_dim, c.rope_style);
         std::copy_n(kh, hd, seq_of_[t]->row(il, 0, h, pos_of_[t]));
         std::copy_n(v_.data() + t * kv_dim + h * hd, hd, seq_of_[t]->row(il, 1, h, pos_of_[t]));
       }

@@ -71,6 +71,7 @@ class LlamaContext {
  private:
   LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options);
   Status Validate(std::span<const BatchItem> batch, int32_t* n_tokens, int32_t* n_rows) const;
+  void RopeAngles(int32_t n);
   void Layer(const LlamaLayer& layer, int32_t il, int32_t n);
   void Attention(int32_t il, int32_t n);
 
@@ -90,14 +91,14 @@ class LlamaContext {
   // Activations; n = tokens in the step.
   std::vector<float> x_;       // [n, n_embd] residual stream
   std::vector<float> xn_;      // [n, n_embd] normalised input of a sub-layer
-  std::vector<float> q_;       // [n, n_head * head_dim]
-  std::vector<float> k_;       // [n, n_head_kv * head_dim]
-  std::vector<float> v_;       // [n, n_head_kv * head_dim]
-  std::vector<float> attn_;    // [n, n_head * head_dim]
+  std::vector<float> q_;       // [n, q_dim]
+  std::vector<float> k_;       // [n, kv_dim]
+  std::vector<float> v_;       // [n, kv_dim]
+  std::vector<float> attn_;    // [n, q_dim]
   std::vector<float> gate_;    // [n, n_ff]
   std::vector<float> up_;      // [n, n_ff]
   std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
-  std::vector<float> rope_;    // [n, rope_dim] cos/sin pairs per token
+  std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
   std::vector<float> scores_;  // [n_threads, n_ctx] attention weights
 };
 

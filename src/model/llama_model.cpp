@@ -46,6 +46,50 @@ Result<const float*> LlamaModel::Vector(const std::string& name, int64_t n) cons
   return reinterpret_cast<const float*>(t->data);
 }
 
+Result<const float*> LlamaModel::OptionalVector(const std::string& name, int64_t n, bool required) const {
+  if (!required && file_.FindTensor(name) == nullptr) return static_cast<const float*>(nullptr);
+  return Vector(name, n);
+}
+
+Status LlamaModel::BindAttention(const std::string& b, LlamaLayer& l) const {
+  const ModelConfig& c = config_;
+  const ArchSpec& arch = *c.arch;
+  VALET_ASSIGN_OR_RETURN(l.attn_norm, Vector(b + "attn_norm.weight", c.n_embd));
+  // A fused family may still ship separate tensors (older conversions); use what is there.
+  if (arch.qkv == TensorLayout::kFused && file_.FindTensor(b + "attn_qkv.weight") != nullptr) {
+    VALET_ASSIGN_OR_RETURN(WeightMatrix qkv, Matrix(b + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim()));
+    l.wq = qkv.Rows(0, c.q_dim());
+    l.wk = qkv.Rows(c.q_dim(), c.kv_dim());
+    l.wv = qkv.Rows(c.q_dim() + c.kv_dim(), c.kv_dim());
+  } else {
+    VALET_ASSIGN_OR_RETURN(l.wq, Matrix(b + "attn_q.weight", c.n_embd, c.q_dim()));
+    VALET_ASSIGN_OR_RETURN(l.wk, Matrix(b + "attn_k.weight", c.n_embd, c.kv_dim()));
+    VALET_ASSIGN_OR_RETURN(l.wv, Matrix(b + "attn_v.weight", c.n_embd, c.kv_dim()));
+  }
+  VALET_ASSIGN_OR_RETURN(l.bq, OptionalVector(b + "attn_q.bias", c.q_dim(), arch.qkv_bias));
+  VALET_ASSIGN_OR_RETURN(l.bk, OptionalVector(b + "attn_k.bias", c.kv_dim(), arch.qkv_bias));
+  VALET_ASSIGN_OR_RETURN(l.bv, OptionalVector(b + "attn_v.bias", c.kv_dim(), arch.qkv_bias));
+  VALET_ASSIGN_OR_RETURN(l.q_norm, OptionalVector(b + "attn_q_norm.weight", c.head_dim, arch.qk_norm));
+  VALET_ASSIGN_OR_RETURN(l.k_norm, OptionalVector(b + "attn_k_norm.weight", c.head_dim, arch.qk_norm));
+  VALET_ASSIGN_OR_RETURN(l.wo, Matrix(b + "attn_output.weight", c.q_dim(), c.n_embd));
+  return Status::Ok();
+}
+
+Status LlamaModel::BindFeedForward(const std::string& b, LlamaLayer& l) const {
+  const ModelConfig& c = config_;
+  VALET_ASSIGN_OR_RETURN(l.ffn_norm, Vector(b + "ffn_norm.weight", c.n_embd));
+  if (c.arch->gate_up == TensorLayout::kFused && file_.FindTensor(b + "ffn_gate.weight") == nullptr) {
+    VALET_ASSIGN_OR_RETURN(WeightMatrix gate_up, Matrix(b + "ffn_up.weight", c.n_embd, 2 * int64_t{c.n_ff}));
+    l.w_gate = gate_up.Rows(0, c.n_ff);
+    l.w_up = gate_up.Rows(c.n_ff, c.n_ff);
+  } else {
+    VALET_ASSIGN_OR_RETURN(l.w_gate, Matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff));
+    VALET_ASSIGN_OR_RETURN(l.w_up, Matrix(b + "ffn_up.weight", c.n_embd, c.n_ff));
+  }
+  VALET_ASSIGN_OR_RETURN(l.w_down, Matrix(b + "ffn_down.weight", c.n_ff, c.n_embd));
+  return Status::Ok();
+}
+
 Status LlamaModel::BindTensors() {
   ModelConfig& c = config_;
   const GgufTensorInfo* embd = file_.FindTensor("token_embd.weight");
@@ -63,23 +107,13 @@ Status LlamaModel::BindTensors() {
     VALET_ASSIGN_OR_RETURN(output_, Matrix("output.weight", c.n_embd, c.n_vocab));
   }
   if (file_.FindTensor("rope_freqs.weight") != nullptr) {
-    return Unsupported(file_.path() + ": per-dimension RoPE frequencies (rope_freqs.weight) are not supported");
+    VALET_ASSIGN_OR_RETURN(rope_freqs_, Vector("rope_freqs.weight", c.rope_dim / 2));
   }
-  const int64_t q_dim = int64_t{c.n_head} * c.head_dim;
-  const int64_t kv_dim = int64_t{c.n_head_kv} * c.head_dim;
   layers_.resize(c.n_layer);
   for (int32_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "blk." + std::to_string(i) + ".";
-    LlamaLayer& l = layers_[i];
-    VALET_ASSIGN_OR_RETURN(l.attn_norm, Vector(b + "attn_norm.weight", c.n_embd));
-    VALET_ASSIGN_OR_RETURN(l.wq, Matrix(b + "attn_q.weight", c.n_embd, q_dim));
-    VALET_ASSIGN_OR_RETURN(l.wk, Matrix(b + "attn_k.weight", c.n_embd, kv_dim));
-    VALET_ASSIGN_OR_RETURN(l.wv, Matrix(b + "attn_v.weight", c.n_embd, kv_dim));
-    VALET_ASSIGN_OR_RETURN(l.wo, Matrix(b + "attn_output.weight", q_dim, c.n_embd));
-    VALET_ASSIGN_OR_RETURN(l.ffn_norm, Vector(b + "ffn_norm.weight", c.n_embd));
-    VALET_ASSIGN_OR_RETURN(l.w_gate, Matrix(b + "ffn_gate.weight", c.n_embd, c.n_ff));
-    VALET_ASSIGN_OR_RETURN(l.w_up, Matrix(b + "ffn_up.weight", c.n_embd, c.n_ff));
-    VALET_ASSIGN_OR_RETURN(l.w_down, Matrix(b + "ffn_down.weight", c.n_ff, c.n_embd));
+    VALET_RETURN_IF_ERROR(BindAttention(b, layers_[i]));
+    VALET_RETURN_IF_ERROR(BindFeedForward(b, layers_[i]));
   }
   for (const GgufTensorInfo& t : file_.tensors()) weight_bytes_ += t.nbytes;
   return Status::Ok();

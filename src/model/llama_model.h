@@ -14,16 +14,24 @@
 
 namespace valet {
 
+// One decoder layer. Fused tensors (Phi-3's attn_qkv, its [gate | up] ffn_up)
+// are bound as row-range views, so every family fills the same fields.
+// Optional tensors are nullptr when the file has none.
 struct LlamaLayer {
-  const float* attn_norm;  // [n_embd]
-  WeightMatrix wq;         // [n_embd -> n_head * head_dim]
-  WeightMatrix wk;         // [n_embd -> n_head_kv * head_dim]
-  WeightMatrix wv;         // [n_embd -> n_head_kv * head_dim]
-  WeightMatrix wo;         // [n_head * head_dim -> n_embd]
-  const float* ffn_norm;   // [n_embd]
-  WeightMatrix w_gate;     // [n_embd -> n_ff]
-  WeightMatrix w_up;       // [n_embd -> n_ff]
-  WeightMatrix w_down;     // [n_ff -> n_embd]
+  const float* attn_norm = nullptr;  // [n_embd]
+  WeightMatrix wq;                   // [n_embd -> q_dim]
+  WeightMatrix wk;                   // [n_embd -> kv_dim]
+  WeightMatrix wv;                   // [n_embd -> kv_dim]
+  const float* bq = nullptr;         // [q_dim] (Qwen2)
+  const float* bk = nullptr;         // [kv_dim]
+  const float* bv = nullptr;         // [kv_dim]
+  const float* q_norm = nullptr;     // [head_dim], RMSNorm of each query head (Qwen3)
+  const float* k_norm = nullptr;     // [head_dim], RMSNorm of each key head
+  WeightMatrix wo;                   // [q_dim -> n_embd]
+  const float* ffn_norm = nullptr;   // [n_embd]
+  WeightMatrix w_gate;               // [n_embd -> n_ff]
+  WeightMatrix w_up;                 // [n_embd -> n_ff]
+  WeightMatrix w_down;               // [n_ff -> n_embd]
 };
 
 class LlamaModel {
@@ -36,6 +44,9 @@ class LlamaModel {
   const float* output_norm() const { return output_norm_; }       // [n_embd]
   const WeightMatrix& output() const { return output_; }          // [n_embd -> n_vocab]; may alias token_embd
   bool tied_output() const { return tied_output_; }
+  // [rope_dim / 2] divisors of each rotated pair's frequency (Llama 3.x
+  // rope_freqs.weight), or nullptr.
+  const float* rope_freq_factors() const { return rope_freqs_; }
   const std::vector<LlamaLayer>& layers() const { return layers_; }
   // Bytes of tensor data in the file (all mapped, none copied).
   size_t weight_bytes() const { return weight_bytes_; }
@@ -45,6 +56,10 @@ class LlamaModel {
   Status BindTensors();
   Result<WeightMatrix> Matrix(const std::string& name, int64_t n_in, int64_t n_out) const;
   Result<const float*> Vector(const std::string& name, int64_t n) const;
+  // Vector() when the file has the tensor, nullptr otherwise (or when `required`, an error).
+  Result<const float*> OptionalVector(const std::string& name, int64_t n, bool required) const;
+  Status BindAttention(const std::string& prefix, LlamaLayer& l) const;
+  Status BindFeedForward(const std::string& prefix, LlamaLayer& l) const;
 
   GgufFile file_;
   ModelConfig config_;
@@ -52,6 +67,7 @@ class LlamaModel {
   const float* output_norm_ = nullptr;
   WeightMatrix output_{};
   bool tied_output_ = false;
+  const float* rope_freqs_ = nullptr;
   std::vector<LlamaLayer> layers_;
   size_t weight_bytes_ = 0;
 };

@@ -35,10 +35,14 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   ModelConfig c;
   VALET_ASSIGN_OR_RETURN(std::string_view arch, file.GetString("general.architecture"));
   c.architecture = std::string(arch);
-  if (c.architecture != "llama") {
-    return Unsupported(file.path() + ": unknown architecture '" + c.architecture +
-                       "' (valet runs 'llama')");
+  c.arch = FindArch(c.architecture);
+  if (c.arch == nullptr) {
+    std::string known;
+    for (const ArchSpec& a : SupportedArchs()) known += (known.empty() ? "" : ", ") + std::string(a.name);
+    return Unsupported(file.path() + ": unknown architecture '" + c.architecture + "' (valet runs " +
+                       known + ")");
   }
+  c.rope_style = c.arch->rope;
   if (file.Find("general.name") != nullptr) {
     VALET_ASSIGN_OR_RETURN(std::string_view name, file.GetString("general.name"));
     c.name = std::string(name);
@@ -50,15 +54,20 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   VALET_ASSIGN_OR_RETURN(c.n_head, ReadDim(file, p + "attention.head_count"));
   VALET_ASSIGN_OR_RETURN(c.n_head_kv, ReadDim(file, p + "attention.head_count_kv", c.n_head));
   VALET_ASSIGN_OR_RETURN(c.n_ctx_train, ReadDim(file, p + "context_length", 2048));
-  if (c.n_embd % c.n_head != 0 || c.n_head % c.n_head_kv != 0) {
-    return Corrupt(file.path() + ": embedding length " + std::to_string(c.n_embd) + ", " +
-                   std::to_string(c.n_head) + " heads and " + std::to_string(c.n_head_kv) +
-                   " KV heads do not divide evenly");
+  if (c.n_head % c.n_head_kv != 0) {
+    return Corrupt(file.path() + ": " + std::to_string(c.n_head) + " heads are not a multiple of " +
+                   std::to_string(c.n_head_kv) + " KV heads");
+  }
+  const bool head_dim_given = file.Find(p + "attention.key_length") != nullptr;
+  if (!head_dim_given && c.n_embd % c.n_head != 0) {
+    return Corrupt(file.path() + ": embedding length " + std::to_string(c.n_embd) +
+                   " is not a multiple of the " + std::to_string(c.n_head) + " heads");
   }
   VALET_ASSIGN_OR_RETURN(c.head_dim, ReadDim(file, p + "attention.key_length", c.n_embd / c.n_head));
-  if (c.head_dim * c.n_head != c.n_embd) {
-    return Unsupported(file.path() + ": head size " + std::to_string(c.head_dim) +
-                       " times head count differs from the embedding length");
+  VALET_ASSIGN_OR_RETURN(const int32_t value_dim, ReadDim(file, p + "attention.value_length", c.head_dim));
+  if (value_dim != c.head_dim) {
+    return Unsupported(file.path() + ": value head size " + std::to_string(value_dim) +
+                       " differs from the key head size " + std::to_string(c.head_dim));
   }
   VALET_ASSIGN_OR_RETURN(c.rope_dim, ReadDim(file, p + "rope.dimension_count", c.head_dim));
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0) {
@@ -71,7 +80,7 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
 }
 
 int64_t ModelConfig::n_params() const {
-  const int64_t attn = int64_t{n_embd} * n_embd * 2 + int64_t{n_embd} * head_dim * n_head_kv * 2;
+  const int64_t attn = int64_t{n_embd} * q_dim() * 2 + int64_t{n_embd} * kv_dim() * 2;
   const int64_t ffn = int64_t{n_embd} * n_ff * 3;
   return n_layer * (attn + ffn);
 }

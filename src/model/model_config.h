@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 
+#include "model/arch.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -11,7 +12,8 @@ namespace valet {
 class GgufFile;
 
 struct ModelConfig {
-  std::string architecture;  // "llama"
+  std::string architecture;  // general.architecture: "llama", "qwen2", "qwen3", "phi3"
+  const ArchSpec* arch = nullptr;  // the family's description; never null after FromGguf
   std::string name;          // general.name, if any
   int32_t n_vocab = 0;
   int32_t n_ctx_train = 0;   // context length the model was trained for
@@ -19,14 +21,17 @@ struct ModelConfig {
   int32_t n_layer = 0;
   int32_t n_head = 0;
   int32_t n_head_kv = 0;     // < n_head for grouped-query attention
-  int32_t head_dim = 0;
+  int32_t head_dim = 0;      // attention.key_length; may differ from n_embd / n_head (Qwen3)
   int32_t n_ff = 0;
   int32_t rope_dim = 0;      // leading dims of each head that RoPE rotates
+  RopeStyle rope_style = RopeStyle::kAdjacent;
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
 
   // Validates the metadata of `file`; errors name the file and the key.
   static Result<ModelConfig> FromGguf(const GgufFile& file);
+  int32_t q_dim() const { return n_head * head_dim; }      // width of all query heads
+  int32_t kv_dim() const { return n_head_kv * head_dim; }  // width of all key (or value) heads
   // Parameters of the attention/FFN weights (no embeddings), for reports.
   int64_t n_params() const;
 };

@@ -18,11 +18,16 @@ struct GoldenModel {
   double tolerance;        // max |Δlogit| / std(reference logits), per step
 };
 
-// Tolerances of ../shared/golden/README.md.
+// Every file in ../shared/golden/, with the tolerances of its README (F32 1e-4,
+// F16 1e-2, quantized 0.15). EveryGoldenFileIsListed keeps the list complete.
 constexpr GoldenModel kModels[] = {
-    {"stories260K.json", 1e-4},       {"synth-tiny-f32.json", 1e-4},  {"synth-tiny-f16.json", 1e-2},
-    {"llama2-tiny-random.json", 1e-2}, {"synth-tiny-q8_0.json", 0.15}, {"synth-tiny-q4_0.json", 0.15},
-    {"synth-tiny-q4_k_m.json", 0.15}, {"synth-tiny-q6_k.json", 0.15},
+    {"stories260K.json", 1e-4},        {"synth-tiny-f32.json", 1e-4},    {"synth-tiny-f16.json", 1e-2},
+    {"llama2-tiny-random.json", 1e-2}, {"synth-tiny-q8_0.json", 0.15},   {"synth-tiny-q4_0.json", 0.15},
+    {"synth-tiny-q4_k_m.json", 0.15},  {"synth-tiny-q6_k.json", 0.15},   {"synth-tiny-q4_1.json", 0.15},
+    {"synth-tiny-q5_0.json", 0.15},    {"synth-tiny-q5_1.json", 0.15},   {"synth-tiny-q5_k_m.json", 0.15},
+    {"synth-tiny-q3_k_m.json", 0.15},  {"synth-tiny-q2_k.json", 0.15},   {"synth-tiny-iq4_nl.json", 0.15},
+    {"synth-tiny-iq4_xs.json", 0.15},  {"llama3-bpe-q4_k_m.json", 0.15}, {"qwen2-q4_0.json", 0.15},
+    {"qwen3-q4_k_m.json", 0.15},       {"phi3-q4_0.json", 0.15},
 };
 
 std::string SharedPath(const std::string& rel) { return std::string(VALET_SHARED_DIR) + "/" + rel; }
@@ -52,6 +57,46 @@ int32_t ArgMax(std::span<const float> v) {
   return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
+// One reference step's logits: all of them, or (large vocabularies, "logits_form":
+// "sparse") the values at `ids` with the std of the full row given beside them.
+struct RefLogits {
+  std::vector<int32_t> ids;  // empty: logits[v] is token v
+  std::vector<float> logits;
+  double std = 0;
+
+  explicit RefLogits(const JsonValue& step) : logits(Floats(*step.Find("logits"))) {
+    if (const JsonValue* ids_json = step.Find("logit_ids")) {
+      ids = Ints(*ids_json);
+      std = step.Find("logit_std")->AsNumber();
+    } else {
+      std = Stddev(logits);
+    }
+  }
+  // max |got - reference| over the reference's ids.
+  double MaxDiff(const float* got) const {
+    double d = 0;
+    for (size_t i = 0; i < logits.size(); ++i) {
+      const int32_t v = ids.empty() ? static_cast<int32_t>(i) : ids[i];
+      d = std::max(d, std::abs(double{got[v]} - logits[i]));
+    }
+    return d;
+  }
+};
+
+TEST(GoldenFiles, EveryGoldenFileIsListed) {
+  const std::filesystem::path dir = SharedPath("golden");
+  if (!std::filesystem::is_directory(dir)) GTEST_SKIP() << "shared data absent: " << dir;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() != ".json") continue;
+    const std::string name = e.path().filename().string();
+    const bool listed = std::any_of(std::begin(kModels), std::end(kModels),
+                                    [&](const GoldenModel& m) { return name == m.golden; });
+    EXPECT_TRUE(listed) << name << " has no entry in kModels";
+  }
+}
+
+// The model and a forward context, without a tokenizer: the logit tests feed
+// the reference's own token ids.
 class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
  protected:
   void SetUp() override {
@@ -60,22 +105,41 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     Result<JsonValue> golden = ReadJsonFile(path);
     ASSERT_TRUE(golden.ok()) << golden.status().ToString();
     golden_ = std::move(golden).value();
-    EngineOptions o;
-    o.model_path = SharedPath("models/" + golden_.Find("model")->AsString());
-    o.n_threads = 2;
-    o.kv_capacity_bytes = 64u << 20;
-    Result<std::unique_ptr<Engine>> e = Engine::Open(o);
-    ASSERT_TRUE(e.ok()) << e.status().ToString();
-    engine_ = std::move(e).value();
+    model_path_ = SharedPath("models/" + golden_.Find("model")->AsString());
+    Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(model_path_);
+    ASSERT_TRUE(model.ok()) << model.status().ToString();
+    model_ = *model;
+    const ModelConfig& c = model_->config();
+    KvPoolOptions po;
+    po.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, 16};
+    po.capacity_bytes = 64u << 20;
+    Result<std::unique_ptr<KvPool>> pool = KvPool::Create(po);
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    pool_ = std::move(pool).value();
+    ContextOptions co;
+    co.n_threads = 2;
+    Result<std::unique_ptr<LlamaContext>> ctx = LlamaContext::Create(model_, co);
+    ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
+    ctx_ = std::move(ctx).value();
   }
 
   JsonValue golden_;
-  std::unique_ptr<Engine> engine_;
+  std::string model_path_;
+  std::shared_ptr<const LlamaModel> model_;
+  std::unique_ptr<KvPool> pool_;
+  std::unique_ptr<LlamaContext> ctx_;
 };
 
 TEST_P(GoldenTest, PromptTokensMatch) {
+  EngineOptions o;
+  o.model_path = model_path_;
+  o.n_threads = 1;
+  o.kv_capacity_bytes = 1u << 20;
+  Result<std::unique_ptr<Engine>> engine = Engine::Open(o);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   for (const JsonValue& c : golden_.Find("cases")->items()) {
-    EXPECT_EQ(engine_->tokenizer().Encode(c.Find("prompt")->AsString()), Ints(*c.Find("prompt_tokens")))
+    EXPECT_EQ((*engine)->tokenizer().Encode(c.Find("prompt")->AsString(), {.parse_special = true}),
+              Ints(*c.Find("prompt_tokens")))
         << "prompt: " << c.Find("prompt")->AsString();
   }
 }
@@ -83,7 +147,7 @@ TEST_P(GoldenTest, PromptTokensMatch) {
 // Feeds prompt + reference tokens as one batch and compares the logits at
 // every position from the last prompt token on.
 TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
-  const int32_t n_vocab = engine_->model().config().n_vocab;
+  const int32_t n_vocab = model_->config().n_vocab;
   ASSERT_EQ(n_vocab, static_cast<int32_t>(golden_.Find("n_vocab")->AsNumber()));
   double worst = 0;
   for (const JsonValue& c : golden_.Find("cases")->items()) {
@@ -92,16 +156,13 @@ TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
     const JsonValue& steps = *c.Find("steps");
     for (size_t i = 0; i + 1 < steps.size(); ++i) tokens.push_back(static_cast<int32_t>(steps[i].Find("token")->AsNumber()));
 
-    KvSequence seq(engine_->kv_pool());
+    KvSequence seq(*pool_);
     std::vector<float> logits;
     BatchItem item{&seq, tokens, LogitsMode::kAll};
-    ASSERT_TRUE(engine_->context().Forward({&item, 1}, logits).ok());
+    ASSERT_TRUE(ctx_->Forward({&item, 1}, logits).ok());
     for (size_t i = 0; i < steps.size(); ++i) {
-      const std::vector<float> ref = Floats(*steps[i].Find("logits"));
-      const float* got = logits.data() + (n_prompt - 1 + i) * n_vocab;
-      double max_diff = 0;
-      for (int32_t v = 0; v < n_vocab; ++v) max_diff = std::max(max_diff, std::abs(double{got[v]} - ref[v]));
-      const double rel = max_diff / Stddev(ref);
+      const RefLogits ref(steps[i]);
+      const double rel = ref.MaxDiff(logits.data() + (n_prompt - 1 + i) * n_vocab) / ref.std;
       worst = std::max(worst, rel);
       ASSERT_LE(rel, GetParam().tolerance) << "step " << i << " of prompt '" << c.Find("prompt")->AsString() << "'";
     }
@@ -114,22 +175,21 @@ TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
 // Greedy decoding one token at a time reproduces the reference tokens up to
 // the first step where the reference itself had a near-tie.
 TEST_P(GoldenTest, GreedyContinuationMatchesUpToFirstNearTie) {
-  const int32_t n_vocab = engine_->model().config().n_vocab;
+  const int32_t n_vocab = model_->config().n_vocab;
   for (const JsonValue& c : golden_.Find("cases")->items()) {
     const std::vector<int32_t> prompt = Ints(*c.Find("prompt_tokens"));
-    KvSequence seq(engine_->kv_pool());
+    KvSequence seq(*pool_);
     std::vector<float> logits;
     BatchItem item{&seq, prompt, LogitsMode::kLast};
-    ASSERT_TRUE(engine_->context().Forward({&item, 1}, logits).ok());
+    ASSERT_TRUE(ctx_->Forward({&item, 1}, logits).ok());
     const JsonValue& steps = *c.Find("steps");
     for (size_t i = 0; i < steps.size(); ++i) {
-      const std::vector<float> ref = Floats(*steps[i].Find("logits"));
-      if (steps[i].Find("margin")->AsNumber() < 0.15 * Stddev(ref)) break;  // near-tie: may part here
+      if (steps[i].Find("margin")->AsNumber() < 0.15 * RefLogits(steps[i]).std) break;  // near-tie: may part here
       const int32_t token = ArgMax({logits.data(), static_cast<size_t>(n_vocab)});
       ASSERT_EQ(token, static_cast<int32_t>(steps[i].Find("token")->AsNumber()))
           << "step " << i << " of prompt '" << c.Find("prompt")->AsString() << "'";
       BatchItem next{&seq, {&token, 1}, LogitsMode::kLast};
-      ASSERT_TRUE(engine_->context().Forward({&next, 1}, logits).ok());
+      ASSERT_TRUE(ctx_->Forward({&next, 1}, logits).ok());
     }
   }
 }
