@@ -59,6 +59,16 @@ int RunInfo(std::span<char* const> argv) {
               "context %d, RoPE base %g over %d dims, RMS eps %g, %s output\n",
               c.architecture.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
               c.n_ctx_train, c.rope_base, c.rope_dim, c.rms_eps, e.model().tied_output() ? "tied" : "separate");
+  const ArchSpec& a = *c.arch;
+  std::printf("architecture: %s, RoPE %s%s, %s QKV, %s gate/up%s%s\n", c.architecture.c_str(),
+              c.rope_style == RopeStyle::kNeox ? "neox (halves)" : "adjacent pairs",
+              e.model().rope_freq_factors() != nullptr ? " with frequency factors" : "",
+              a.qkv == TensorLayout::kFused ? "fused" : "separate", a.gate_up == TensorLayout::kFused ? "fused" : "separate",
+              e.model().layers().front().bq != nullptr ? ", QKV biases" : "",
+              e.model().layers().front().q_norm != nullptr ? ", per-head Q/K norms" : "");
+  const GgufValue* tmpl = e.model().file().Find("tokenizer.chat_template");
+  std::printf("chat template: %s\n", tmpl != nullptr ? "from the model (tokenizer.chat_template)"
+                                                     : "none in the file (the built-in ChatML is used)");
   std::printf("kernels: %s\n", ActiveKernelsName());
   const MemoryReport m = e.memory();
   std::printf("memory: weights %.2f MiB mapped, KV pool %.2f MiB (%d blocks of %d tokens), scratch %.2f MiB, "

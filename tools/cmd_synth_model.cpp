@@ -1,4 +1,4 @@
-// valet synth-model: write one of the built-in seeded random Llama models.
+// valet synth-model: write one of the built-in seeded random models.
 #include <cstdio>
 #include <filesystem>
 #include <system_error>
@@ -13,7 +13,8 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"--preset", nullptr, true, "tiny | bench | 3b-shape (required)"},
     {"--output", "-o", true, "GGUF file to write (required)"},
-    {"--type", nullptr, true, "weight type: f32 | f16 | q8_0 | q4_0 | q4_k (default f32)"},
+    {"--type", nullptr, true, "weight type: f32 | f16 | q8_0 | q4_0 | q4_k (= q4_k_m) (default f32)"},
+    {"--arch", nullptr, true, "architecture: llama | qwen2 | qwen3 | phi3 (default llama)"},
     {"--seed", nullptr, true, "weight seed (default 42)"},
 };
 
@@ -30,6 +31,7 @@ Result<Flags> ReadFlags(const Args& a) {
   if (f.path.empty()) return InvalidArgument("--output must not be empty");
   VALET_ASSIGN_OR_RETURN(std::string type, a.String("--type", "f32"));
   VALET_ASSIGN_OR_RETURN(f.model.type, ParseSynthType(type));
+  VALET_ASSIGN_OR_RETURN(f.model.arch, a.String("--arch", "llama"));
   VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 42, 0, INT64_MAX));
   f.model.seed = static_cast<uint64_t>(seed);
   return f;
@@ -52,8 +54,8 @@ int RunSynthModel(std::span<char* const> argv) {
   const uintmax_t size = std::filesystem::file_size(flags->path, ec);
   if (ec) return Fail("synth-model", IoError(flags->path + ": cannot stat: " + ec.message()));
   const int64_t params = SynthParamCount(SynthPresetShape(m.preset));
-  std::printf("%s: preset %s, type %s, seed %llu, %lld parameters (%.1fM), %ju bytes (%.1f MB)\n",
-              flags->path.c_str(), SynthPresetName(m.preset), SynthTypeName(m.type),
+  std::printf("%s: %s, preset %s, type %s, seed %llu, %lld parameters (%.1fM), %ju bytes (%.1f MB)\n",
+              flags->path.c_str(), m.arch.c_str(), SynthPresetName(m.preset), SynthTypeName(m.type),
               static_cast<unsigned long long>(m.seed), static_cast<long long>(params), params / 1e6,
               size, size / 1e6);
   return 0;

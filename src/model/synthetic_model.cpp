@@ -13,6 +13,7 @@
 
 #include "common/thread_pool.h"
 #include "kernels/kernel_table.h"
+#include "model/arch.h"
 
 namespace valet {
 namespace {
@@ -294,6 +295,7 @@ struct TensorSpec {
 
 struct ModelPlan {
   std::string name;  // general.name
+  const ArchSpec* arch = nullptr;
   SynthShape shape;
   const TypeInfo* type = nullptr;
   uint64_t seed = 0;
@@ -310,6 +312,12 @@ constexpr float kNormJitter = 0.1f;
 
 TensorSpec Norm(std::string name, int64_t n) {
   TensorSpec t{std::move(name), GgmlType::kF32, 1, {n, 1}, 1.0f, kNormJitter};
+  return t;
+}
+
+// Small biases, as trained Q/K/V biases are next to the projections' unit outputs.
+TensorSpec Bias(std::string name, int64_t n) {
+  TensorSpec t{std::move(name), GgmlType::kF32, 1, {n, 1}, 0.0f, kNormJitter};
   return t;
 }
 
@@ -331,12 +339,13 @@ Status ValidateShape(const SynthShape& s) {
   const bool positive =
       s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 && s.n_ctx > 0;
   if (!positive) return InvalidArgument("synthetic model: every dimension must be positive");
-  if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || (s.n_embd / s.n_head) % 2 != 0) {
+  if ((s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.n_head % s.n_head_kv != 0 ||
+      s.HeadDim() % 2 != 0 || s.head_dim < 0) {
     return InvalidArgument(
-        "synthetic model: n_embd must split into an even head size and n_head "
-        "into groups of KV heads");
+        "synthetic model: the head size must be even (n_embd / n_head unless given) and n_head "
+        "must split into groups of KV heads");
   }
-  if (s.n_embd % 32 != 0 || s.n_ff % 32 != 0) {
+  if (s.n_embd % 32 != 0 || s.n_ff % 32 != 0 || s.HeadDim() * s.n_head % 32 != 0) {
     return InvalidArgument(
         "synthetic model: n_embd and n_ff must be multiples of 32 (the quant block)");
   }
@@ -345,6 +354,41 @@ Status ValidateShape(const SynthShape& s) {
                            " and " + std::to_string(kMaxVocab));
   }
   return Status::Ok();
+}
+
+// One decoder layer's tensors as the architecture stores them.
+void AddLayer(ModelPlan& plan, GgmlType t, const std::string& b) {
+  const SynthShape& s = plan.shape;
+  const ArchSpec& arch = *plan.arch;
+  const int64_t q_dim = int64_t{s.HeadDim()} * s.n_head;
+  const int64_t kv_dim = int64_t{s.HeadDim()} * s.n_head_kv;
+  std::vector<TensorSpec>& v = plan.tensors;
+  v.push_back(Norm(b + "attn_norm.weight", s.n_embd));
+  if (arch.qkv == TensorLayout::kFused) {
+    v.push_back(Matrix(b + "attn_qkv.weight", t, s.n_embd, q_dim + 2 * kv_dim, 1.0f));
+  } else {
+    v.push_back(Matrix(b + "attn_q.weight", t, s.n_embd, q_dim, 1.0f));
+    v.push_back(Matrix(b + "attn_k.weight", t, s.n_embd, kv_dim, 1.0f));
+    v.push_back(Matrix(b + "attn_v.weight", t, s.n_embd, kv_dim, 1.0f));
+  }
+  if (arch.qkv_bias) {
+    v.push_back(Bias(b + "attn_q.bias", q_dim));
+    v.push_back(Bias(b + "attn_k.bias", kv_dim));
+    v.push_back(Bias(b + "attn_v.bias", kv_dim));
+  }
+  if (arch.qk_norm) {
+    v.push_back(Norm(b + "attn_q_norm.weight", s.HeadDim()));
+    v.push_back(Norm(b + "attn_k_norm.weight", s.HeadDim()));
+  }
+  v.push_back(Matrix(b + "attn_output.weight", t, q_dim, s.n_embd, 1.0f));
+  v.push_back(Norm(b + "ffn_norm.weight", s.n_embd));
+  if (arch.gate_up == TensorLayout::kFused) {
+    v.push_back(Matrix(b + "ffn_up.weight", t, s.n_embd, 2 * int64_t{s.n_ff}, 1.0f));
+  } else {
+    v.push_back(Matrix(b + "ffn_gate.weight", t, s.n_embd, s.n_ff, 1.0f));
+    v.push_back(Matrix(b + "ffn_up.weight", t, s.n_embd, s.n_ff, 1.0f));
+  }
+  v.push_back(Matrix(b + "ffn_down.weight", t, s.n_ff, s.n_embd, 1.0f));
 }
 
 Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
@@ -360,25 +404,19 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
       std::string("valet-synth-") + (options.shape ? "custom" : SynthPresetName(options.preset));
   plan.seed = options.seed;
 
-  const SynthShape& s = plan.shape;
-  const GgmlType t = options.type;
-  const int64_t kv_dim = int64_t{s.n_embd} / s.n_head * s.n_head_kv;
-  std::vector<TensorSpec>& v = plan.tensors;
-  v.push_back(Embedding(t, s.n_embd, s.n_vocab));
-  for (int32_t i = 0; i < s.n_layer; ++i) {
-    const std::string b = "blk." + std::to_string(i) + ".";
-    v.push_back(Norm(b + "attn_norm.weight", s.n_embd));
-    v.push_back(Matrix(b + "attn_q.weight", t, s.n_embd, s.n_embd, 1.0f));
-    v.push_back(Matrix(b + "attn_k.weight", t, s.n_embd, kv_dim, 1.0f));
-    v.push_back(Matrix(b + "attn_v.weight", t, s.n_embd, kv_dim, 1.0f));
-    v.push_back(Matrix(b + "attn_output.weight", t, s.n_embd, s.n_embd, 1.0f));
-    v.push_back(Norm(b + "ffn_norm.weight", s.n_embd));
-    v.push_back(Matrix(b + "ffn_gate.weight", t, s.n_embd, s.n_ff, 1.0f));
-    v.push_back(Matrix(b + "ffn_up.weight", t, s.n_embd, s.n_ff, 1.0f));
-    v.push_back(Matrix(b + "ffn_down.weight", t, s.n_ff, s.n_embd, 1.0f));
+  plan.arch = FindArch(options.arch);
+  if (plan.arch == nullptr) {
+    return InvalidArgument("synthetic model: unknown architecture '" + options.arch +
+                           "' (use llama, qwen2, qwen3 or phi3)");
   }
-  v.push_back(Norm("output_norm.weight", s.n_embd));
-  v.push_back(Matrix("output.weight", t, s.n_embd, s.n_vocab, kOutputGain, /*is_output=*/true));
+  std::vector<TensorSpec>& v = plan.tensors;
+  v.push_back(Embedding(options.type, plan.shape.n_embd, plan.shape.n_vocab));
+  for (int32_t i = 0; i < plan.shape.n_layer; ++i) {
+    AddLayer(plan, options.type, "blk." + std::to_string(i) + ".");
+  }
+  v.push_back(Norm("output_norm.weight", plan.shape.n_embd));
+  v.push_back(Matrix("output.weight", options.type, plan.shape.n_embd, plan.shape.n_vocab, kOutputGain,
+                     /*is_output=*/true));
   return plan;
 }
 
@@ -411,20 +449,25 @@ GgufWriter MetadataWriter(const ModelPlan& plan) {
   assert(s.ok());
   (void)s;
   const SynthShape& sh = plan.shape;
-  w.SetString("general.architecture", "llama");
+  const std::string a(plan.arch->name);
+  w.SetString("general.architecture", a);
   w.SetString("general.name", plan.name);
   w.SetUint32("general.file_type", plan.type->file_type);
   w.SetUint32("general.quantization_version", 2);
-  w.SetUint32("llama.context_length", static_cast<uint32_t>(sh.n_ctx));
-  w.SetUint32("llama.embedding_length", static_cast<uint32_t>(sh.n_embd));
-  w.SetUint32("llama.block_count", static_cast<uint32_t>(sh.n_layer));
-  w.SetUint32("llama.feed_forward_length", static_cast<uint32_t>(sh.n_ff));
-  w.SetUint32("llama.attention.head_count", static_cast<uint32_t>(sh.n_head));
-  w.SetUint32("llama.attention.head_count_kv", static_cast<uint32_t>(sh.n_head_kv));
-  w.SetFloat32("llama.rope.freq_base", kRopeBase);
-  w.SetUint32("llama.rope.dimension_count", static_cast<uint32_t>(sh.n_embd / sh.n_head));
-  w.SetFloat32("llama.attention.layer_norm_rms_epsilon", kRmsEps);
-  w.SetUint32("llama.vocab_size", static_cast<uint32_t>(sh.n_vocab));
+  w.SetUint32(a + ".context_length", static_cast<uint32_t>(sh.n_ctx));
+  w.SetUint32(a + ".embedding_length", static_cast<uint32_t>(sh.n_embd));
+  w.SetUint32(a + ".block_count", static_cast<uint32_t>(sh.n_layer));
+  w.SetUint32(a + ".feed_forward_length", static_cast<uint32_t>(sh.n_ff));
+  w.SetUint32(a + ".attention.head_count", static_cast<uint32_t>(sh.n_head));
+  w.SetUint32(a + ".attention.head_count_kv", static_cast<uint32_t>(sh.n_head_kv));
+  if (sh.head_dim != 0) {
+    w.SetUint32(a + ".attention.key_length", static_cast<uint32_t>(sh.head_dim));
+    w.SetUint32(a + ".attention.value_length", static_cast<uint32_t>(sh.head_dim));
+  }
+  w.SetFloat32(a + ".rope.freq_base", kRopeBase);
+  w.SetUint32(a + ".rope.dimension_count", static_cast<uint32_t>(sh.HeadDim()));
+  w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", kRmsEps);
+  w.SetUint32(a + ".vocab_size", static_cast<uint32_t>(sh.n_vocab));
 
   const SynthVocab vocab = BuildVocabulary(sh.n_vocab);
   w.SetString("tokenizer.ggml.model", "llama");
@@ -528,6 +571,8 @@ Result<GgmlType> ParseSynthType(std::string_view name) {
   for (const TypeInfo& t : kTypes) {
     if (name == t.name) return t.type;
   }
+  // The name users know from llama.cpp's files; valet's q4_k is that mix.
+  if (name == "q4_k_m") return GgmlType::kQ4_K;
   return InvalidArgument("unknown synthetic-model type '" + std::string(name) +
                          "' (use f32, f16, q8_0, q4_0 or q4_k)");
 }
@@ -548,8 +593,9 @@ GgmlType SynthMatrixType(GgmlType type, bool is_output, int64_t n_in) {
 }
 
 int64_t SynthParamCount(const SynthShape& s) {
-  const int64_t kv_dim = int64_t{s.n_embd} / s.n_head * s.n_head_kv;
-  const int64_t per_layer = 2 * int64_t{s.n_embd} * s.n_embd + 2 * int64_t{s.n_embd} * kv_dim +
+  const int64_t q_dim = int64_t{s.HeadDim()} * s.n_head;
+  const int64_t kv_dim = int64_t{s.HeadDim()} * s.n_head_kv;
+  const int64_t per_layer = 2 * int64_t{s.n_embd} * q_dim + 2 * int64_t{s.n_embd} * kv_dim +
                             3 * int64_t{s.n_embd} * s.n_ff + 2 * int64_t{s.n_embd};
   return s.n_layer * per_layer + 2 * int64_t{s.n_embd} * s.n_vocab + s.n_embd;
 }

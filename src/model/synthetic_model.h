@@ -1,4 +1,4 @@
-// Seeded random Llama-architecture GGUF models: valet's built-in test and
+// Seeded random GGUF models of every supported architecture: valet's built-in test and
 // benchmark models. They need no download, carry their own byte-fallback
 // SentencePiece vocabulary, and are byte-for-byte reproducible from
 // (preset, type, seed), so tests and benchmarks can regenerate them anywhere.
@@ -22,7 +22,7 @@ enum class SynthPreset {
   k3bShape,  // Llama-3.2-3B layer shapes with the small vocabulary
 };
 
-// The hyper-parameters a preset stands for. Head size is n_embd / n_head.
+// The hyper-parameters a preset stands for.
 struct SynthShape {
   int32_t n_embd = 0;
   int32_t n_layer = 0;
@@ -31,10 +31,16 @@ struct SynthShape {
   int32_t n_ff = 0;
   int32_t n_vocab = 0;
   int32_t n_ctx = 0;
+  int32_t head_dim = 0;  // 0: n_embd / n_head; otherwise written as attention.key_length (Qwen3)
+
+  int32_t HeadDim() const { return head_dim != 0 ? head_dim : n_embd / n_head; }
 };
 
 struct SynthModelOptions {
   SynthPreset preset = SynthPreset::kTiny;
+  // A supported architecture (model/arch.h): its tensor names, fused tensors,
+  // biases and norms; the vocabulary is valet's SPM one for every family.
+  std::string arch = "llama";
   GgmlType type = GgmlType::kF32;  // one of the types ParseSynthType accepts
   uint64_t seed = 42;
   // Replaces the preset's shape (tests, tuning experiments); the model is then
