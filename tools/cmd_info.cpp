@@ -60,9 +60,10 @@ int RunInfo(std::span<char* const> argv) {
               c.architecture.c_str(), c.n_layer, c.n_embd, c.n_head, c.n_head_kv, c.head_dim, c.n_ff, c.n_vocab,
               c.n_ctx_train, c.rope_base, c.rope_dim, c.rms_eps, e.model().tied_output() ? "tied" : "separate");
   const ArchSpec& a = *c.arch;
+  const int32_t n_ctx_used = e.options().n_ctx > 0 ? e.options().n_ctx : c.n_ctx_train;
   std::printf("architecture: %s, RoPE %s%s, %s QKV, %s gate/up%s%s\n", c.architecture.c_str(),
               c.rope_style == RopeStyle::kNeox ? "neox (halves)" : "adjacent pairs",
-              e.model().rope_freq_factors() != nullptr ? " with frequency factors" : "",
+              e.model().rope_freq_factors(n_ctx_used) != nullptr ? " with frequency factors" : "",
               a.qkv == TensorLayout::kFused ? "fused" : "separate", a.gate_up == TensorLayout::kFused ? "fused" : "separate",
               e.model().layers().front().bq != nullptr ? ", QKV biases" : "",
               e.model().layers().front().q_norm != nullptr ? ", per-head Q/K norms" : "");

@@ -205,18 +205,20 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
 
 // RoPE angles per token, (cos, sin) per rotated pair, computed the way
 // llama.cpp does (theta multiplied up pair by pair in float, then divided by
-// the pair's frequency factor when the model has them).
+// the pair's frequency factor when the model has them, cos/sin scaled by the
+// LongRoPE attention factor).
 void LlamaContext::RopeAngles(int32_t n) {
   const ModelConfig& c = model_->config();
-  const float* factors = model_->rope_freq_factors();
+  const float* factors = model_->rope_freq_factors(options_.n_ctx);
+  const float mscale = c.rope_attn_factor;
   const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dim));
   for (int32_t t = 0; t < n; ++t) {
     float theta = static_cast<float>(pos_of_[t]);
     float* cs = rope_.data() + static_cast<size_t>(t) * c.rope_dim;
     for (int32_t p = 0; p < c.rope_dim / 2; ++p) {
       const float angle = factors != nullptr ? theta / factors[p] : theta;
-      cs[2 * p] = std::cos(angle);
-      cs[2 * p + 1] = std::sin(angle);
+      cs[2 * p] = std::cos(angle) * mscale;
+      cs[2 * p + 1] = std::sin(angle) * mscale;
       theta *= theta_scale;
     }
   }

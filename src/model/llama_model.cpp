@@ -106,8 +106,11 @@ Status LlamaModel::BindTensors() {
   } else {
     VALET_ASSIGN_OR_RETURN(output_, Matrix("output.weight", c.n_embd, c.n_vocab));
   }
-  if (file_.FindTensor("rope_freqs.weight") != nullptr) {
-    VALET_ASSIGN_OR_RETURN(rope_freqs_, Vector("rope_freqs.weight", c.rope_dim / 2));
+  VALET_ASSIGN_OR_RETURN(rope_freqs_, OptionalVector("rope_freqs.weight", c.rope_dim / 2, false));
+  VALET_ASSIGN_OR_RETURN(rope_long_, OptionalVector("rope_factors_long.weight", c.rope_dim / 2, false));
+  VALET_ASSIGN_OR_RETURN(rope_short_, OptionalVector("rope_factors_short.weight", c.rope_dim / 2, false));
+  if ((rope_long_ == nullptr) != (rope_short_ == nullptr)) {
+    return Corrupt(file_.path() + ": LongRoPE needs both rope_factors_long and rope_factors_short");
   }
   layers_.resize(c.n_layer);
   for (int32_t i = 0; i < c.n_layer; ++i) {

@@ -44,9 +44,13 @@ class LlamaModel {
   const float* output_norm() const { return output_norm_; }       // [n_embd]
   const WeightMatrix& output() const { return output_; }          // [n_embd -> n_vocab]; may alias token_embd
   bool tied_output() const { return tied_output_; }
-  // [rope_dim / 2] divisors of each rotated pair's frequency (Llama 3.x
-  // rope_freqs.weight), or nullptr.
-  const float* rope_freq_factors() const { return rope_freqs_; }
+  // [rope_dim / 2] divisors of each rotated pair's frequency for a context of
+  // n_ctx positions: Llama 3.x rope_freqs.weight, or LongRoPE's short or long
+  // table (Phi-3.5); nullptr when the model has none.
+  const float* rope_freq_factors(int32_t n_ctx) const {
+    if (rope_freqs_ != nullptr) return rope_freqs_;
+    return n_ctx > config_.rope_orig_ctx ? rope_long_ : rope_short_;
+  }
   const std::vector<LlamaLayer>& layers() const { return layers_; }
   // Bytes of tensor data in the file (all mapped, none copied).
   size_t weight_bytes() const { return weight_bytes_; }
@@ -68,6 +72,8 @@ class LlamaModel {
   WeightMatrix output_{};
   bool tied_output_ = false;
   const float* rope_freqs_ = nullptr;
+  const float* rope_long_ = nullptr;
+  const float* rope_short_ = nullptr;
   std::vector<LlamaLayer> layers_;
   size_t weight_bytes_ = 0;
 };

@@ -75,6 +75,8 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
                    " must be even and at most the head size " + std::to_string(c.head_dim));
   }
   VALET_ASSIGN_OR_RETURN(c.rope_base, ReadFloat(file, p + "rope.freq_base", 10000.0f));
+  VALET_ASSIGN_OR_RETURN(c.rope_orig_ctx, ReadDim(file, p + "rope.scaling.original_context_length", c.n_ctx_train));
+  VALET_ASSIGN_OR_RETURN(c.rope_attn_factor, ReadFloat(file, p + "rope.scaling.attn_factor", 1.0f));
   VALET_ASSIGN_OR_RETURN(c.rms_eps, ReadFloat(file, p + "attention.layer_norm_rms_epsilon", 1e-5f));
   return c;
 }

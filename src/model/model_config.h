@@ -25,6 +25,10 @@ struct ModelConfig {
   int32_t n_ff = 0;
   int32_t rope_dim = 0;      // leading dims of each head that RoPE rotates
   RopeStyle rope_style = RopeStyle::kAdjacent;
+  // LongRoPE (Phi-3.5): contexts up to this length use rope_factors_short,
+  // longer ones rope_factors_long; cos/sin are scaled by rope_attn_factor.
+  int32_t rope_orig_ctx = 0;  // rope.scaling.original_context_length; default n_ctx_train
+  float rope_attn_factor = 1.0f;
   float rope_base = 10000.0f;
   float rms_eps = 1e-5f;
 
