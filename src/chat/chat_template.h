@@ -1,0 +1,55 @@
+// A model's chat template: the Jinja source from a GGUF's
+// `tokenizer.chat_template` (as Hugging Face ships it), parsed once and
+// rendered per conversation with valet's own Jinja subset (chat/parser.h,
+// chat/interpreter.h). Renders match Hugging Face's reference renderer byte
+// for byte on the templates in ../shared/chat-templates. Models without a
+// template fall back to the named built-in "chatml".
+//
+// A parsed template is immutable and may be rendered from several threads.
+#pragma once
+
+#include <ctime>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "chat/ast.h"
+#include "chat/interpreter.h"
+#include "common/json_value.h"
+#include "valet/status.h"
+
+namespace valet::chat {
+
+inline constexpr std::string_view kChatMlName = "chatml";
+
+struct ChatRenderInput {
+  JsonValue messages;  // an array of {"role": ..., "content": ..., any other keys}
+  bool add_generation_prompt = false;
+  std::string bos_token;
+  std::string eos_token;
+  JsonValue variables;  // an object of extra template variables (tools, date_string, ...), or null
+  // What strftime_now() formats (as UTC); unset: the current time.
+  std::optional<std::time_t> now;
+};
+
+class ChatTemplate {
+ public:
+  // InvalidArgument naming the line on a syntax error, unknown tag, filter or test.
+  static Result<ChatTemplate> Parse(std::string_view source, const RenderLimits& limits = {});
+  // A built-in template by name ("chatml"); NotFound for other names.
+  static Result<ChatTemplate> Builtin(std::string_view name);
+
+  // The prompt text. The template's raise_exception(msg) gives InvalidArgument
+  // with exactly `msg`; other failures name the template line.
+  Result<std::string> Render(const ChatRenderInput& input) const;
+
+ private:
+  ChatTemplate(std::shared_ptr<const Body> program, const RenderLimits& limits)
+      : program_(std::move(program)), limits_(limits) {}
+
+  std::shared_ptr<const Body> program_;
+  RenderLimits limits_;
+};
+
+}  // namespace valet::chat

@@ -1,0 +1,100 @@
+// Every case of ../shared/chat-templates/expected.json, rendered by
+// @huggingface/jinja: valet's render must be byte-identical, or fail with
+// the template's own raise_exception message.
+#include "chat/chat_template.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <ctime>
+#include <optional>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/json_value.h"
+
+namespace valet::chat {
+namespace {
+
+const std::string kDir = std::string(VALET_SHARED_DIR) + "/chat-templates";
+
+struct Case {
+  std::string name;
+  JsonValue json;                 // null: the shared directory is absent
+  std::optional<std::time_t> now;  // the oracle's render date
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The oracle's render date ("30 Nov 2026"), as noon UTC.
+std::optional<std::time_t> OracleDate(const JsonValue& root) {
+  const JsonValue* date = root.Find("date");
+  if (date == nullptr || !date->is_string()) return std::nullopt;
+  std::tm tm{};
+  if (strptime(date->AsString().c_str(), "%d %b %Y", &tm) == nullptr) return std::nullopt;
+  tm.tm_hour = 12;
+  return timegm(&tm);
+}
+
+std::vector<Case> LoadCases() {
+  std::vector<Case> cases;
+  Result<JsonValue> root = ReadJsonFile(kDir + "/expected.json");
+  if (!root.ok() || root->Find("cases") == nullptr) return cases;
+  for (const JsonValue& c : root->Find("cases")->items()) {
+    std::string name = c.Find("template")->AsString() + "_" + c.Find("conversation")->AsString() +
+                       (c.Find("add_generation_prompt")->AsBool() ? "_gen" : "_nogen");
+    for (char& ch : name) {
+      if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    }
+    cases.push_back({name, c, OracleDate(*root)});
+  }
+  return cases;
+}
+
+class SharedChatTemplates : public ::testing::TestWithParam<Case> {};
+
+TEST_P(SharedChatTemplates, RendersLikeTheReference) {
+  if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
+  const JsonValue& c = GetParam().json;
+  const std::string path = kDir + "/" + c.Find("template")->AsString();
+  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(path));
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
+  ChatRenderInput input;
+  input.messages = *c.Find("messages");
+  input.add_generation_prompt = c.Find("add_generation_prompt")->AsBool();
+  input.bos_token = c.Find("bos_token")->AsString();
+  input.eos_token = c.Find("eos_token")->AsString();
+  if (const JsonValue* vars = c.Find("variables")) input.variables = *vars;
+  input.now = GetParam().now;
+  ASSERT_TRUE(input.now.has_value()) << "expected.json has no parsable \"date\"";
+
+  Result<std::string> out = tmpl->Render(input);
+  if (const JsonValue* error = c.Find("expected_error")) {
+    ASSERT_FALSE(out.ok()) << "rendered instead of failing:\n" << *out;
+    EXPECT_EQ(out.status().message(), error->AsString());
+    return;
+  }
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(*out, c.Find("expected")->AsString());
+}
+
+std::vector<Case> CasesOrPlaceholder() {
+  std::vector<Case> cases = LoadCases();
+  if (cases.empty()) cases.push_back({"shared_dir_absent", JsonValue(), std::nullopt});
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Expected, SharedChatTemplates, ::testing::ValuesIn(CasesOrPlaceholder()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return std::to_string(info.index) + "_" + info.param.name;
+                         });
+
+}  // namespace
+}  // namespace valet::chat
