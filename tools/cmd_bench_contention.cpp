@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "bench/contention_report.h"
 #include "bench/contention_scenario.h"
@@ -145,16 +146,17 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
   VALET_ASSIGN_OR_RETURN(ArmRun solo, RunArmRealTime(engine, workload, f.config, Arm::kSolo, probe));
   report.calibration = CalibrationFrom(solo);
   std::fprintf(stderr, "  solo rate %.1f tok/s\n", report.calibration.solo_tokens_per_s);
-  const ArmSummary* idle = nullptr;
+  // An index, not a pointer: later push_backs may move the arms.
+  std::optional<size_t> idle;
   for (Arm arm : f.arms) {
     std::fprintf(stderr, "arm %-8s (%d chat turns) ...\n", ArmName(arm), f.config.turns);
     VALET_ASSIGN_OR_RETURN(ArmRun run, RunArmRealTime(engine, workload, f.config, arm, probe));
-    report.arms.push_back(Summarize(run, report.calibration, idle));
+    report.arms.push_back(Summarize(run, report.calibration, idle ? &report.arms[*idle] : nullptr));
     const ArmSummary& s = report.arms.back();
     std::fprintf(stderr, "  %.1f s, TTFT p50 %.0f ms p99 %.0f ms, bg %.1f tok/s, %lld docs\n", run.end - run.start,
                  s.ttft_ms.p50, s.ttft_ms.p99, s.bg_tokens_per_s, static_cast<long long>(s.docs_completed));
     runs->push_back(std::move(run));
-    if (arm == Arm::kIdle) idle = &report.arms.back();
+    if (arm == Arm::kIdle) idle = report.arms.size() - 1;
   }
   // Slowdowns need the idle arm, wherever it ran in the list.
   for (ArmSummary& s : report.arms) {

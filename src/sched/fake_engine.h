@@ -71,6 +71,7 @@ class FakeEngine : public EngineInterface {
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
   // Like the real engine, an aborted step changes nothing (checked once, at its start).
   void SetAbortFlag(const std::atomic<bool>* flag) override { abort_ = flag; }
+  const std::atomic<bool>* abort_flag() const { return abort_; }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
   EngineCosts costs() const override;

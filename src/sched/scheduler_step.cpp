@@ -76,7 +76,10 @@ bool SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& kee
   task.seq = *seq;
   task.seq_open = true;
   task.active = true;
-  if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) task.pending_recompute = info->pending_recompute;
+  if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) {
+    task.pending_recompute = info->pending_recompute;
+    recorder_.SetCachedPromptTokens(task.id, info->n_cached);
+  }
   recorder_.Event(task.id, TimelineKind::kStarted, Now());
   SetState(task, task.phase());
   return true;
@@ -167,6 +170,11 @@ Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders
   // arrival would preempt for, and their steps are short.
   const bool abortable = options_.queue_policy == QueuePolicy::kValet && lead.tier >= Tier::kBackgroundSummary;
   engine_.SetAbortFlag(abortable ? abort_signal_ : nullptr);
+  // The flag belongs to this scheduler; the engine may outlive it.
+  struct ClearAbortFlag {
+    EngineInterface& engine;
+    ~ClearAbortFlag() { engine.SetAbortFlag(nullptr); }
+  } clear_abort_flag{engine_};
   while (true) {
     BuildItems(lead, riders, plan);
     Result<StepResult> result = engine_.Step(plan.items);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "common/json_value.h"
 #include "sched_test_util.h"
@@ -49,6 +50,19 @@ TEST(SchedulerCore, RunsTiersInOrderAndFifoWithinATier) {
     EXPECT_EQ(h.out[id].result->tokens, h.out[id].tokens);
   }
   EXPECT_EQ(h.engine.open_sequences(), 0u);
+}
+
+TEST(SchedulerCore, LeavesNoAbortFlagWithTheEngineAfterAStep) {
+  // The engine may outlive the scheduler (the benchmark reuses one engine
+  // across arms), so a step must not leave it pointing at the scheduler's flag.
+  Harness h;
+  std::atomic<bool> abort_signal{false};
+  h.core.set_abort_signal(&abort_signal);
+  h.Submit(Tier::kOfflineIndexing, Text(40, 1), 4);
+  ASSERT_TRUE(h.core.RunOneStep());
+  EXPECT_EQ(h.engine.abort_flag(), nullptr);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.engine.abort_flag(), nullptr);
 }
 
 TEST(SchedulerCore, PreemptsAtTheNextStepBoundaryAndResumesWhereItStopped) {
