@@ -19,46 +19,6 @@ size_t Utf8Length(uint8_t lead) {
   return 4;
 }
 
-// A run of the input: raw text to tokenize, or one special token matched in it.
-struct Fragment {
-  size_t begin = 0;
-  size_t length = 0;
-  int32_t token = Vocabulary::kNoToken;
-};
-
-// Splits special-token texts out of `text`, longest token first, each one cut
-// out of every raw fragment left by the previous ones.
-std::vector<Fragment> Partition(const Vocabulary& vocab, std::string_view text,
-                                bool parse_special) {
-  std::vector<Fragment> fragments;
-  if (text.empty()) return fragments;
-  fragments.push_back({0, text.size(), Vocabulary::kNoToken});
-  std::vector<Fragment> next;
-  for (int32_t id : vocab.SplittingTokens()) {
-    const TokenType type = vocab.Type(id);
-    if (!parse_special && type != TokenType::kUserDefined) continue;
-    const std::string& special = vocab.TokenText(id);
-    next.clear();
-    for (const Fragment& f : fragments) {
-      if (f.token != Vocabulary::kNoToken) {
-        next.push_back(f);
-        continue;
-      }
-      const std::string_view raw = text.substr(f.begin, f.length);
-      size_t pos = 0;
-      for (size_t hit = raw.find(special); hit != std::string_view::npos;
-           hit = raw.find(special, pos)) {
-        if (hit > pos) next.push_back({f.begin + pos, hit - pos, Vocabulary::kNoToken});
-        next.push_back({f.begin + hit, special.size(), id});
-        pos = hit + special.size();
-      }
-      if (pos < raw.size()) next.push_back({f.begin + pos, raw.size() - pos, Vocabulary::kNoToken});
-    }
-    fragments.swap(next);
-  }
-  return fragments;
-}
-
 // One SentencePiece merge pass over a single escaped fragment. Symbols form a
 // doubly linked list over the text; candidate merges sit in a max-heap and are
 // dropped lazily once either side has changed, so the pass is O(n log n).
@@ -164,36 +124,13 @@ class SpmMerger {
 
 }  // namespace
 
-SpmTokenizer::SpmTokenizer(std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move(vocab)) {
-  assert(vocab_ != nullptr && vocab_->model() == "llama");
+SpmTokenizer::SpmTokenizer(std::shared_ptr<const Vocabulary> vocab) : Tokenizer(std::move(vocab)) {
+  assert(vocabulary().model() == "llama");
 }
 
-std::vector<int32_t> SpmTokenizer::Encode(std::string_view text, EncodeOptions opts) const {
-  const Vocabulary& vocab = *vocab_;
-  std::vector<int32_t> out;
-  out.reserve(text.size() / 2 + 2);
-  if (opts.add_bos && vocab.add_bos() && vocab.bos_id() != Vocabulary::kNoToken) {
-    out.push_back(vocab.bos_id());
-  }
-  // The input start counts as "after a special token", so it gets the prefix too.
-  bool after_special = true;
-  for (const Fragment& f : Partition(vocab, text, opts.parse_special)) {
-    if (f.token != Vocabulary::kNoToken) {
-      out.push_back(f.token);
-      after_special = true;
-      continue;
-    }
-    EncodeFragment(text.substr(f.begin, f.length), after_special && vocab.add_space_prefix(), out);
-    after_special = false;
-  }
-  if (opts.add_eos && vocab.add_eos() && vocab.eos_id() != Vocabulary::kNoToken) {
-    out.push_back(vocab.eos_id());
-  }
-  return out;
-}
-
-void SpmTokenizer::EncodeFragment(std::string_view raw, bool prefix_space,
-                                  std::vector<int32_t>& out) const {
+void SpmTokenizer::EncodeText(std::string_view raw, bool after_special,
+                              std::vector<int32_t>& out) const {
+  const bool prefix_space = after_special && vocabulary().add_space_prefix();
   std::string escaped;
   escaped.reserve(raw.size() + raw.size() / 2 + kSpaceMarker.size());
   if (prefix_space) escaped.append(kSpaceMarker);
@@ -204,21 +141,13 @@ void SpmTokenizer::EncodeFragment(std::string_view raw, bool prefix_space,
       escaped.push_back(c);
     }
   }
-  SpmMerger(*vocab_, escaped).Run(out);
+  SpmMerger(vocabulary(), escaped).Run(out);
 }
 
-std::string SpmTokenizer::TokenToPiece(int32_t id, DecodeOptions opts) const {
-  std::string piece;
-  AppendPiece(id, opts, /*strip_space=*/false, piece);
-  return piece;
-}
-
-void SpmTokenizer::AppendPiece(int32_t id, DecodeOptions opts, bool strip_space,
-                               std::string& out) const {
-  const Vocabulary& vocab = *vocab_;
+void SpmTokenizer::AppendPiece(int32_t id, DecodeOptions opts, std::string& out) const {
+  const Vocabulary& vocab = vocabulary();
   if (!vocab.Contains(id)) return;
   const std::string& text = vocab.TokenText(id);
-  const size_t mark = out.size();
   switch (vocab.Type(id)) {
     case TokenType::kNormal:
       for (size_t i = 0; i < text.size();) {
@@ -244,26 +173,6 @@ void SpmTokenizer::AppendPiece(int32_t id, DecodeOptions opts, bool strip_space,
     case TokenType::kUndefined:
       break;
   }
-  if (strip_space && out.size() > mark && out[mark] == ' ') out.erase(mark, 1);
-}
-
-std::string SpmTokenizer::Decode(std::span<const int32_t> ids, DecodeOptions opts) const {
-  const Vocabulary& vocab = *vocab_;
-  bool strip_space = vocab.add_space_prefix();
-  if (opts.remove_special && vocab.add_bos() && !ids.empty() && ids.front() == vocab.bos_id()) {
-    ids = ids.subspan(1);
-    strip_space = false;
-  }
-  if (opts.remove_special && vocab.add_eos() && !ids.empty() && ids.back() == vocab.eos_id()) {
-    ids = ids.first(ids.size() - 1);
-  }
-  std::string out;
-  out.reserve(ids.size() * 4);
-  for (int32_t id : ids) {
-    AppendPiece(id, opts, strip_space, out);
-    strip_space = false;
-  }
-  return out;
 }
 
 }  // namespace valet

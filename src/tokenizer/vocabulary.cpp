@@ -29,17 +29,41 @@ std::string ByteText(uint8_t byte) {
   return std::string{'<', '0', 'x', kHex[byte >> 4], kHex[byte & 15], '>'};
 }
 
+uint64_t MergeKey(int32_t left, int32_t right) {
+  return static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32 | static_cast<uint32_t>(right);
+}
+
 bool IsSplitting(TokenType type) {
   return type == TokenType::kControl || type == TokenType::kUserDefined ||
          type == TokenType::kUnknown;
 }
 
 Status CheckModel(const std::string& model) {
-  if (model == "llama") return Status::Ok();
+  if (model == "llama" || model == "gpt2") return Status::Ok();
   return Unsupported("tokenizer model '" + model +
-                     "' is not supported yet: valet handles SentencePiece ('llama') "
-                     "vocabularies; BPE and others are planned");
+                     "' is not supported: valet handles SentencePiece ('llama') and "
+                     "byte-level BPE ('gpt2') vocabularies");
 }
+
+// Texts llama.cpp recognises as end of turn (the first one present becomes the
+// EOT token when the file names none), as end of message, and as
+// end-of-generation tokens in general.
+constexpr std::string_view kEotTexts[] = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
+    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<end_of_utterance>"};
+constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
+constexpr std::string_view kEogTexts[] = {
+    "<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",        "<end_of_turn>",
+    "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>"};
+// Fill-in-the-middle markers: all become control tokens; pad, repository and
+// file separators also end generation.
+constexpr std::string_view kFimTexts[] = {
+    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<|fim_suffix|>", "<fim-suffix>",
+    "<fim_suffix>",   "<|fim_middle|>", "<fim-middle>", "<fim_middle>"};
+constexpr std::string_view kFimEogTexts[] = {"<|fim_pad|>", "<fim-pad>",  "<fim_pad>",
+                                             "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                             "<reponame>",  "<|file_sep|>", "<file_sep>"};
 
 Status CheckSpecialId(const char* name, int32_t id, size_t n_tokens) {
   if (id == Vocabulary::kNoToken || (id >= 0 && static_cast<size_t>(id) < n_tokens)) {
@@ -95,10 +119,14 @@ Result<Vocabulary> Vocabulary::FromParts(VocabularyParts parts) {
   vocab.eos_id_ = parts.eos_id;
   vocab.unk_id_ = parts.unk_id;
   vocab.pad_id_ = parts.pad_id;
+  vocab.eot_id_ = parts.eot_id;
+  vocab.eom_id_ = parts.eom_id;
+  vocab.pre_ = std::move(parts.pre);
   vocab.add_bos_ = parts.add_bos;
   vocab.add_eos_ = parts.add_eos;
   vocab.add_space_prefix_ = parts.add_space_prefix;
   VALET_RETURN_IF_ERROR(vocab.BuildIndexes());
+  vocab.BuildMergeRanks(parts.merges);
   return vocab;
 }
 
@@ -115,6 +143,9 @@ Status Vocabulary::BuildIndexes() {
       }
       byte_values_[id] = *byte;
     }
+  }
+  FindEndOfGeneration();
+  for (int32_t id = 0; id < n; ++id) {
     if (IsSplitting(types_[id]) && !texts_[id].empty()) splitting_tokens_.push_back(id);
   }
   for (int b = 0; b < 256; ++b) {
@@ -128,6 +159,62 @@ Status Vocabulary::BuildIndexes() {
   std::stable_sort(splitting_tokens_.begin(), splitting_tokens_.end(),
                    [this](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
   return Status::Ok();
+}
+
+void Vocabulary::FindEndOfGeneration() {
+  // Each text found becomes a control token (llama.cpp's fix-up for converters
+  // that typed them as normal or user-defined), so it is only split out of
+  // input text when special tokens are parsed and decodes to nothing by default.
+  auto find_all = [this](std::span<const std::string_view> texts, bool eog, int32_t* first) {
+    for (std::string_view text : texts) {
+      const int32_t id = Lookup(text);
+      if (id == kNoToken) continue;
+      types_[id] = TokenType::kControl;
+      if (eog) eog_ids_.push_back(id);
+      if (first != nullptr && *first == kNoToken) *first = id;
+    }
+  };
+  const bool eot_given = eot_id_ != kNoToken;
+  const bool eom_given = eom_id_ != kNoToken;
+  find_all(kEotTexts, false, eot_given ? nullptr : &eot_id_);
+  find_all(kEomTexts, false, eom_given ? nullptr : &eom_id_);
+  find_all(kEogTexts, true, nullptr);
+  find_all(kFimTexts, false, nullptr);
+  find_all(kFimEogTexts, true, nullptr);
+  for (int32_t id : {eos_id_, eot_id_, eom_id_}) {
+    if (id != kNoToken) eog_ids_.push_back(id);
+  }
+  std::sort(eog_ids_.begin(), eog_ids_.end());
+  eog_ids_.erase(std::unique(eog_ids_.begin(), eog_ids_.end()), eog_ids_.end());
+}
+
+void Vocabulary::BuildMergeRanks(const std::vector<std::string>& merges) {
+  merge_ranks_.reserve(merges.size());
+  std::string joined;
+  for (size_t rank = 0; rank < merges.size(); ++rank) {
+    const std::string_view merge = merges[rank];
+    // The separator is the first space after the first character: a left side may itself be " ".
+    const size_t space = merge.find(' ', 1);
+    if (space == std::string_view::npos) continue;
+    const int32_t left = Lookup(merge.substr(0, space));
+    const int32_t right = Lookup(merge.substr(space + 1));
+    joined.assign(merge.substr(0, space));
+    joined.append(merge.substr(space + 1));
+    const int32_t result = Lookup(joined);
+    if (left == kNoToken || right == kNoToken || result == kNoToken) continue;
+    // The first occurrence of a pair keeps its rank, as in llama.cpp.
+    merge_ranks_.try_emplace(MergeKey(left, right), BpeMerge{static_cast<int32_t>(rank), result});
+  }
+}
+
+const BpeMerge* Vocabulary::FindMerge(int32_t left, int32_t right) const {
+  if (left < 0 || right < 0) return nullptr;
+  auto it = merge_ranks_.find(MergeKey(left, right));
+  return it == merge_ranks_.end() ? nullptr : &it->second;
+}
+
+bool Vocabulary::IsEog(int32_t id) const {
+  return std::binary_search(eog_ids_.begin(), eog_ids_.end(), id);
 }
 
 int32_t Vocabulary::Lookup(std::string_view text) const {

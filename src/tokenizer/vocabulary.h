@@ -31,17 +31,27 @@ enum class TokenType : int32_t {
 
 // Plain inputs for Vocabulary::FromParts (tests, the synthetic-model tool).
 struct VocabularyParts {
-  std::string model = "llama";  // tokenizer.ggml.model; "llama" is SentencePiece (SPM)
+  std::string model = "llama";  // tokenizer.ggml.model: "llama" (SentencePiece) or "gpt2" (BPE)
+  std::string pre;              // tokenizer.ggml.pre: the BPE pre-tokenizer's name
   std::vector<std::string> tokens;
+  std::vector<std::string> merges;  // BPE: "left right", highest priority first
   std::vector<float> scores;     // empty: every score 0
   std::vector<TokenType> types;  // empty: every token normal
   int32_t bos_id = -1;           // -1: the vocabulary has no such token
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
+  int32_t eot_id = -1;           // end of turn; -1: found by text as llama.cpp does
+  int32_t eom_id = -1;           // end of message (tool call); -1: found by text
   bool add_bos = true;           // tokenizer.ggml.add_bos_token
   bool add_eos = false;          // tokenizer.ggml.add_eos_token
   bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
+};
+
+// One BPE merge: its priority (lower merges first) and the token it produces.
+struct BpeMerge {
+  int32_t rank;
+  int32_t result;
 };
 
 class Vocabulary {
@@ -49,11 +59,13 @@ class Vocabulary {
   static constexpr int32_t kNoToken = -1;
 
   // Validates lengths, ids, token types and byte-token texts; a model other than
-  // "llama" is Unsupported (BPE vocabularies come later).
+  // "llama" or "gpt2" is Unsupported. As in llama.cpp, the end-of-generation and
+  // fill-in-the-middle tokens found by their texts ("<|eot_id|>", "<|im_end|>" ...)
+  // become control tokens.
   static Result<Vocabulary> FromParts(VocabularyParts parts);
-  // Reads the tokenizer.ggml.* keys; defaults follow llama.cpp for SPM
-  // (bos 1, eos 2, unk 0 when the keys are absent, add_bos on, add_eos off,
-  // add_space_prefix on).
+  // Reads the tokenizer.ggml.* keys; defaults follow llama.cpp: SPM bos 1, eos 2,
+  // unk 0, add_bos on, add_space_prefix on; BPE bos 11, eos 11, no unk, add_bos
+  // only for Llama 3 pre-tokenizers, no space prefix; add_eos off.
   static Result<Vocabulary> FromGguf(const GgufFile& file);
 
   int32_t size() const { return static_cast<int32_t>(texts_.size()); }
@@ -76,11 +88,23 @@ class Vocabulary {
   // the encoder splits out of raw text before running the subword model.
   std::span<const int32_t> SplittingTokens() const { return splitting_tokens_; }
 
+  // The merge of two adjacent tokens, or nullptr. Merges whose sides or result
+  // are not tokens are left out: token symbols can never use them.
+  const BpeMerge* FindMerge(int32_t left, int32_t right) const;
+  size_t merge_count() const { return merge_ranks_.size(); }
+
+  // End-of-generation tokens: eos, eot, eom and the texts llama.cpp treats as such.
+  bool IsEog(int32_t id) const;
+  std::span<const int32_t> eog_ids() const { return eog_ids_; }
+
   const std::string& model() const { return model_; }
+  const std::string& pre() const { return pre_; }
   int32_t bos_id() const { return bos_id_; }
   int32_t eos_id() const { return eos_id_; }
   int32_t unk_id() const { return unk_id_; }
   int32_t pad_id() const { return pad_id_; }
+  int32_t eot_id() const { return eot_id_; }
+  int32_t eom_id() const { return eom_id_; }
   bool add_bos() const { return add_bos_; }
   bool add_eos() const { return add_eos_; }
   bool add_space_prefix() const { return add_space_prefix_; }
@@ -94,8 +118,11 @@ class Vocabulary {
   Vocabulary() = default;
   size_t Index(int32_t id) const;
   Status BuildIndexes();
+  void BuildMergeRanks(const std::vector<std::string>& merges);
+  void FindEndOfGeneration();
 
   std::string model_;
+  std::string pre_;
   std::vector<std::string> texts_;
   std::vector<float> scores_;
   std::vector<TokenType> types_;
@@ -103,10 +130,14 @@ class Vocabulary {
   std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> text_to_id_;
   std::array<int32_t, 256> byte_tokens_{};
   std::vector<int32_t> splitting_tokens_;
+  std::unordered_map<uint64_t, BpeMerge> merge_ranks_;  // key: left << 32 | right
+  std::vector<int32_t> eog_ids_;                       // sorted
   int32_t bos_id_ = kNoToken;
   int32_t eos_id_ = kNoToken;
   int32_t unk_id_ = kNoToken;
   int32_t pad_id_ = kNoToken;
+  int32_t eot_id_ = kNoToken;
+  int32_t eom_id_ = kNoToken;
   bool add_bos_ = true;
   bool add_eos_ = false;
   bool add_space_prefix_ = true;

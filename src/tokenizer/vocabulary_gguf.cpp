@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
+#include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/vocabulary.h"
 
 namespace valet {
@@ -17,6 +18,8 @@ constexpr std::string_view kModelKey = "tokenizer.ggml.model";
 constexpr std::string_view kTokensKey = "tokenizer.ggml.tokens";
 constexpr std::string_view kScoresKey = "tokenizer.ggml.scores";
 constexpr std::string_view kTypesKey = "tokenizer.ggml.token_type";
+constexpr std::string_view kPreKey = "tokenizer.ggml.pre";
+constexpr std::string_view kMergesKey = "tokenizer.ggml.merges";
 
 // An optional special-token id. Converters write UINT32_MAX (or -1) for "none";
 // a key that is absent falls back to `fallback` when it lies inside the vocabulary.
@@ -57,21 +60,48 @@ Status ReadArrays(const GgufFile& file, VocabularyParts& parts) {
     parts.types.reserve(types.size());
     for (int32_t t : types) parts.types.push_back(static_cast<TokenType>(t));
   }
+  if (parts.model == "gpt2") {
+    if (file.Find(kMergesKey) == nullptr) {
+      return Corrupt(file.path() + ": BPE vocabulary without " + std::string(kMergesKey));
+    }
+    VALET_ASSIGN_OR_RETURN(std::vector<std::string_view> merges, file.GetStringArray(kMergesKey));
+    parts.merges.assign(merges.begin(), merges.end());
+  }
   return Status::Ok();
+}
+
+// llama.cpp's defaults for keys a file leaves out, per tokenizer model.
+struct SpecialDefaults {
+  int32_t bos;
+  int32_t eos;
+  int32_t unk;
+  bool add_bos;
+  bool add_space_prefix;
+};
+
+SpecialDefaults DefaultsFor(const VocabularyParts& parts) {
+  if (parts.model != "gpt2") return {1, 2, 0, true, true};
+  Result<PreTokenizerInfo> pre = PreTokenizerForName(parts.pre);
+  return {11, 11, Vocabulary::kNoToken, pre.ok() && pre->add_bos_by_default, false};
 }
 
 Status ReadSpecials(const GgufFile& file, VocabularyParts& parts) {
   const size_t n = parts.tokens.size();
-  VALET_ASSIGN_OR_RETURN(parts.bos_id, ReadSpecialId(file, "tokenizer.ggml.bos_token_id", 1, n));
-  VALET_ASSIGN_OR_RETURN(parts.eos_id, ReadSpecialId(file, "tokenizer.ggml.eos_token_id", 2, n));
+  const SpecialDefaults d = DefaultsFor(parts);
+  constexpr int32_t kNone = Vocabulary::kNoToken;
+  VALET_ASSIGN_OR_RETURN(parts.bos_id, ReadSpecialId(file, "tokenizer.ggml.bos_token_id", d.bos, n));
+  VALET_ASSIGN_OR_RETURN(parts.eos_id, ReadSpecialId(file, "tokenizer.ggml.eos_token_id", d.eos, n));
   VALET_ASSIGN_OR_RETURN(parts.unk_id,
-                         ReadSpecialId(file, "tokenizer.ggml.unknown_token_id", 0, n));
-  VALET_ASSIGN_OR_RETURN(parts.pad_id, ReadSpecialId(file, "tokenizer.ggml.padding_token_id",
-                                                     Vocabulary::kNoToken, n));
-  VALET_ASSIGN_OR_RETURN(parts.add_bos, ReadFlag(file, "tokenizer.ggml.add_bos_token", true));
+                         ReadSpecialId(file, "tokenizer.ggml.unknown_token_id", d.unk, n));
+  VALET_ASSIGN_OR_RETURN(parts.pad_id,
+                         ReadSpecialId(file, "tokenizer.ggml.padding_token_id", kNone, n));
+  VALET_ASSIGN_OR_RETURN(parts.eot_id, ReadSpecialId(file, "tokenizer.ggml.eot_token_id", kNone, n));
+  VALET_ASSIGN_OR_RETURN(parts.eom_id, ReadSpecialId(file, "tokenizer.ggml.eom_token_id", kNone, n));
+  VALET_ASSIGN_OR_RETURN(parts.add_bos,
+                         ReadFlag(file, "tokenizer.ggml.add_bos_token", d.add_bos));
   VALET_ASSIGN_OR_RETURN(parts.add_eos, ReadFlag(file, "tokenizer.ggml.add_eos_token", false));
   VALET_ASSIGN_OR_RETURN(parts.add_space_prefix,
-                         ReadFlag(file, "tokenizer.ggml.add_space_prefix", true));
+                         ReadFlag(file, "tokenizer.ggml.add_space_prefix", d.add_space_prefix));
   return Status::Ok();
 }
 
@@ -85,10 +115,14 @@ Result<Vocabulary> Vocabulary::FromGguf(const GgufFile& file) {
                   file.path() + ": no tokenizer vocabulary (" + model.status().message() + ")");
   }
   parts.model = std::string(*model);
-  if (parts.model != "llama") {
+  if (parts.model != "llama" && parts.model != "gpt2") {
     return Unsupported(file.path() + ": tokenizer model '" + parts.model +
-                       "' is not supported yet: valet handles SentencePiece ('llama') "
-                       "vocabularies; BPE and others are planned");
+                       "' is not supported: valet handles SentencePiece ('llama') and "
+                       "byte-level BPE ('gpt2') vocabularies");
+  }
+  if (file.Find(kPreKey) != nullptr) {
+    VALET_ASSIGN_OR_RETURN(std::string_view pre, file.GetString(kPreKey));
+    parts.pre = std::string(pre);
   }
   VALET_RETURN_IF_ERROR(ReadArrays(file, parts));
   VALET_RETURN_IF_ERROR(ReadSpecials(file, parts));

@@ -118,10 +118,10 @@ TEST(VocabularyTest, RejectsBadIdsAndTypes) {
 
 TEST(VocabularyTest, OtherModelsAreUnsupported) {
   VocabularyParts parts = SmallParts();
-  parts.model = "gpt2";
+  parts.model = "bert";
   Result<Vocabulary> vocab = Vocabulary::FromParts(parts);
   EXPECT_EQ(vocab.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(vocab.status().message().find("gpt2"), std::string::npos);
+  EXPECT_NE(vocab.status().message().find("bert"), std::string::npos);
 }
 
 // --- FromGguf, over files built in memory ---
@@ -198,9 +198,9 @@ TEST(VocabularyGgufTest, RejectsMismatchedArrayLengths) {
   EXPECT_NE(vocab.status().message().find("test.gguf"), std::string::npos);
 }
 
-TEST(VocabularyGgufTest, NonLlamaModelIsUnsupported) {
+TEST(VocabularyGgufTest, UnknownModelIsUnsupported) {
   VocabularyParts parts = SmallParts();
-  parts.model = "gpt2";
+  parts.model = "bert";
   Result<Vocabulary> vocab = LoadFrom(WriterFor(parts));
   EXPECT_EQ(vocab.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(vocab.status().message().find("BPE"), std::string::npos);
