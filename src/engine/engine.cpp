@@ -15,7 +15,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   e->tokenizer_ = std::make_unique<SpmTokenizer>(std::make_shared<const Vocabulary>(std::move(vocab)));
 
   KvPoolOptions pool_options;
-  pool_options.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, options.kv_block_tokens};
+  pool_options.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, options.kv_block_tokens, options.kv_type};
   pool_options.capacity_bytes = options.kv_capacity_bytes;
   VALET_ASSIGN_OR_RETURN(e->kv_pool_, KvPool::Create(pool_options));
 

@@ -20,6 +20,7 @@ struct EngineOptions {
   int32_t n_ctx = 0;                    // 0: the model's training context
   int32_t max_batch_tokens = 512;       // tokens per forward step
   int32_t kv_block_tokens = 16;
+  KvType kv_type = KvType::kF16;        // F32 for comparisons against references at 1e-4
   size_t kv_capacity_bytes = 256u << 20;  // KV pool budget
 };
 

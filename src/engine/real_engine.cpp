@@ -366,7 +366,7 @@ Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_need
   }
   in.own_tokens = s->kv.n_tokens() - shared;
   in.all_tokens = static_cast<int32_t>(s->history.size());
-  in.snapshot_bytes = SnapshotStore::FrameBytes(s->kv.rows_floats(in.own_tokens) * sizeof(float));
+  in.snapshot_bytes = SnapshotStore::FrameBytes(s->kv.rows_bytes(in.own_tokens));
   in.ram_free_bytes = store_->ram_free_bytes();
   in.disk_available = store_->has_disk();
   in.costs = costs();

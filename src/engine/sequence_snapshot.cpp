@@ -6,7 +6,7 @@ namespace valet {
 namespace {
 
 constexpr uint32_t kMagic = 0x51455356;  // "VSEQ"
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersion = 2;  // 2: the KV element type joined the layout
 
 // Fixed part, then history, recent tokens, rows; every field is 4-byte
 // aligned so the rows can be read in place.
@@ -14,21 +14,23 @@ struct Fixed {
   uint32_t magic;
   uint32_t version;
   int32_t n_layer, n_kv_head, head_dim, block_tokens;
+  int32_t kv_type, unused;  // KvType; `unused` keeps the fields free of padding
   int32_t kv_begin, kv_end;
   uint32_t n_history, n_recent;
   uint64_t rng[4];
 };
-static_assert(sizeof(Fixed) % 8 == 0);
+static_assert(sizeof(Fixed) == 80, "no padding bytes: the header is copied out whole");
 
 }  // namespace
 
 std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSequence& seq) {
   const KvLayout& l = seq.pool().layout();
-  Fixed f{kMagic, kVersion, l.n_layer, l.n_kv_head, l.head_dim, l.block_tokens, h.kv_begin, h.kv_end,
+  Fixed f{kMagic, kVersion, l.n_layer, l.n_kv_head, l.head_dim, l.block_tokens, static_cast<int32_t>(l.type),
+          0, h.kv_begin, h.kv_end,
           static_cast<uint32_t>(h.history.size()), static_cast<uint32_t>(h.sampler.recent_tokens.size()),
           {h.sampler.rng.words[0], h.sampler.rng.words[1], h.sampler.rng.words[2], h.sampler.rng.words[3]}};
   const size_t ints = (h.history.size() + h.sampler.recent_tokens.size()) * sizeof(int32_t);
-  const size_t rows = seq.rows_floats(h.kv_end - h.kv_begin) * sizeof(float);
+  const size_t rows = seq.rows_bytes(h.kv_end - h.kv_begin);
   std::vector<uint8_t> out(sizeof(f) + ints + rows);
   uint8_t* p = out.data();
   std::memcpy(p, &f, sizeof(f));
@@ -37,7 +39,7 @@ std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSeq
   p += h.history.size() * sizeof(int32_t);
   std::memcpy(p, h.sampler.recent_tokens.data(), h.sampler.recent_tokens.size() * sizeof(int32_t));
   p += h.sampler.recent_tokens.size() * sizeof(int32_t);
-  seq.ExportRows(h.kv_begin, h.kv_end, reinterpret_cast<float*>(p));
+  seq.ExportRows(h.kv_begin, h.kv_end, p);
   return out;
 }
 
@@ -46,14 +48,15 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   if (bytes.size() < sizeof(f)) return Corrupt("sequence snapshot is shorter than its header");
   std::memcpy(&f, bytes.data(), sizeof(f));
   if (f.magic != kMagic || f.version != kVersion) return Corrupt("not a sequence snapshot (magic/version)");
-  if (f.n_layer != l.n_layer || f.n_kv_head != l.n_kv_head || f.head_dim != l.head_dim) {
+  if (f.n_layer != l.n_layer || f.n_kv_head != l.n_kv_head || f.head_dim != l.head_dim ||
+      f.kv_type != static_cast<int32_t>(l.type)) {
     return Corrupt("sequence snapshot was taken from a KV pool of another shape");
   }
   if (f.kv_begin < 0 || f.kv_end < f.kv_begin || static_cast<uint32_t>(f.kv_end) > f.n_history) {
     return Corrupt("sequence snapshot has inconsistent positions");
   }
   const size_t ints = (static_cast<size_t>(f.n_history) + f.n_recent) * sizeof(int32_t);
-  const size_t rows = static_cast<size_t>(f.kv_end - f.kv_begin) * l.block_floats() / l.block_tokens * sizeof(float);
+  const size_t rows = static_cast<size_t>(f.kv_end - f.kv_begin) * l.token_bytes();
   if (bytes.size() != sizeof(f) + ints + rows) return Corrupt("sequence snapshot has the wrong size");
   DecodedSnapshot d;
   d.header.kv_begin = f.kv_begin;
@@ -67,7 +70,7 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   p += f.n_recent * sizeof(int32_t);
   for (int i = 0; i < 4; ++i) d.header.sampler.rng.words[i] = f.rng[i];
   if (d.header.sampler.rng == RngState{}) return Corrupt("sequence snapshot has an all-zero RNG state");
-  d.rows = reinterpret_cast<const float*>(p);
+  d.rows = p;
   return d;
 }
 

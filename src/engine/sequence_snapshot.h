@@ -28,7 +28,7 @@ std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& header, const 
 
 struct DecodedSnapshot {
   SnapshotHeader header;
-  const float* rows = nullptr;  // into the decoded bytes, ExportRows order
+  const uint8_t* rows = nullptr;  // into the decoded bytes, ExportRows order
 };
 
 // Corrupt when the bytes are malformed or laid out for another pool.

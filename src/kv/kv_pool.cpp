@@ -27,7 +27,7 @@ Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
   }
   if (n_blocks > INT32_MAX) return InvalidArgument("KV pool has too many blocks");
   std::unique_ptr<KvPool> pool(new KvPool(l, static_cast<int32_t>(n_blocks)));
-  pool->storage_.reset(new (std::nothrow) float[n_blocks * l.block_floats()]);
+  pool->storage_.reset(new (std::nothrow) uint8_t[n_blocks * l.block_bytes()]);
   if (!pool->storage_) {
     return ResourceExhausted("cannot allocate a KV pool of " + std::to_string(n_blocks * l.block_bytes()) +
                              " bytes");
@@ -101,23 +101,24 @@ void KvSequence::AttachShared(std::span<const KvBlockId> blocks, int32_t n_token
   n_tokens_ = n_tokens;
 }
 
-// Calls fn(block floats at the run start, packed offset, run length in floats)
-// for every contiguous run of rows of positions [begin, end): one per
+// Calls fn(block bytes at the run start, packed byte offset, run length in
+// bytes) for every contiguous run of rows of positions [begin, end): one per
 // (block, layer, K/V, head).
 template <typename Fn>
 void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
   const KvLayout& l = pool_->layout();
   const int32_t n = end - begin;
-  const size_t hd = static_cast<size_t>(l.head_dim);
+  const size_t row = static_cast<size_t>(l.head_dim) * l.elem_bytes();
   for (int32_t pos = begin; pos < end;) {
     const int32_t in_block = pos % l.block_tokens;
     const int32_t run = std::min(end - pos, l.block_tokens - in_block);
-    float* block = pool_->block_data(blocks_[pos / l.block_tokens]);
+    uint8_t* block = pool_->block_data(blocks_[pos / l.block_tokens]);
     for (int32_t layer = 0; layer < l.n_layer; ++layer) {
       for (int32_t kv = 0; kv < 2; ++kv) {
         for (int32_t head = 0; head < l.n_kv_head; ++head) {
           const size_t slab = (static_cast<size_t>(layer) * 2 + kv) * l.n_kv_head + head;
-          fn(block + l.slab_offset(layer, kv, head) + in_block * hd, (slab * n + (pos - begin)) * hd, run * hd);
+          fn(block + l.slab_offset(layer, kv, head) * l.elem_bytes() + in_block * row,
+             (slab * n + (pos - begin)) * row, run * row);
         }
       }
     }
@@ -125,15 +126,16 @@ void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
   }
 }
 
-void KvSequence::ExportRows(int32_t begin, int32_t end, float* out) const {
+void KvSequence::ExportRows(int32_t begin, int32_t end, void* out) const {
   assert(0 <= begin && begin <= end && end <= n_tokens_);
-  ForEachRun(begin, end, [&](const float* rows, size_t at, size_t count) { std::memcpy(out + at, rows, count * sizeof(float)); });
+  auto* dst = static_cast<uint8_t*>(out);
+  ForEachRun(begin, end, [&](const uint8_t* rows, size_t at, size_t bytes) { std::memcpy(dst + at, rows, bytes); });
 }
 
-void KvSequence::ImportRows(int32_t n, const float* in) {
+void KvSequence::ImportRows(int32_t n, const void* in) {
   assert(static_cast<size_t>(n_tokens_ + n) <= blocks_.size() * pool_->layout().block_tokens);
-  ForEachRun(n_tokens_, n_tokens_ + n,
-             [&](float* rows, size_t at, size_t count) { std::memcpy(rows, in + at, count * sizeof(float)); });
+  const auto* src = static_cast<const uint8_t*>(in);
+  ForEachRun(n_tokens_, n_tokens_ + n, [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
 }
 
 void KvSequence::Commit(int32_t n) {

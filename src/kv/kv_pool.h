@@ -52,16 +52,16 @@ class KvPool {
   void Release(KvBlockId id);
   int32_t ref_count(KvBlockId id) const { return ref_counts_[id]; }
 
-  float* block_data(KvBlockId id) { return storage_.get() + static_cast<size_t>(id) * layout_.block_floats(); }
-  const float* block_data(KvBlockId id) const {
-    return storage_.get() + static_cast<size_t>(id) * layout_.block_floats();
+  uint8_t* block_data(KvBlockId id) { return storage_.get() + static_cast<size_t>(id) * layout_.block_bytes(); }
+  const uint8_t* block_data(KvBlockId id) const {
+    return storage_.get() + static_cast<size_t>(id) * layout_.block_bytes();
   }
 
  private:
   KvPool(const KvLayout& layout, int32_t n_blocks);
 
   KvLayout layout_;
-  std::unique_ptr<float[]> storage_;  // [n_blocks][block_floats]
+  std::unique_ptr<uint8_t[]> storage_;  // [n_blocks][block_bytes]
   std::vector<int32_t> ref_counts_;   // [n_blocks]
   std::vector<KvBlockId> free_list_;  // LIFO: recently freed blocks are warm in cache
   KvReclaimer* reclaimer_ = nullptr;
@@ -92,22 +92,21 @@ class KvSequence {
   // the blocks gain a reference each.
   void AttachShared(std::span<const KvBlockId> blocks, int32_t n_tokens);
 
-  // Floats ExportRows writes for `n` positions.
-  size_t rows_floats(int32_t n) const {
-    return static_cast<size_t>(n) * pool_->layout().block_floats() / pool_->layout().block_tokens;
-  }
+  // Bytes ExportRows writes for `n` positions.
+  size_t rows_bytes(int32_t n) const { return static_cast<size_t>(n) * pool_->layout().token_bytes(); }
   // Copies the K and V rows of filled positions [begin, end) out as
-  // [n_layer][K|V][n_kv_head][end - begin][head_dim] floats.
-  void ExportRows(int32_t begin, int32_t end, float* out) const;
+  // [n_layer][K|V][n_kv_head][end - begin][head_dim] elements of the pool's type.
+  void ExportRows(int32_t begin, int32_t end, void* out) const;
   // Writes rows in ExportRows' order into positions [n_tokens(), n_tokens() + n)
   // of reserved room (after Reserve(n)); Commit(n) makes them part of the sequence.
-  void ImportRows(int32_t n, const float* in);
+  void ImportRows(int32_t n, const void* in);
 
-  // Start of the head_dim floats for (layer, kv, head, position).
-  float* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
+  // Start of the head_dim elements (of the pool's KvType) for (layer, kv, head, position).
+  void* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
     const KvLayout& l = pool_->layout();
-    return pool_->block_data(blocks_[pos / l.block_tokens]) + l.slab_offset(layer, kv, head) +
-           static_cast<size_t>(pos % l.block_tokens) * l.head_dim;
+    return pool_->block_data(blocks_[pos / l.block_tokens]) +
+           (l.slab_offset(layer, kv, head) + static_cast<size_t>(pos % l.block_tokens) * l.head_dim) *
+               l.elem_bytes();
   }
 
  private:

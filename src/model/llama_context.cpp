@@ -101,12 +101,13 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const
   ctx->tmp_.resize(n * c.n_embd);
   ctx->rope_.resize(n * c.rope_dim);
   ctx->scores_.resize(static_cast<size_t>(ctx->pool_.size()) * o.n_ctx);
+  ctx->kv_row_.resize(static_cast<size_t>(ctx->pool_.size()) * c.head_dim);
   return ctx;
 }
 
 size_t LlamaContext::scratch_bytes() const {
   size_t floats = x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() +
-                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + scores_.size();
+                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + scores_.size() + kv_row_.size();
   return floats * sizeof(float) + matmul_scratch_.activations.capacity() +
          matmul_scratch_.dequantized.capacity() * sizeof(float);
 }
@@ -259,8 +260,12 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KernelTable& kernels = ActiveKernels();
 
-  // Rotate q and k, then store k and v at each token's position, so that every
-  // token of the step sees the earlier tokens of its own sequence.
+  // Rotate q and k, then store k and v at each token's position (converted
+  // to the pool's element type), so that every token of the step sees the
+  // earlier tokens of its own sequence.
+  const KvType kv_type = seq_of_[0]->pool().layout().type;
+  const from_float_fn store_row =
+      kv_type == KvType::kF16 ? kernels[GgmlType::kF16].from_float : kernels[GgmlType::kF32].from_float;
   pool_.Run([&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
@@ -271,16 +276,26 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       for (int32_t h = 0; h < c.n_head_kv; ++h) {
         float* kh = k_.data() + t * kv_dim + h * hd;
         RopeHead(kh, cs, c.rope_dim, c.rope_style);
-        std::copy_n(kh, hd, seq_of_[t]->row(il, 0, h, pos_of_[t]));
-        std::copy_n(v_.data() + t * kv_dim + h * hd, hd, seq_of_[t]->row(il, 1, h, pos_of_[t]));
+        store_row(kh, seq_of_[t]->row(il, 0, h, pos_of_[t]), hd);
+        store_row(v_.data() + t * kv_dim + h * hd, seq_of_[t]->row(il, 1, h, pos_of_[t]), hd);
       }
     }
   });
 
   // softmax(q·Kᵀ · scale) · V per (token, head), causal within the sequence.
+  // F16 rows are widened into a per-thread row buffer first; the products
+  // and sums stay in F32.
+  const to_float_fn load_row = kv_type == KvType::kF16 ? kernels[GgmlType::kF16].to_float : nullptr;
   const int64_t n_items = static_cast<int64_t>(n) * c.n_head;
   pool_.Run([&](int ith, int nth) {
     float* p = scores_.data() + static_cast<size_t>(ith) * options_.n_ctx;
+    float* wide = kv_row_.data() + static_cast<size_t>(ith) * hd;  // [head_dim]
+    auto kv_row = [&](KvSequence& seq, int32_t kv, int32_t kvh, int32_t pos) -> const float* {
+      void* row = seq.row(il, kv, kvh, pos);
+      if (load_row == nullptr) return static_cast<const float*>(row);
+      load_row(row, wide, hd);
+      return wide;
+    };
     Range r = SplitRange(n_items, ith, nth);
     for (int64_t item = r.begin; item < r.end; ++item) {
       const int64_t t = item / c.n_head;
@@ -291,7 +306,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       const float* qh = q_.data() + t * q_dim + h * hd;
       float max = -INFINITY;
       for (int32_t j = 0; j < n_pos; ++j) {
-        p[j] = kernels.dot_f32(hd, seq.row(il, 0, kvh, j), qh) * scale;
+        p[j] = kernels.dot_f32(hd, kv_row(seq, 0, kvh, j), qh) * scale;
         max = std::max(max, p[j]);
       }
       double sum = 0.0;
@@ -303,7 +318,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       float* out = attn_.data() + t * q_dim + h * hd;
       std::fill_n(out, hd, 0.0f);
       for (int32_t j = 0; j < n_pos; ++j) {
-        kernels.vec_mad_f32(hd, p[j] * inv, seq.row(il, 1, kvh, j), out);
+        kernels.vec_mad_f32(hd, p[j] * inv, kv_row(seq, 1, kvh, j), out);
       }
     }
   });

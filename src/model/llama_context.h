@@ -100,6 +100,7 @@ class LlamaContext {
   std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
   std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
   std::vector<float> scores_;  // [n_threads, n_ctx] attention weights
+  std::vector<float> kv_row_;  // [n_threads, head_dim] one K or V row widened to F32
 };
 
 }  // namespace valet

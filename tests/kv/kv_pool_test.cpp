@@ -10,19 +10,23 @@ namespace {
 
 std::unique_ptr<KvPool> MakePool(int32_t blocks) {
   KvPoolOptions o;
-  o.layout = KvLayout{2, 2, 4, 4};  // 2 layers, 2 heads, head_dim 4, 4 tokens per block
+  o.layout = KvLayout{2, 2, 4, 4, KvType::kF32};  // 2 layers, 2 heads, head_dim 4, 4 tokens per block
   o.capacity_bytes = blocks * o.layout.block_bytes();
   return std::move(KvPool::Create(o).value());
 }
 
 // Writes a value derived from (layer, kv, head, pos, d) into every filled row.
+float* Row(KvSequence& seq, int32_t layer, int32_t kv, int32_t head, int32_t pos) {
+  return static_cast<float*>(seq.row(layer, kv, head, pos));
+}
+
 void Fill(KvSequence& seq, int32_t from, int32_t to, float salt) {
   const KvLayout& l = seq.pool().layout();
   for (int32_t layer = 0; layer < l.n_layer; ++layer)
     for (int32_t kv = 0; kv < 2; ++kv)
       for (int32_t h = 0; h < l.n_kv_head; ++h)
         for (int32_t p = from; p < to; ++p)
-          for (int32_t d = 0; d < l.head_dim; ++d) seq.row(layer, kv, h, p)[d] = salt + layer * 1000 + kv * 100 + h * 10 + p + d * 0.01f;
+          for (int32_t d = 0; d < l.head_dim; ++d) Row(seq, layer, kv, h, p)[d] = salt + layer * 1000 + kv * 100 + h * 10 + p + d * 0.01f;
 }
 
 TEST(KvSequenceTest, WritingIntoASharedBlockCopiesItFirst) {
@@ -40,11 +44,11 @@ TEST(KvSequenceTest, WritingIntoASharedBlockCopiesItFirst) {
   EXPECT_EQ(b.blocks()[0], a.blocks()[0]) << "full blocks stay shared";
   EXPECT_NE(b.blocks()[1], a.blocks()[1]) << "the partly filled block is copied";
   EXPECT_EQ(pool->ref_count(a.blocks()[1]), 1);
-  EXPECT_EQ(b.row(1, 1, 1, 5)[3], a.row(1, 1, 1, 5)[3]) << "the copy carries the shared rows";
+  EXPECT_EQ(Row(b, 1, 1, 1, 5)[3], Row(a, 1, 1, 1, 5)[3]) << "the copy carries the shared rows";
   Fill(b, 6, 7, 50000.0f);
   b.Commit(1);
-  EXPECT_EQ(a.row(0, 0, 0, 6)[0], a.row(0, 0, 0, 6)[0]);
-  EXPECT_NE(a.row(0, 0, 0, 6)[0], b.row(0, 0, 0, 6)[0]) << "the original block was not written";
+  EXPECT_EQ(Row(a, 0, 0, 0, 6)[0], Row(a, 0, 0, 0, 6)[0]);
+  EXPECT_NE(Row(a, 0, 0, 0, 6)[0], Row(b, 0, 0, 0, 6)[0]) << "the original block was not written";
 }
 
 TEST(KvSequenceTest, FailedReserveLeavesTheSequenceUnchanged) {
@@ -67,7 +71,7 @@ TEST(KvSequenceTest, ExportThenImportReproducesTheRowsInOtherBlocks) {
   ASSERT_TRUE(a.Reserve(11).ok());
   Fill(a, 0, 11, 7.0f);
   a.Commit(11);
-  std::vector<float> rows(a.rows_floats(8));
+  std::vector<float> rows(a.rows_bytes(8) / sizeof(float));
   a.ExportRows(3, 11, rows.data());
 
   KvSequence b(*pool);
@@ -82,7 +86,7 @@ TEST(KvSequenceTest, ExportThenImportReproducesTheRowsInOtherBlocks) {
       for (int32_t h = 0; h < l.n_kv_head; ++h)
         for (int32_t p = 0; p < 11; ++p)
           for (int32_t d = 0; d < l.head_dim; ++d)
-            ASSERT_EQ(a.row(layer, kv, h, p)[d], b.row(layer, kv, h, p)[d]) << layer << kv << h << " pos " << p;
+            ASSERT_EQ(Row(a, layer, kv, h, p)[d], Row(b, layer, kv, h, p)[d]) << layer << kv << h << " pos " << p;
 }
 
 struct CountingReclaimer : KvReclaimer {

@@ -111,7 +111,9 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     model_ = *model;
     const ModelConfig& c = model_->config();
     KvPoolOptions po;
-    po.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, 16};
+    // The README's tolerances allow F16 KV for the quantized models only.
+    const KvType kv_type = GetParam().tolerance >= 0.15 ? KvType::kF16 : KvType::kF32;
+    po.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv_type};
     po.capacity_bytes = 64u << 20;
     Result<std::unique_ptr<KvPool>> pool = KvPool::Create(po);
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
