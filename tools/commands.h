@@ -16,6 +16,7 @@ int RunSynthModel(std::span<char* const> args);
 int RunBenchResume(std::span<char* const> args);
 int RunBenchContention(std::span<char* const> args);
 int RunDemo(std::span<char* const> args);
+int RunTemplate(std::span<char* const> args);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {

@@ -32,6 +32,7 @@ constexpr Command kCommands[] = {
     {"bench-resume", valet::cli::RunBenchResume, "cost of resuming a parked sequence, by park kind"},
     {"bench-contention", valet::cli::RunBenchContention, "chat under indexing: TTFT/throughput per scheduling arm"},
     {"demo", valet::cli::RunDemo, "the headline: bench-contention in ~2 minutes on the bench model"},
+    {"template", valet::cli::RunTemplate, "render a chat template (model's or a .jinja file) over messages"},
 };
 
 void PrintHelp(std::FILE* out) {

@@ -92,4 +92,50 @@ TEST(CliTest, InfoReportsTensorsAndMemory) {
   EXPECT_NE(r.out.find("memory: weights"), std::string::npos);
 }
 
+std::string WriteTemp(const std::string& name, const std::string& text) {
+  const std::string path = TempPath(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+TEST(CliTest, TemplateRendersAFileWithVariablesExactly) {
+  const std::string tmpl = WriteTemp("t.jinja",
+                                     "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+                                     "{% if add_generation_prompt %}[assistant]{% endif %}{{ extra }}{{ eos_token }}\n");
+  const std::string msgs = WriteTemp("m.json", R"({"messages": [{"role": "user", "content": "Hi"}], "extra": "X"})");
+  CliRun r = Valet("template --file " + tmpl + " --messages " + msgs + " --add-generation-prompt --bos '<s>' --eos '</s>'");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "<s>[user]Hi[assistant]X</s>");  // one trailing newline is not part of a Jinja template
+  r = Valet("template --file " + tmpl + " --messages " + msgs);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, "[user]HiX");
+}
+
+TEST(CliTest, TemplateUsesTheModelsTemplateOrFallsBackToChatMl) {
+  const std::string qwen3 = std::string(VALET_SHARED_DIR) + "/models/qwen3-q4_k_m.gguf";
+  if (!std::filesystem::exists(qwen3) || !std::filesystem::exists(kStories)) GTEST_SKIP() << "shared data absent";
+  const std::string msgs = WriteTemp("m2.json", R"({"messages": [{"role": "user", "content": "Hi"}]})");
+  const std::string chatml = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+  CliRun r = Valet("template -m " + qwen3 + " --messages " + msgs + " --add-generation-prompt");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, chatml);  // Qwen3's own template writes ChatML for a plain user turn
+  r = Valet("template -m " + kStories + " --messages " + msgs + " --add-generation-prompt");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("has no tokenizer.chat_template; using the built-in chatml"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(chatml), std::string::npos) << r.out;
+}
+
+TEST(CliTest, TemplateErrorsAreOneLine) {
+  const std::string msgs = WriteTemp("m3.json", R"({"messages": [{"role": "system", "content": "S"}]})");
+  const std::string raising = WriteTemp("raise.jinja", "{{ raise_exception('System role not supported') }}");
+  ExpectUsageError("template --file " + raising + " --messages " + msgs, "error: System role not supported");
+  const std::string broken = WriteTemp("broken.jinja", "{% if x %}never closed");
+  ExpectUsageError("template --file " + broken + " --messages " + msgs, "expected {% endif %}");
+  ExpectUsageError("template --messages " + msgs, "exactly one of --model and --file");
+  ExpectUsageError("template --file " + raising, "--messages is required");
+  ExpectUsageError("template --file " + raising + " --messages " + raising, "json: expected");
+  const std::string no_messages = WriteTemp("m4.json", R"({"msgs": []})");
+  ExpectUsageError("template --file " + raising + " --messages " + no_messages, "\"messages\" array");
+}
+
 }  // namespace
