@@ -1,5 +1,7 @@
 #include "chat/chat_template.h"
 
+#include <algorithm>
+
 #include "chat/parser.h"
 
 namespace valet::chat {
@@ -61,6 +63,30 @@ Result<std::string> ChatTemplate::Render(const ChatRenderInput& input) const {
   }
   Interpreter interpreter(limits_);
   return interpreter.Render(*program_, vars);
+}
+
+Result<SplitPrompt> ChatTemplate::RenderSplit(const ChatRenderInput& input) const {
+  VALET_ASSIGN_OR_RETURN(std::string full, Render(input));
+  SplitPrompt split;
+  const JsonValue* role = input.messages.size() > 0 ? input.messages[0].Find("role") : nullptr;
+  if (role == nullptr || !role->is_string() || role->AsString() != "system") {
+    split.own = std::move(full);
+    return split;
+  }
+  ChatRenderInput head = input;
+  head.messages = JsonValue::Array({input.messages[0]});
+  head.add_generation_prompt = false;
+  Result<std::string> system_only = Render(head);
+  size_t n = 0;
+  if (system_only.ok()) {
+    const size_t limit = std::min(full.size(), system_only->size());
+    while (n < limit && full[n] == (*system_only)[n]) ++n;
+    // Never split a UTF-8 sequence: back off over continuation bytes.
+    while (n > 0 && n < full.size() && (static_cast<unsigned char>(full[n]) & 0xC0) == 0x80) --n;
+  }
+  split.shared = full.substr(0, n);
+  split.own = full.substr(n);
+  return split;
 }
 
 }  // namespace valet::chat

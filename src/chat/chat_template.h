@@ -33,6 +33,12 @@ struct ChatRenderInput {
   std::optional<std::time_t> now;
 };
 
+// A render cut where a conversation's reusable head ends.
+struct SplitPrompt {
+  std::string shared;  // what every conversation with the same system message starts with
+  std::string own;     // the rest; shared + own is the full render
+};
+
 class ChatTemplate {
  public:
   // InvalidArgument naming the line on a syntax error, unknown tag, filter or test.
@@ -43,6 +49,15 @@ class ChatTemplate {
   // The prompt text. The template's raise_exception(msg) gives InvalidArgument
   // with exactly `msg`; other failures name the template line.
   Result<std::string> Render(const ChatRenderInput& input) const;
+
+  // Render() split for prefix caching: `shared` is the longest common prefix
+  // of the full render and a render of the leading system message alone
+  // (without the generation prompt), cut back to a UTF-8 boundary, so its KV
+  // can be shared across conversations. Templates that fold the system
+  // message into a later turn share only what precedes it (often just BOS).
+  // Without a leading system message, or when the template refuses a
+  // system-only conversation, `shared` is empty.
+  Result<SplitPrompt> RenderSplit(const ChatRenderInput& input) const;
 
  private:
   ChatTemplate(std::shared_ptr<const Body> program, const RenderLimits& limits)

@@ -85,6 +85,32 @@ TEST_P(SharedChatTemplates, RendersLikeTheReference) {
   EXPECT_EQ(*out, c.Find("expected")->AsString());
 }
 
+// The split for prefix caching always adds back up to the reference render,
+// and in ChatML templates the shared head is exactly the system turn.
+TEST_P(SharedChatTemplates, SplitSharesTheSystemHead) {
+  if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
+  const JsonValue& c = GetParam().json;
+  if (c.Find("expected") == nullptr) GTEST_SKIP() << "the template refuses this conversation";
+  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(kDir + "/" + c.Find("template")->AsString()));
+  ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
+  ChatRenderInput input;
+  input.messages = *c.Find("messages");
+  input.add_generation_prompt = c.Find("add_generation_prompt")->AsBool();
+  input.bos_token = c.Find("bos_token")->AsString();
+  input.eos_token = c.Find("eos_token")->AsString();
+  if (const JsonValue* vars = c.Find("variables")) input.variables = *vars;
+  input.now = GetParam().now;
+  Result<SplitPrompt> split = tmpl->RenderSplit(input);
+  ASSERT_TRUE(split.ok()) << split.status().ToString();
+  EXPECT_EQ(split->shared + split->own, c.Find("expected")->AsString());
+  const JsonValue& first = input.messages[0];
+  if (first.Find("role")->AsString() != "system") {
+    EXPECT_EQ(split->shared, "");
+  } else if (c.Find("template")->AsString().rfind("Qwen-", 0) == 0) {
+    EXPECT_EQ(split->shared, "<|im_start|>system\n" + first.Find("content")->AsString() + "<|im_end|>\n");
+  }
+}
+
 std::vector<Case> CasesOrPlaceholder() {
   std::vector<Case> cases = LoadCases();
   if (cases.empty()) cases.push_back({"shared_dir_absent", JsonValue(), std::nullopt});
