@@ -13,7 +13,9 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"--preset", nullptr, true, "tiny | bench | 3b-shape (required)"},
     {"--output", "-o", true, "GGUF file to write (required)"},
-    {"--type", nullptr, true, "weight type: f32 | f16 | q8_0 | q4_0 | q4_k (= q4_k_m) (default f32)"},
+    {"--type", nullptr, true,
+     "weight type: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k (= q4_k_m) "
+     "| q5_k | iq4_nl | iq4_xs (default f32)"},
     {"--arch", nullptr, true, "architecture: llama | qwen2 | qwen3 | phi3 (default llama)"},
     {"--seed", nullptr, true, "weight seed (default 42)"},
 };

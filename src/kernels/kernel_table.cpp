@@ -11,9 +11,10 @@
 namespace valet {
 namespace {
 
-constexpr GgmlType kTiledTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,
-                                    GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K,
-                                    GgmlType::kQ6_K};
+constexpr GgmlType kTiledTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,   GgmlType::kQ4_0,
+    GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL, GgmlType::kQ2_K,
+    GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS};
 
 // A SIMD table takes the variant's tiles and none of the scalar ones: where a
 // variant lacked a tile, MatMul's per-pair SIMD vec_dot would still beat the
@@ -41,6 +42,15 @@ KernelTable BuildScalar() {
   Set(t, GgmlType::kQ4_K, {GgmlType::kQ8_K, Q4_KToFloat, Q4_KFromFloat, DotQ4_K});
   Set(t, GgmlType::kQ6_K, {GgmlType::kQ8_K, Q6_KToFloat, Q6_KFromFloat, DotQ6_K});
   Set(t, GgmlType::kQ8_K, {GgmlType::kQ8_K, Q8_KToFloat, Q8_KFromFloat, nullptr});
+  Set(t, GgmlType::kQ4_1, {GgmlType::kQ8_1, Q4_1ToFloat, Q4_1FromFloat, DotQ4_1});
+  Set(t, GgmlType::kQ5_0, {GgmlType::kQ8_0, Q5_0ToFloat, Q5_0FromFloat, DotQ5_0});
+  Set(t, GgmlType::kQ5_1, {GgmlType::kQ8_1, Q5_1ToFloat, Q5_1FromFloat, DotQ5_1});
+  Set(t, GgmlType::kQ8_1, {GgmlType::kQ8_1, Q8_1ToFloat, Q8_1FromFloat, nullptr});
+  Set(t, GgmlType::kIQ4_NL, {GgmlType::kQ8_0, IQ4_NLToFloat, IQ4_NLFromFloat, DotIQ4_NL});
+  Set(t, GgmlType::kQ2_K, {GgmlType::kQ8_K, Q2_KToFloat, Q2_KFromFloat, DotQ2_K});
+  Set(t, GgmlType::kQ3_K, {GgmlType::kQ8_K, Q3_KToFloat, Q3_KFromFloat, DotQ3_K});
+  Set(t, GgmlType::kQ5_K, {GgmlType::kQ8_K, Q5_KToFloat, Q5_KFromFloat, DotQ5_K});
+  Set(t, GgmlType::kIQ4_XS, {GgmlType::kQ8_K, IQ4_XSToFloat, IQ4_XSFromFloat, DotIQ4_XS});
   for (TypeKernels& k : t.types) k.gemm = k.gemv = TileKernel{};
   for (GgmlType type : kTiledTypes) {
     t.types[static_cast<uint32_t>(type)].gemm = GemmTile(type);
@@ -68,6 +78,15 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kQ4_K, nullptr, avx2::DotQ4_K);
   patch(GgmlType::kQ6_K, nullptr, avx2::DotQ6_K);
   patch(GgmlType::kQ8_K, avx2::Q8_KFromFloat, nullptr);
+  patch(GgmlType::kQ8_1, avx2::Q8_1FromFloat, nullptr);
+  patch(GgmlType::kQ4_1, nullptr, avx2::DotQ4_1);
+  patch(GgmlType::kQ5_0, nullptr, avx2::DotQ5_0);
+  patch(GgmlType::kQ5_1, nullptr, avx2::DotQ5_1);
+  patch(GgmlType::kIQ4_NL, nullptr, avx2::DotIQ4_NL);
+  patch(GgmlType::kQ2_K, nullptr, avx2::DotQ2_K);
+  patch(GgmlType::kQ3_K, nullptr, avx2::DotQ3_K);
+  patch(GgmlType::kQ5_K, nullptr, avx2::DotQ5_K);
+  patch(GgmlType::kIQ4_XS, nullptr, avx2::DotIQ4_XS);
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
   t.dot_f32 = avx2::DotF32Rows;
   t.vec_mad_f32 = avx2::VecMadF32;
@@ -81,6 +100,14 @@ KernelTable BuildVnni(const KernelTable& avx2) {
   t.types[static_cast<uint32_t>(GgmlType::kQ4_0)].vec_dot = vnni::DotQ4_0;
   t.types[static_cast<uint32_t>(GgmlType::kQ4_K)].vec_dot = vnni::DotQ4_K;
   t.types[static_cast<uint32_t>(GgmlType::kQ6_K)].vec_dot = vnni::DotQ6_K;
+  t.types[static_cast<uint32_t>(GgmlType::kQ4_1)].vec_dot = vnni::DotQ4_1;
+  t.types[static_cast<uint32_t>(GgmlType::kQ5_0)].vec_dot = vnni::DotQ5_0;
+  t.types[static_cast<uint32_t>(GgmlType::kQ5_1)].vec_dot = vnni::DotQ5_1;
+  t.types[static_cast<uint32_t>(GgmlType::kIQ4_NL)].vec_dot = vnni::DotIQ4_NL;
+  t.types[static_cast<uint32_t>(GgmlType::kQ2_K)].vec_dot = vnni::DotQ2_K;
+  t.types[static_cast<uint32_t>(GgmlType::kQ3_K)].vec_dot = vnni::DotQ3_K;
+  t.types[static_cast<uint32_t>(GgmlType::kQ5_K)].vec_dot = vnni::DotQ5_K;
+  t.types[static_cast<uint32_t>(GgmlType::kIQ4_XS)].vec_dot = vnni::DotIQ4_XS;
   PatchTiles(t, vnni::GemmTile, vnni::GemvTile);
   return t;
 }

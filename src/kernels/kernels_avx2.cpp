@@ -110,24 +110,44 @@ VALET_AVX2 void F16FromFloat(const float* src, void* dst, int64_t n) {
   for (; i < n; ++i) h[i] = Fp32ToFp16(src[i]);
 }
 
+namespace {
+
+// One block of Q8_0/Q8_1 quantization (llama.cpp's x86 rule: scale by
+// 127/amax, round half to even); returns d (unrounded) and the quants' sum.
+VALET_AVX2 float QuantizeBlock32(const float* x, int8_t* qs, int* sum) {
+  __m256 v[4];
+  __m256 vmax = _mm256_setzero_ps();
+  for (int k = 0; k < 4; ++k) {
+    v[k] = _mm256_loadu_ps(x + 8 * k);
+    vmax = _mm256_max_ps(vmax, AbsPs(v[k]));
+  }
+  const float amax = HmaxPs(vmax);
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  const __m256 mul = _mm256_set1_ps(id);
+  __m256i q[4];
+  for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), PackI32ToI8(q[0], q[1], q[2], q[3]));
+  *sum = HsumEpi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
+  return amax / 127.0f;
+}
+
+}  // namespace
+
 VALET_AVX2 void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
   for (int64_t i = 0; i < n / kQK8_0; ++i) {
-    const float* x = src + i * kQK8_0;
-    __m256 v[4];
-    __m256 vmax = _mm256_setzero_ps();
-    for (int k = 0; k < 4; ++k) {
-      v[k] = _mm256_loadu_ps(x + 8 * k);
-      vmax = _mm256_max_ps(vmax, AbsPs(v[k]));
-    }
-    const float amax = HmaxPs(vmax);
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    int sum;
+    b[i].d = Fp32ToFp16(QuantizeBlock32(src + i * kQK8_0, b[i].qs, &sum));
+  }
+}
+
+VALET_AVX2 void Q8_1FromFloat(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_1*>(dst);
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    int sum;
+    const float d = QuantizeBlock32(src + i * kQK8_0, b[i].qs, &sum);
     b[i].d = Fp32ToFp16(d);
-    const __m256 mul = _mm256_set1_ps(id);
-    __m256i q[4];
-    for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs), PackI32ToI8(q[0], q[1], q[2], q[3]));
+    b[i].s = Fp32ToFp16(d * static_cast<float>(sum));
   }
 }
 
@@ -346,6 +366,7 @@ bool Compiled() { return false; }
 void F16ToFloat(const void* src, float* dst, int64_t n) { scalar::F16ToFloat(src, dst, n); }
 void F16FromFloat(const float* src, void* dst, int64_t n) { scalar::F16FromFloat(src, dst, n); }
 void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFloat(src, dst, n); }
+void Q8_1FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_1FromFloat(src, dst, n); }
 void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
 float DotF32(int64_t n, const void* x, const void* y) { return scalar::DotF32(n, x, y); }
 float DotF16(int64_t n, const void* x, const void* y) { return scalar::DotF16(n, x, y); }

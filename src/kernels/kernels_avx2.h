@@ -15,6 +15,7 @@ bool Compiled();
 void F16ToFloat(const void* src, float* dst, int64_t n);
 void F16FromFloat(const float* src, void* dst, int64_t n);
 void Q8_0FromFloat(const float* src, void* dst, int64_t n);
+void Q8_1FromFloat(const float* src, void* dst, int64_t n);
 void Q8_KFromFloat(const float* src, void* dst, int64_t n);
 
 float DotF32(int64_t n, const void* x, const void* y);
@@ -24,6 +25,15 @@ float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 float DotQ4_K(int64_t n, const void* x, const void* y);
 float DotQ6_K(int64_t n, const void* x, const void* y);
+// The weight types whose vec_dot is the table's 1x1 tile (tiles_x86_k.h).
+float DotQ4_1(int64_t n, const void* x, const void* y);
+float DotQ5_0(int64_t n, const void* x, const void* y);
+float DotQ5_1(int64_t n, const void* x, const void* y);
+float DotIQ4_NL(int64_t n, const void* x, const void* y);
+float DotQ2_K(int64_t n, const void* x, const void* y);
+float DotQ3_K(int64_t n, const void* x, const void* y);
+float DotQ5_K(int64_t n, const void* x, const void* y);
+float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
 float DotF32Rows(int64_t n, const float* x, const float* y);
 // Fused multiply-add per element, so it differs from the scalar reference by rounding.

@@ -178,6 +178,22 @@ TileKernel TileFor(GgmlType type, int cols) {
       return PairTile<scalar::DotQ4_K, 4>(cols);
     case GgmlType::kQ6_K:
       return PairTile<scalar::DotQ6_K, 4>(cols);
+    case GgmlType::kQ4_1:
+      return PairTile<scalar::DotQ4_1, 4>(cols);
+    case GgmlType::kQ5_0:
+      return PairTile<scalar::DotQ5_0, 4>(cols);
+    case GgmlType::kQ5_1:
+      return PairTile<scalar::DotQ5_1, 4>(cols);
+    case GgmlType::kIQ4_NL:
+      return PairTile<scalar::DotIQ4_NL, 4>(cols);
+    case GgmlType::kQ2_K:
+      return PairTile<scalar::DotQ2_K, 4>(cols);
+    case GgmlType::kQ3_K:
+      return PairTile<scalar::DotQ3_K, 4>(cols);
+    case GgmlType::kQ5_K:
+      return PairTile<scalar::DotQ5_K, 4>(cols);
+    case GgmlType::kIQ4_XS:
+      return PairTile<scalar::DotIQ4_XS, 4>(cols);
     default:
       return {};
   }

@@ -25,6 +25,26 @@ void Q4_KToFloat(const void* src, float* dst, int64_t n);
 void Q4_KFromFloat(const float* src, void* dst, int64_t n);
 void Q6_KToFloat(const void* src, float* dst, int64_t n);
 void Q6_KFromFloat(const float* src, void* dst, int64_t n);
+// quantize_legacy.cpp
+void Q4_1ToFloat(const void* src, float* dst, int64_t n);
+void Q4_1FromFloat(const float* src, void* dst, int64_t n);
+void Q5_0ToFloat(const void* src, float* dst, int64_t n);
+void Q5_0FromFloat(const float* src, void* dst, int64_t n);
+void Q5_1ToFloat(const void* src, float* dst, int64_t n);
+void Q5_1FromFloat(const float* src, void* dst, int64_t n);
+void Q8_1ToFloat(const void* src, float* dst, int64_t n);
+void Q8_1FromFloat(const float* src, void* dst, int64_t n);
+void IQ4_NLToFloat(const void* src, float* dst, int64_t n);
+void IQ4_NLFromFloat(const float* src, void* dst, int64_t n);
+// quantize_k_more.cpp
+void Q2_KToFloat(const void* src, float* dst, int64_t n);
+void Q2_KFromFloat(const float* src, void* dst, int64_t n);
+void Q3_KToFloat(const void* src, float* dst, int64_t n);
+void Q3_KFromFloat(const float* src, void* dst, int64_t n);
+void Q5_KToFloat(const void* src, float* dst, int64_t n);
+void Q5_KFromFloat(const float* src, void* dst, int64_t n);
+void IQ4_XSToFloat(const void* src, float* dst, int64_t n);
+void IQ4_XSFromFloat(const float* src, void* dst, int64_t n);
 
 float DotF32(int64_t n, const void* x, const void* y);
 float DotF16(int64_t n, const void* x, const void* y);
@@ -33,6 +53,15 @@ float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 float DotQ4_K(int64_t n, const void* x, const void* y);
 float DotQ6_K(int64_t n, const void* x, const void* y);
+// vec_dot_scalar_more.cpp
+float DotQ4_1(int64_t n, const void* x, const void* y);
+float DotQ5_0(int64_t n, const void* x, const void* y);
+float DotQ5_1(int64_t n, const void* x, const void* y);
+float DotIQ4_NL(int64_t n, const void* x, const void* y);
+float DotQ2_K(int64_t n, const void* x, const void* y);
+float DotQ3_K(int64_t n, const void* x, const void* y);
+float DotQ5_K(int64_t n, const void* x, const void* y);
+float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
 float DotF32Rows(int64_t n, const float* x, const float* y);
 void VecMadF32(int64_t n, float a, const float* x, float* y);

@@ -1,4 +1,4 @@
-// The tile kernels (tiles_x86.h) with AVX-VNNI int8 products, and vec_dots
+// The tile kernels (tiles_x86.h, tiles_x86_k.h) with AVX-VNNI int8 products, and vec_dots
 // that are their 1x1 tiles.
 #include "kernels/kernels_vnni.h"
 
@@ -12,6 +12,7 @@
 #define VALET_DOT_U8I8(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
 #define VALET_DOT_I16(acc, a, b) _mm256_dpwssd_avx_epi32((acc), (a), (b))
 #include "kernels/tiles_x86.h"
+#include "kernels/tiles_x86_k.h"
 
 namespace valet::vnni {
 
@@ -24,10 +25,10 @@ float DotQ4_0(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q4_0Weights, 1, 1>>(n, x, y);
 }
 float DotQ4_K(int64_t n, const void* x, const void* y) {
-  return tiles::DotVia1x1<tiles::GemmQ4_K<1, 1>>(n, x, y);
+  return tiles::DotVia1x1<tiles::GemmK<tiles::Q4KWeights, 1, 1>>(n, x, y);
 }
 float DotQ6_K(int64_t n, const void* x, const void* y) {
-  return tiles::DotVia1x1<tiles::GemmQ6_K<1, 1>>(n, x, y);
+  return tiles::DotVia1x1<tiles::GemmK<tiles::Q6KWeights, 1, 1>>(n, x, y);
 }
 
 }  // namespace valet::vnni
@@ -41,6 +42,14 @@ float DotQ8_0(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ4_0(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ4_K(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ6_K(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ4_1(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ5_0(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ5_1(int64_t, const void*, const void*) { return 0.0f; }
+float DotIQ4_NL(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ2_K(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ3_K(int64_t, const void*, const void*) { return 0.0f; }
+float DotQ5_K(int64_t, const void*, const void*) { return 0.0f; }
+float DotIQ4_XS(int64_t, const void*, const void*) { return 0.0f; }
 TileKernel GemmTile(GgmlType) { return {}; }
 TileKernel GemvTile(GgmlType) { return {}; }
 }  // namespace valet::vnni

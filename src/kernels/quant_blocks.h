@@ -27,6 +27,54 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18, "block_q4_0 is 18 bytes");
 
+// Byte j holds element j (low nibble) and element j + 16 (high nibble);
+// value = nibble * d + m.
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20, "block_q4_1 is 20 bytes");
+
+// Nibbles as in Q4_0; bit j of the little-endian 32-bit qh is the fifth bit of
+// element j: value = (q - 16) * d.
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22, "block_q5_0 is 22 bytes");
+
+// The 5-bit quants of Q5_0 with an offset instead of a centre: value = q * d + m.
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24, "block_q5_1 is 24 bytes");
+
+// Activation-only type for Q4_1/Q5_1: Q8_0 plus s = d * sum(qs) (fp16), which
+// folds the weights' offsets m into one multiply per block.
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kQK8_0];
+};
+static_assert(sizeof(BlockQ8_1) == 36, "block_q8_1 is 36 bytes");
+
+// Nibbles as in Q4_0, each an index into the non-linear kIQ4NLValues:
+// value = kIQ4NLValues[nibble] * d.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK4_0 / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18, "block_iq4_nl is 18 bytes");
+
+// The 16 levels of IQ4_NL and IQ4_XS (denser near zero, where weights cluster).
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+
 // 8 sub-blocks of 32. Sub-block j has a 6-bit scale sc_j and min m_j packed in
 // `scales`: value = d * sc_j * q - dmin * m_j with q a 4-bit nibble. Each 32
 // bytes of qs serve 64 elements: low nibbles the first 32, high nibbles the next.
@@ -67,6 +115,21 @@ inline void UnpackQ4KScaleMin(const uint8_t* s, int j, uint8_t* scale, uint8_t* 
   } else {
     *scale = static_cast<uint8_t>((s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4));
     *min = static_cast<uint8_t>((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+  }
+}
+
+// The inverse of UnpackQ4KScaleMin for all 8 sub-blocks (ls, lm < 64).
+inline void PackQ4KScales(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
+  for (int j = 0; j < kK_ScaleBytes; ++j) s[j] = 0;
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      s[j] = ls[j];
+      s[j + 4] = lm[j];
+    } else {
+      s[j + 4] = static_cast<uint8_t>((ls[j] & 0x0f) | ((lm[j] & 0x0f) << 4));
+      s[j - 4] |= static_cast<uint8_t>((ls[j] >> 4) << 6);
+      s[j] |= static_cast<uint8_t>((lm[j] >> 4) << 6);
+    }
   }
 }
 

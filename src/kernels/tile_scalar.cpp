@@ -24,6 +24,22 @@ TileKernel TileFor(GgmlType type, int cols) {
       return PairTile<DotQ4_K, 2>(cols);
     case GgmlType::kQ6_K:
       return PairTile<DotQ6_K, 2>(cols);
+    case GgmlType::kQ4_1:
+      return PairTile<DotQ4_1, 2>(cols);
+    case GgmlType::kQ5_0:
+      return PairTile<DotQ5_0, 2>(cols);
+    case GgmlType::kQ5_1:
+      return PairTile<DotQ5_1, 2>(cols);
+    case GgmlType::kIQ4_NL:
+      return PairTile<DotIQ4_NL, 2>(cols);
+    case GgmlType::kQ2_K:
+      return PairTile<DotQ2_K, 2>(cols);
+    case GgmlType::kQ3_K:
+      return PairTile<DotQ3_K, 2>(cols);
+    case GgmlType::kQ5_K:
+      return PairTile<DotQ5_K, 2>(cols);
+    case GgmlType::kIQ4_XS:
+      return PairTile<DotIQ4_XS, 2>(cols);
     default:
       return {};
   }

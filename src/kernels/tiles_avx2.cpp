@@ -1,4 +1,5 @@
-// The tile kernels (tiles_x86.h) with AVX2 int8 products: maddubs then madd.
+// The tile kernels (tiles_x86.h, tiles_x86_k.h) with AVX2 int8 products:
+// maddubs then madd.
 #include "kernels/kernels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -12,13 +13,24 @@
   _mm256_add_epi32((acc), _mm256_madd_epi16(_mm256_maddubs_epi16((u), (s)), _mm256_set1_epi16(1)))
 #define VALET_DOT_I16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #include "kernels/tiles_x86.h"
+#include "kernels/tiles_x86_k.h"
 #pragma GCC pop_options
 
 #else
 
+#include "kernels/kernels_scalar.h"
+
 namespace valet::avx2 {
 TileKernel GemmTile(GgmlType) { return {}; }
 TileKernel GemvTile(GgmlType) { return {}; }
+float DotQ4_1(int64_t n, const void* x, const void* y) { return scalar::DotQ4_1(n, x, y); }
+float DotQ5_0(int64_t n, const void* x, const void* y) { return scalar::DotQ5_0(n, x, y); }
+float DotQ5_1(int64_t n, const void* x, const void* y) { return scalar::DotQ5_1(n, x, y); }
+float DotIQ4_NL(int64_t n, const void* x, const void* y) { return scalar::DotIQ4_NL(n, x, y); }
+float DotQ2_K(int64_t n, const void* x, const void* y) { return scalar::DotQ2_K(n, x, y); }
+float DotQ3_K(int64_t n, const void* x, const void* y) { return scalar::DotQ3_K(n, x, y); }
+float DotQ5_K(int64_t n, const void* x, const void* y) { return scalar::DotQ5_K(n, x, y); }
+float DotIQ4_XS(int64_t n, const void* x, const void* y) { return scalar::DotIQ4_XS(n, x, y); }
 }  // namespace valet::avx2
 
 #endif

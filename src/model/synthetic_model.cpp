@@ -45,10 +45,14 @@ struct TypeInfo {
 };
 
 // q4_k files have every matrix in Q4_K and output.weight in Q6_K, which is
-// llama.cpp's "Q4_K - Small" (14) apart from its few Q5_K layers.
+// llama.cpp's "Q4_K - Small" (14) apart from its few Q5_K layers. The other
+// K types are likewise their "Small" ftype, every matrix in the one type.
 constexpr TypeInfo kTypes[] = {
-    {GgmlType::kF32, "f32", 0},   {GgmlType::kF16, "f16", 1},    {GgmlType::kQ8_0, "q8_0", 7},
-    {GgmlType::kQ4_0, "q4_0", 2}, {GgmlType::kQ4_K, "q4_k", 14},
+    {GgmlType::kF32, "f32", 0},      {GgmlType::kF16, "f16", 1},      {GgmlType::kQ8_0, "q8_0", 7},
+    {GgmlType::kQ4_0, "q4_0", 2},    {GgmlType::kQ4_K, "q4_k", 14},   {GgmlType::kQ4_1, "q4_1", 3},
+    {GgmlType::kQ5_0, "q5_0", 8},    {GgmlType::kQ5_1, "q5_1", 9},    {GgmlType::kQ2_K, "q2_k", 10},
+    {GgmlType::kQ3_K, "q3_k", 11},   {GgmlType::kQ5_K, "q5_k", 16},   {GgmlType::kIQ4_NL, "iq4_nl", 25},
+    {GgmlType::kIQ4_XS, "iq4_xs", 30},
 };
 
 const TypeInfo* FindType(GgmlType type) {
@@ -396,7 +400,8 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
   plan.type = FindType(options.type);
   if (plan.type == nullptr) {
     return InvalidArgument(std::string("synthetic model: unsupported type ") +
-                           GgmlTypeName(options.type) + " (use f32, f16, q8_0, q4_0 or q4_k)");
+                           GgmlTypeName(options.type) +
+                           " (use f32, f16, q8_0, q4_*, q5_*, q2_k, q3_k, iq4_nl or iq4_xs)");
   }
   plan.shape = options.shape ? *options.shape : SynthPresetShape(options.preset);
   VALET_RETURN_IF_ERROR(ValidateShape(plan.shape));
@@ -574,7 +579,8 @@ Result<GgmlType> ParseSynthType(std::string_view name) {
   // The name users know from llama.cpp's files; valet's q4_k is that mix.
   if (name == "q4_k_m") return GgmlType::kQ4_K;
   return InvalidArgument("unknown synthetic-model type '" + std::string(name) +
-                         "' (use f32, f16, q8_0, q4_0 or q4_k)");
+                         "' (use f32, f16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, "
+                         "iq4_nl or iq4_xs)");
 }
 
 const char* SynthTypeName(GgmlType type) {
@@ -587,7 +593,9 @@ GgmlType SynthMatrixType(GgmlType type, bool is_output, int64_t n_in) {
   if (is_output && (type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K)) t = GgmlType::kQ6_K;
   if (n_in % GetGgmlTypeTraits(t).block_size != 0) {
     if (t == GgmlType::kQ6_K) t = GgmlType::kQ8_0;
-    if (t == GgmlType::kQ4_K) t = GgmlType::kQ4_0;
+    if (t == GgmlType::kQ4_K || t == GgmlType::kQ2_K || t == GgmlType::kQ3_K) t = GgmlType::kQ4_0;
+    if (t == GgmlType::kQ5_K) t = GgmlType::kQ5_0;
+    if (t == GgmlType::kIQ4_XS) t = GgmlType::kIQ4_NL;
   }
   return t;
 }

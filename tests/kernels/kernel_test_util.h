@@ -1,6 +1,7 @@
 // Shared helpers for the kernel tests: seeded random rows and typed buffers.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -39,7 +40,34 @@ inline std::vector<float> Decode(const KernelTable& table, GgmlType type, const 
 
 inline int64_t BlockSize(GgmlType type) { return GetGgmlTypeTraits(type).block_size; }
 
-inline const GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
-                                        GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K};
+// Q8_1 activations carry s = d * sum(q) rounded to fp16 from the unrounded d,
+// and the dots of the weights paired with them (Q4_1, Q5_1) use s for the
+// weights' offset m: they differ from the dot of the dequantized rows by up to
+// |m| |s| 2^-10 per block, with |m| <= max |w| (the block minimum is stored
+// exactly as q = 0). Zero for every other activation type.
+inline double Q8_1OffsetBound(GgmlType act_type, const float* w, const float* a, int64_t n) {
+  if (act_type != GgmlType::kQ8_1) return 0.0;
+  double bound = 0;
+  for (int64_t b = 0; b + 32 <= n; b += 32) {
+    double wmax = 0, asum = 0;
+    for (int64_t j = b; j < b + 32; ++j) {
+      wmax = std::max(wmax, std::fabs(static_cast<double>(w[j])));
+      asum += a[j];
+    }
+    bound += wmax * std::fabs(asum);
+  }
+  return bound * 0x1p-10 * 1.01;
+}
+
+inline const GgmlType kWeightTypes[] = {
+    GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,   GgmlType::kQ4_0,
+    GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL, GgmlType::kQ2_K,
+    GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,   GgmlType::kIQ4_XS};
+
+// The quantized weight types: integer products inside a block.
+inline const GgmlType kQuantWeightTypes[] = {
+    GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+    GgmlType::kIQ4_NL, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+    GgmlType::kQ6_K, GgmlType::kIQ4_XS};
 
 }  // namespace valet::testing

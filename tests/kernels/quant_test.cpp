@@ -9,7 +9,7 @@
 #include "kernel_test_util.h"
 #include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
-#include "kernels/quant_blocks.h"
+#include "kernels/quant_blocks_k.h"
 
 namespace valet {
 namespace {
@@ -24,6 +24,18 @@ TEST(QuantBlocks, SizesMatchGguf) {
   EXPECT_EQ(sizeof(BlockQ4_K), GetGgmlTypeTraits(GgmlType::kQ4_K).type_size);
   EXPECT_EQ(sizeof(BlockQ6_K), GetGgmlTypeTraits(GgmlType::kQ6_K).type_size);
   EXPECT_EQ(sizeof(BlockQ8_K), GetGgmlTypeTraits(GgmlType::kQ8_K).type_size);
+  EXPECT_EQ(sizeof(BlockQ4_1), GetGgmlTypeTraits(GgmlType::kQ4_1).type_size);
+  EXPECT_EQ(sizeof(BlockQ5_0), GetGgmlTypeTraits(GgmlType::kQ5_0).type_size);
+  EXPECT_EQ(sizeof(BlockQ5_1), GetGgmlTypeTraits(GgmlType::kQ5_1).type_size);
+  EXPECT_EQ(sizeof(BlockQ8_1), GetGgmlTypeTraits(GgmlType::kQ8_1).type_size);
+  EXPECT_EQ(sizeof(BlockIQ4_NL), GetGgmlTypeTraits(GgmlType::kIQ4_NL).type_size);
+  EXPECT_EQ(sizeof(BlockQ2_K), GetGgmlTypeTraits(GgmlType::kQ2_K).type_size);
+  EXPECT_EQ(sizeof(BlockQ3_K), GetGgmlTypeTraits(GgmlType::kQ3_K).type_size);
+  EXPECT_EQ(sizeof(BlockQ5_K), GetGgmlTypeTraits(GgmlType::kQ5_K).type_size);
+  EXPECT_EQ(sizeof(BlockIQ4_XS), GetGgmlTypeTraits(GgmlType::kIQ4_XS).type_size);
+  EXPECT_EQ(offsetof(BlockQ3_K, d), 108u);
+  EXPECT_EQ(offsetof(BlockQ5_K, qs), 48u);
+  EXPECT_EQ(offsetof(BlockIQ4_XS, qs), 8u);
   EXPECT_EQ(offsetof(BlockQ6_K, d), 208u);
   EXPECT_EQ(offsetof(BlockQ4_K, qs), 16u);
 }
@@ -112,11 +124,11 @@ ErrorStats RoundTripError(GgmlType type, const std::vector<float>& x) {
   return s;
 }
 
-// Bounds: Q8_0 errs by half a step (amax/254) plus fp16 rounding of d
+// Bounds: Q8_0 and Q8_1 err by half a step (amax/254) plus fp16 rounding of d
 // (127 * d * 2^-11 = amax * 2^-11); Q4_0 by a full step (amax/8) at the clamped
-// end. Q4_K/Q6_K use valet's own quantizer; their bounds are quality floors
-// (about 1.1x what it achieves on this data: a 4-bit step over a 32-long
-// sub-block, a 6-bit step over a 16-long group, outliers included).
+// end, Q5_0 likewise (amax/16). The other types use valet's own quantizers;
+// their bounds are quality floors (about 1.1x what they achieve on this data,
+// outliers included).
 TEST(Quantize, RoundTripErrorBounds) {
   struct Case {
     GgmlType type;
@@ -130,6 +142,15 @@ TEST(Quantize, RoundTripErrorBounds) {
       {GgmlType::kQ4_0, (1.0 / 8) * (1 + 8.0 / 2048) * 1.01, 0.15},
       {GgmlType::kQ4_K, 0.10, 0.11},
       {GgmlType::kQ6_K, 0.03, 0.035},
+      {GgmlType::kQ5_0, (1.0 / 16) * (1 + 16.0 / 2048) * 1.01, 0.08},
+      {GgmlType::kQ8_1, (0.5 / 127 + 1.0 / 2048) * 1.01, 0.01},
+      {GgmlType::kQ4_1, 0.075, 0.115},
+      {GgmlType::kQ5_1, 0.036, 0.053},
+      {GgmlType::kIQ4_NL, 0.13, 0.12},
+      {GgmlType::kQ2_K, 0.34, 0.34},
+      {GgmlType::kQ3_K, 0.23, 0.23},
+      {GgmlType::kQ5_K, 0.055, 0.052},
+      {GgmlType::kIQ4_XS, 0.083, 0.12},
       {GgmlType::kQ8_K, 0.5 / 127 * 1.01, 0.03},  // 256-long blocks: outliers set the step
   };
   for (uint32_t seed = 1; seed <= 3; ++seed) {
@@ -145,7 +166,7 @@ TEST(Quantize, RoundTripErrorBounds) {
 
 TEST(Quantize, ZerosAndConstantsStayExactForBlockTypes) {
   std::vector<float> zeros(512, 0.0f);
-  for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType t : testing::kQuantWeightTypes) {
     const auto y = Decode(ScalarKernels(), t, Encode(ScalarKernels(), t, zeros), 512);
     for (float v : y) ASSERT_EQ(v, 0.0f) << GgmlTypeName(t);
   }
@@ -161,7 +182,7 @@ TEST(Quantize, SimdActivationQuantizersAreBitExact) {
     x[5] = -x[7];
     for (int j = 256; j < 288; ++j) x[j] = static_cast<float>(j - 272) * 0.5f;
     std::fill(x.begin() + 512, x.begin() + 768, 0.0f);
-    for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ8_K, GgmlType::kF16}) {
+    for (GgmlType t : {GgmlType::kQ8_0, GgmlType::kQ8_1, GgmlType::kQ8_K, GgmlType::kF16}) {
       for (int k = 1; k < n_tables; ++k) {
         EXPECT_EQ(Encode(ScalarKernels(), t, x), Encode(*tables[k], t, x))
             << tables[k]->name << " " << GgmlTypeName(t) << " seed " << seed;

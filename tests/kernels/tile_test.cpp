@@ -156,7 +156,7 @@ TEST(KernelTables, VnniImpliesAvx2AndComputesTheSameIntegers) {
   if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-VNNI";
   const KernelTable* avx2 = Avx2Kernels();
   ASSERT_NE(avx2, nullptr);
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : testing::kQuantWeightTypes) {
     EXPECT_NE((*vnni)[type].vec_dot, (*avx2)[type].vec_dot) << GgmlTypeName(type);
     for (int64_t n : LengthsFor(type)) {
       const Rows x = MakeRows(type, n, 1, 5, 1.0f);

@@ -1,11 +1,12 @@
 // Dot products: the scalar reference against a double-precision sum over the
 // dequantized rows, and the SIMD variants against the scalar reference.
 //
-// Exactness: Q4_K and Q6_K SIMD results must be bit-identical to the reference
-// (same integers, same float operations in the same order), and so must NEON's
-// Q8_0 and Q4_0. F32/F16/BF16, and the x86 tables' 32-element block types,
-// accumulate in float lanes, so they must agree
-// within a summation-order bound: |a - b| <= 1e-5 * sum|w_i * a_i|.
+// Exactness: the super-block types' (Q2_K..Q6_K, IQ4_XS) SIMD results must be
+// bit-identical to the reference (same integers, same float operations in the
+// same order), and so must NEON's Q8_0 and Q4_0. F32/F16/BF16, and the x86
+// tables' 32-element block types, accumulate in float lanes, so they must agree
+// within a summation-order bound: |a - b| <= 1e-5 * sum|w_i * a_i|. Q4_1/Q5_1
+// against Q8_1 also carry the rounding of Q8_1's s (testing::Q8_1OffsetBound).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -32,10 +33,10 @@ std::vector<int64_t> LengthsFor(GgmlType type) {
   }
 }
 
-// The K-quants apply scales per super-block in every table; NEON also keeps
+// The super-block types apply scales per super-block in every table; NEON also keeps
 // the reference's per-block float updates for the 32-element block types.
 bool SimdBitExact(const KernelTable& table, GgmlType type) {
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ6_K) return true;
+  if (testing::BlockSize(type) == 256) return true;
   return &table == NeonKernels() && (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0);
 }
 
@@ -43,6 +44,7 @@ struct DotCase {
   std::vector<uint8_t> w, a;  // encoded weight row and activation row
   double exact;               // double dot of the dequantized rows
   double abs_sum;             // sum |w_i * a_i|, the scale of rounding error
+  double offset_bound;        // testing::Q8_1OffsetBound of the rows
 };
 
 DotCase MakeCase(GgmlType type, int64_t n, uint32_t seed) {
@@ -59,6 +61,7 @@ DotCase MakeCase(GgmlType type, int64_t n, uint32_t seed) {
     c.exact += static_cast<double>(wf[i]) * af[i];
     c.abs_sum += std::fabs(static_cast<double>(wf[i]) * af[i]);
   }
+  c.offset_bound = testing::Q8_1OffsetBound(vdt, wf.data(), af.data(), n);
   return c;
 }
 
@@ -72,7 +75,8 @@ TEST_P(VecDotTest, ScalarMatchesDequantizedDoubleSum) {
       const float got = ScalarKernels()[type].vec_dot(n, c.w.data(), c.a.data());
       // K-quants dequantize as d*sc*q - dmin*m in float, so the dequantized
       // values carry rounding of terms larger than themselves: allow 1e-4.
-      const double tol = (testing::BlockSize(type) == 256 ? 1e-4 : 1e-5) * c.abs_sum + 1e-30;
+      const double tol =
+          (testing::BlockSize(type) == 256 ? 1e-4 : 1e-5) * c.abs_sum + c.offset_bound + 1e-30;
       EXPECT_NEAR(got, c.exact, tol) << GgmlTypeName(type) << " n=" << n;
     }
   }
@@ -118,7 +122,8 @@ TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
     EXPECT_NE(active[t].from_float, nullptr);
     EXPECT_NE(active[active[t].vec_dot_type].from_float, nullptr);
   }
-  EXPECT_FALSE(active.SupportsWeight(GgmlType::kQ5_K));
+  EXPECT_FALSE(active.SupportsWeight(GgmlType::kIQ2_XXS));
+  EXPECT_FALSE(active.SupportsWeight(GgmlType::kQ8_1));  // activation-only
   EXPECT_FALSE(active.SupportsWeight(GgmlType::kQ8_K));  // activation-only
   EXPECT_EQ(active[GgmlType::kQ4_0].vec_dot_type, GgmlType::kQ8_0);
   EXPECT_EQ(active[GgmlType::kQ4_K].vec_dot_type, GgmlType::kQ8_K);
