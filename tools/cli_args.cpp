@@ -66,6 +66,12 @@ Result<double> Args::Double(const std::string& name, double fallback, double min
   return v;
 }
 
+Result<KvType> Args::KvTypeFlag() const {
+  VALET_ASSIGN_OR_RETURN(std::string name, String("--kv-type", "f16"));
+  if (std::optional<KvType> t = ParseKvType(name)) return *t;
+  return InvalidArgument("--kv-type must be f16 or f32, got '" + name + "'");
+}
+
 std::vector<std::string> Args::All(const std::string& name) const {
   std::vector<std::string> out;
   auto [lo, hi] = values_.equal_range(name);

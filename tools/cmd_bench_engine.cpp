@@ -21,6 +21,7 @@ constexpr FlagSpec kFlags[] = {
     {"--n-prompt", "-p", true, "prompt tokens for the prefill test (default 512)"},
     {"--n-gen", "-n", true, "tokens for the decode test (default 128)"},
     {"--reps", "-r", true, "measured runs per test, after one warm-up (default 5)"},
+    {"--kv-type", nullptr, true, kKvTypeHelp},
     {"--json", nullptr, false, "print one JSON object"},
 };
 
@@ -91,11 +92,14 @@ int RunBenchEngine(std::span<char* const> argv) {
   Result<int64_t> n_prompt = args.Int("--n-prompt", 512, 1, 1 << 16);
   Result<int64_t> n_gen = args.Int("--n-gen", 128, 1, 1 << 16);
   Result<int64_t> reps = args.Int("--reps", 5, 1, 1000);
-  for (const Status* s : {&path.status(), &threads.status(), &n_prompt.status(), &n_gen.status(), &reps.status()}) {
+  Result<KvType> kv_type = args.KvTypeFlag();
+  for (const Status* s : {&path.status(), &threads.status(), &n_prompt.status(), &n_gen.status(), &reps.status(),
+                          &kv_type.status()}) {
     if (!s->ok()) return Fail("bench-engine", *s);
   }
   o.model_path = *path;
   o.n_threads = static_cast<int>(*threads);
+  o.kv_type = *kv_type;
   o.n_ctx = static_cast<int32_t>(std::max(*n_prompt, *n_gen));
   Result<std::unique_ptr<Engine>> engine = Engine::Open(o);
   if (!engine.ok()) return Fail("bench-engine", engine.status());

@@ -22,6 +22,7 @@ constexpr FlagSpec kFlags[] = {
     {"--stop", nullptr, true, "stop string (repeatable)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--ctx-size", "-c", true, "context size (default: the model's)"},
+    {"--kv-type", nullptr, true, kKvTypeHelp},
     {"--json", nullptr, false, "print one JSON object instead of streaming text"},
     {"--top-logits", nullptr, true, "with --json: the top-K [token, logit] pairs of every step"},
 };
@@ -52,6 +53,7 @@ Result<Flags> ReadFlags(const Args& a) {
   }
   VALET_ASSIGN_OR_RETURN(f.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(f.engine.kv_type, a.KvTypeFlag());
   f.json = a.Has("--json");
   VALET_ASSIGN_OR_RETURN(f.gen.top_logits, a.Int("--top-logits", 0, 0, 1 << 20));
   if (f.gen.top_logits > 0 && !f.json) return InvalidArgument("--top-logits needs --json");

@@ -53,6 +53,8 @@ TEST(CliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
   ExpectUsageError("generate -m x.gguf -p hi --bogus", "unknown argument");
   ExpectUsageError("generate -m x.gguf -p", "needs a value");
   ExpectUsageError("synth-model --preset huge -o /tmp/x.gguf", "preset");
+  ExpectUsageError("synth-model --preset tiny --arch mamba -o /tmp/x.gguf", "unknown architecture 'mamba'");
+  ExpectUsageError("generate -m x.gguf -p hi --kv-type q4", "--kv-type must be f16 or f32");
 }
 
 TEST(CliTest, BadModelFilesAreNamedInTheError) {
@@ -90,6 +92,22 @@ TEST(CliTest, InfoReportsTensorsAndMemory) {
   EXPECT_NE(r.out.find("token_embd.weight"), std::string::npos);
   EXPECT_NE(r.out.find("llama.embedding_length"), std::string::npos);
   EXPECT_NE(r.out.find("memory: weights"), std::string::npos);
+  // 5 layers x (K, V) x 4 KV heads x head size 8 x 2 bytes = 640 bytes a token
+  EXPECT_NE(r.out.find("KV cache: f16, 0.6 KiB per token"), std::string::npos) << r.out;
+  CliRun f32 = Valet("info -m " + kStories + " --kv-type f32");
+  EXPECT_NE(f32.out.find("KV cache: f32, 1.2 KiB per token"), std::string::npos) << f32.out;
+}
+
+TEST(CliTest, SynthModelWritesEveryArchitectureAndInfoNamesIt) {
+  for (const std::string arch : {"llama", "qwen2", "qwen3", "phi3"}) {
+    const std::string path = TempPath("arch_" + arch + ".gguf");
+    CliRun w = Valet("synth-model --preset tiny --arch " + arch + " --type q8_0 -o " + path);
+    ASSERT_EQ(w.exit_code, 0) << w.out;
+    CliRun r = Valet("info -m " + path);
+    std::filesystem::remove(path);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("architecture: " + arch + ", RoPE"), std::string::npos) << r.out;
+  }
 }
 
 std::string WriteTemp(const std::string& name, const std::string& text) {
