@@ -51,8 +51,9 @@ Status Lexer::Run() {
 
 void Lexer::LexText() {
   const size_t start = pos_;
+  const int start_line = line_;
   while (pos_ < src_.size() && !At("{{") && !At("{%") && !At("{#")) Advance(1);
-  Push(Token::Kind::kText, src_.substr(start, pos_ - start));
+  tokens_.push_back({Token::Kind::kText, src_.substr(start, pos_ - start), start_line});
   if (At("{%") || At("{#")) StripIndentBeforeBlock(start);
 }
 

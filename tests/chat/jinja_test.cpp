@@ -30,6 +30,50 @@ std::string ErrorOf(std::string_view source, std::string_view variables_json = "
   return out.ok() ? "" : out.status().message();
 }
 
+std::vector<Token::Kind> KindsOf(std::string_view source) {
+  Result<std::vector<Token>> tokens = Lexer::Tokenize(source);
+  EXPECT_TRUE(tokens.ok()) << tokens.status().ToString();
+  std::vector<Token::Kind> kinds;
+  if (tokens.ok()) {
+    for (const Token& t : *tokens) kinds.push_back(t.kind);
+  }
+  return kinds;
+}
+
+TEST(JinjaLexer, SplitsTextTagsAndOperators) {
+  using K = Token::Kind;
+  EXPECT_EQ(KindsOf("hi {{ a.b[0] // 2 }}"),
+            (std::vector<K>{K::kText, K::kOpenExpr, K::kName, K::kPunct, K::kName, K::kPunct, K::kInt, K::kPunct,
+                            K::kPunct, K::kInt, K::kCloseExpr, K::kEnd}));
+  EXPECT_EQ(KindsOf("{% set x = 'a\\'b' ~ 1.5 %}"),
+            (std::vector<K>{K::kOpenStmt, K::kName, K::kName, K::kPunct, K::kString, K::kPunct, K::kFloat,
+                            K::kCloseStmt, K::kEnd}));
+  Result<std::vector<Token>> t = Lexer::Tokenize("{{ \"a\\n\\\"b\" }}\n{{ {'k': {'n': 1}} }}");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ((*t)[1].text, "a\n\"b");
+  EXPECT_EQ((*t)[3].text, "\n");  // text between the tags
+  EXPECT_EQ((*t)[3].line, 1);
+  EXPECT_EQ((*t)[4].line, 2);
+}
+
+TEST(JinjaParser, PrecedenceFollowsJinja) {
+  // Filters bind tighter than +, `not` looser than comparisons, `~` between + and *.
+  Result<Body> body = Parser::Parse("{{ a + b | trim }}{{ not x == y }}{{ 1 + 2 ~ 3 * 4 }}");
+  ASSERT_TRUE(body.ok()) << body.status().ToString();
+  ASSERT_EQ(body->size(), 3u);
+  const Expr& plus = *(*body)[0].expr;
+  EXPECT_EQ(plus.kind, Expr::Kind::kBinary);
+  EXPECT_EQ(plus.name, "+");
+  EXPECT_EQ(plus.args[1]->kind, Expr::Kind::kFilter);
+  const Expr& negation = *(*body)[1].expr;
+  EXPECT_EQ(negation.kind, Expr::Kind::kUnary);
+  EXPECT_EQ(negation.args[0]->name, "==");
+  const Expr& mixed = *(*body)[2].expr;  // 1 + (2 ~ (3 * 4))
+  EXPECT_EQ(mixed.name, "+");
+  EXPECT_EQ(mixed.args[1]->name, "~");
+  EXPECT_EQ(mixed.args[1]->args[1]->name, "*");
+}
+
 TEST(JinjaWhitespace, DashesStripBesideTags) {
   EXPECT_EQ(Render("a  {{- 'b' -}}  c"), "abc");
   EXPECT_EQ(Render("a  {%- if true -%}  b  {%- endif -%}  c"), "abc");
