@@ -15,6 +15,11 @@
 namespace valet::VALET_TILE_NS {
 namespace tiles {
 
+// The integer kernels below are big enough that GCC would call them out of
+// line, passing the accumulators through memory; per super-block row that
+// call costs as much as the work (2x on the decode tile).
+#define VALET_TILE_INLINE [[gnu::always_inline]] inline
+
 // Eight int32 vectors to one vector of their eight horizontal sums, in order.
 inline __m256i Hsum8x8Epi32(const __m256i* v) {
   const __m256i t0 = _mm256_hadd_epi32(v[0], v[1]), t1 = _mm256_hadd_epi32(v[2], v[3]);
@@ -38,7 +43,8 @@ inline __m256i PairScales(int s0, int s1) {
 // acc[j] -= k * sum_g scale_g * bsums_g: folds a constant offset k of the
 // quants out of the unsigned products (Q3_K, Q6_K).
 template <int C>
-void FoldOffset(__m256i scales16, int shift, const BlockQ8_K* const* b, __m256i* acc) {
+VALET_TILE_INLINE void FoldOffset(__m256i scales16, int shift, const BlockQ8_K* const* b,
+                                  __m256i* acc) {
   const __m256i sk = _mm256_slli_epi16(scales16, shift);
 #pragma GCC unroll 16
   for (int j = 0; j < C; ++j)
@@ -46,16 +52,16 @@ void FoldOffset(__m256i scales16, int shift, const BlockQ8_K* const* b, __m256i*
 }
 
 template <int C>
-void ZeroAll(__m256i* v) {
+VALET_TILE_INLINE void ZeroAll(__m256i* v) {
 #pragma GCC unroll 16
   for (int j = 0; j < C; ++j) v[j] = _mm256_setzero_si256();
 }
 
 // Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; Q5_K's fifth
 // bits come from qh (bit 2c / 2c + 1 for the low / high half of chunk c).
-template <int C, class Block>
-void Q45KIntegers(const Block& a, const BlockQ8_K* const* b, const uint8_t* qh, __m256i* acc,
-                  __m256i* msum) {
+template <int C, bool kFifthBit, class Block>
+VALET_TILE_INLINE void Q45KIntegers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                    __m256i* msum) {
   alignas(16) uint8_t sc[8];
   alignas(32) int16_t mn[16];  // each sub-block's min, once per group of 16
   for (int k = 0; k < 8; ++k) {
@@ -68,14 +74,15 @@ void Q45KIntegers(const Block& a, const BlockQ8_K* const* b, const uint8_t* qh, 
   for (int j = 0; j < C; ++j) msum[j] = _mm256_madd_epi16(mins, Load256(b[j]->bsums));
   ZeroAll<C>(acc);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
-  const __m256i hbits = qh != nullptr ? Load256(qh) : _mm256_setzero_si256();
+  __m256i hbits = _mm256_setzero_si256();
+  if constexpr (kFifthBit) hbits = Load256(a.qh);
   const __m256i one = _mm256_set1_epi8(1);
 #pragma GCC unroll 4
   for (int c = 0; c < 4; ++c) {
     const __m256i q = Load256(a.qs + 32 * c);
     __m256i lo = _mm256_and_si256(q, low4);
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-    if (qh != nullptr) {
+    if constexpr (kFifthBit) {
       lo = _mm256_or_si256(
           lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hbits, 2 * c), one), 4));
       hi = _mm256_or_si256(
@@ -96,8 +103,9 @@ struct Q4KWeights {
   using Block = BlockQ4_K;
   static constexpr bool kHasMin = true;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i* msum) {
-    Q45KIntegers<C>(a, b, nullptr, acc, msum);
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i* msum) {
+    Q45KIntegers<C, false>(a, b, acc, msum);
   }
 };
 
@@ -105,8 +113,9 @@ struct Q5KWeights {
   using Block = BlockQ5_K;
   static constexpr bool kHasMin = true;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i* msum) {
-    Q45KIntegers<C>(a, b, a.qh, acc, msum);
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i* msum) {
+    Q45KIntegers<C, true>(a, b, acc, msum);
   }
 };
 
@@ -125,7 +134,8 @@ struct Q6KWeights {
   using Block = BlockQ6_K;
   static constexpr bool kHasMin = false;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i*) {
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i*) {
     ZeroAll<C>(acc);
     FoldOffset<C>(_mm256_cvtepi8_epi16(Load128(a.scales)), 5, b, acc);
 #pragma GCC unroll 2
@@ -150,7 +160,8 @@ struct Q6KWeights {
 // The 2-bit layouts (Q2_K, Q3_K): acc[j] += sum over groups of scale_g *
 // (u . q8), u the 32 quants of (half hn, shift jj) given by `quants`.
 template <int C, class Quants>
-void TwoBitIntegers(const int16_t* scales, const BlockQ8_K* const* b, Quants quants, __m256i* acc) {
+VALET_TILE_INLINE void TwoBitIntegers(const int16_t* scales, const BlockQ8_K* const* b,
+                                      Quants quants, __m256i* acc) {
 #pragma GCC unroll 2
   for (int hn = 0; hn < 2; ++hn) {
 #pragma GCC unroll 4
@@ -174,7 +185,8 @@ struct Q2KWeights {
   using Block = BlockQ2_K;
   static constexpr bool kHasMin = true;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i* msum) {
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i* msum) {
     const __m256i packed = _mm256_cvtepu8_epi16(Load128(a.scales));
     const __m256i mins = _mm256_srli_epi16(packed, 4);
 #pragma GCC unroll 16
@@ -195,7 +207,8 @@ struct Q3KWeights {
   using Block = BlockQ3_K;
   static constexpr bool kHasMin = false;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i*) {
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i*) {
     alignas(32) int16_t scales[16];
     for (int g = 0; g < 16; ++g) scales[g] = static_cast<int16_t>(UnpackQ3KScale(a.scales, g) - 32);
     ZeroAll<C>(acc);
@@ -216,7 +229,8 @@ struct IQ4XSWeights {
   using Block = BlockIQ4_XS;
   static constexpr bool kHasMin = false;
   template <int C>
-  static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc, __m256i*) {
+  VALET_TILE_INLINE static void Integers(const Block& a, const BlockQ8_K* const* b, __m256i* acc,
+                                         __m256i*) {
     const __m256i table = _mm256_broadcastsi128_si256(
         _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
     ZeroAll<C>(acc);
@@ -310,6 +324,8 @@ TileKernel MakeK(GgmlType type) {
 }
 
 inline bool IsSuperBlockType(GgmlType type) { return MakeK<1, 1>(type).fn != nullptr; }
+
+#undef VALET_TILE_INLINE
 
 }  // namespace tiles
 
