@@ -181,6 +181,7 @@ struct TaskMetrics {
   double last_token_time = -1.0;
   double end_time = -1.0;
   int32_t prompt_tokens = 0;  // including the shared prefix
+  int32_t cached_prompt_tokens = 0;  // of which had KV cached when the task started (a shared prefix)
   int32_t generated_tokens = 0;
   int32_t parks = 0;
   std::array<int32_t, 5> parks_by_kind{};  // indexed by ParkKind

@@ -56,6 +56,12 @@ void Recorder::SetPromptTokens(TaskId id, int32_t count) {
   if (it != tasks_.end()) it->second.metrics.prompt_tokens = count;
 }
 
+void Recorder::SetCachedPromptTokens(TaskId id, int32_t count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it != tasks_.end()) it->second.metrics.cached_prompt_tokens = count;
+}
+
 void Recorder::SetState(TaskId id, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);

@@ -41,6 +41,7 @@ class Recorder {
              size_t bytes = 0, int32_t tokens = 0);
   void Tokens(TaskId id, int32_t count, double time);
   void SetPromptTokens(TaskId id, int32_t count);
+  void SetCachedPromptTokens(TaskId id, int32_t count);
   void SetState(TaskId id, TaskState state);
   // Empty for ids never registered.
   std::optional<TaskState> State(TaskId id) const;
