@@ -1,0 +1,50 @@
+#include "server/api_error.h"
+
+#include <utility>
+
+namespace valet {
+
+namespace {
+
+nlohmann::json OrNull(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+
+}  // namespace
+
+nlohmann::json ApiError::Body() const {
+  nlohmann::json error = {{"message", message}, {"type", type}, {"param", OrNull(param)}, {"code", OrNull(code)}};
+  return nlohmann::json{{"error", std::move(error)}};
+}
+
+std::string ApiError::ToJson() const {
+  return Body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+ApiError BadRequest(std::string message, std::string param, std::string code) {
+  ApiError e;
+  e.message = std::move(message);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+ApiError ErrorFromStatus(const Status& status) {
+  ApiError e;
+  e.message = status.message();
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument: return e;
+    case StatusCode::kOutOfRange:
+      e.code = "context_length_exceeded";
+      return e;
+    case StatusCode::kResourceExhausted:
+      e.http_status = 503;
+      e.type = "server_error";
+      e.code = "resource_exhausted";
+      return e;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+      return e;
+  }
+}
+
+}  // namespace valet

@@ -1,0 +1,300 @@
+#include "server/completion_request.h"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+namespace valet {
+
+namespace {
+
+using nlohmann::json;
+using MaybeError = std::optional<ApiError>;
+
+constexpr size_t kMaxStopStrings = 16;
+
+struct TierInfo {
+  Tier tier;
+  const char* api_name;
+};
+constexpr TierInfo kTiers[] = {
+    {Tier::kForegroundChat, "foreground_chat"},
+    {Tier::kInlineSuggestion, "inline_suggestion"},
+    {Tier::kBackgroundSummary, "background_summary"},
+    {Tier::kOfflineIndexing, "offline_indexing"},
+};
+
+ApiError TypeError(const std::string& param, const char* expected) {
+  return BadRequest("'" + param + "' must be " + expected, param, "invalid_type");
+}
+
+ApiError RangeError(const std::string& param, const std::string& range) {
+  return BadRequest("'" + param + "' must be " + range, param, "invalid_value");
+}
+
+// Reads an optional number field within [lo, hi] into *out.
+MaybeError ReadNumber(const json& body, const char* key, double lo, double hi, float* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) return TypeError(key, "a number");
+  const double v = it->get<double>();
+  if (!(v >= lo && v <= hi)) return RangeError(key, "between " + json(lo).dump() + " and " + json(hi).dump());
+  *out = static_cast<float>(v);
+  return std::nullopt;
+}
+
+// Reads an optional integer field within [lo, hi]; nullopt result when absent.
+MaybeError ReadInt(const json& body, const char* key, int64_t lo, int64_t hi, std::optional<int64_t>* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer()) return TypeError(key, "an integer");
+  if (it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi)) {
+    return RangeError(key, "at most " + std::to_string(hi));
+  }
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) return RangeError(key, "between " + std::to_string(lo) + " and " + std::to_string(hi));
+  *out = v;
+  return std::nullopt;
+}
+
+MaybeError ReadBool(const json& body, const char* key, bool* out) {
+  auto it = body.find(key);
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) return TypeError(key, "a boolean");
+  *out = it->get<bool>();
+  return std::nullopt;
+}
+
+MaybeError ReadSampling(const json& body, SamplingParams* s) {
+  if (auto e = ReadNumber(body, "temperature", 0.0, 2.0, &s->temperature)) return e;
+  if (auto e = ReadNumber(body, "top_p", 0.0, 1.0, &s->top_p)) return e;
+  if (auto e = ReadNumber(body, "min_p", 0.0, 1.0, &s->min_p)) return e;
+  std::optional<int64_t> top_k, seed;
+  if (auto e = ReadInt(body, "top_k", 0, std::numeric_limits<int32_t>::max(), &top_k)) return e;
+  if (top_k) s->top_k = static_cast<int32_t>(*top_k);
+  if (auto e = ReadInt(body, "seed", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(), &seed)) {
+    return e;
+  }
+  if (seed) s->seed = static_cast<uint64_t>(*seed);
+  // The sampler has no presence/frequency penalties; silently ignoring a
+  // non-zero value would give different text than the client asked for.
+  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
+    float v = 0.0f;
+    if (auto e = ReadNumber(body, key, -2.0, 2.0, &v)) return e;
+    if (v != 0.0f) return BadRequest(std::string("'") + key + "' other than 0 is not supported", key, "unsupported_value");
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadMaxTokens(const json& body, int32_t fallback, int32_t* out) {
+  std::optional<int64_t> v;
+  for (const char* key : {"max_completion_tokens", "max_tokens"}) {
+    if (auto e = ReadInt(body, key, 1, std::numeric_limits<int32_t>::max(), &v)) return e;
+    if (v) break;
+  }
+  *out = v ? static_cast<int32_t>(*v) : fallback;
+  return std::nullopt;
+}
+
+MaybeError ReadStop(const json& body, std::vector<std::string>* out) {
+  auto it = body.find("stop");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    if (it->get_ref<const std::string&>().empty()) return RangeError("stop", "a non-empty string");
+    out->push_back(it->get<std::string>());
+    return std::nullopt;
+  }
+  if (!it->is_array()) return TypeError("stop", "a string or an array of strings");
+  if (it->size() > kMaxStopStrings) return RangeError("stop", "at most " + std::to_string(kMaxStopStrings) + " strings");
+  for (const json& s : *it) {
+    if (!s.is_string() || s.get_ref<const std::string&>().empty()) {
+      return TypeError("stop", "a string or an array of non-empty strings");
+    }
+    out->push_back(s.get<std::string>());
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadStreamFlags(const json& body, CompletionRequest* r) {
+  if (auto e = ReadBool(body, "stream", &r->stream)) return e;
+  auto it = body.find("stream_options");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  if (!it->is_object()) return TypeError("stream_options", "an object");
+  if (auto e = ReadBool(*it, "include_usage", &r->include_usage)) {
+    e->param = "stream_options.include_usage";
+    return e;
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadTier(const json& body, std::string_view header, Endpoint endpoint, Tier* out) {
+  if (auto it = body.find("tier"); it != body.end() && !it->is_null()) {
+    std::optional<Tier> t = it->is_string() ? TierFromName(it->get_ref<const std::string&>()) : std::nullopt;
+    if (!t) return RangeError("tier", "one of foreground_chat, inline_suggestion, background_summary, offline_indexing");
+    *out = *t;
+    return std::nullopt;
+  }
+  std::optional<int64_t> priority;
+  if (auto e = ReadInt(body, "priority", std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+                       &priority)) {
+    return e;
+  }
+  if (priority) {
+    *out = TierFromPriority(*priority);
+    return std::nullopt;
+  }
+  if (!header.empty()) {
+    std::optional<Tier> t = TierFromName(header);
+    if (!t) return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier");
+    *out = *t;
+    return std::nullopt;
+  }
+  *out = endpoint == Endpoint::kChatCompletions ? Tier::kForegroundChat : Tier::kInlineSuggestion;
+  return std::nullopt;
+}
+
+// A message's content: a string, null, or an array of {"type":"text","text":...} parts.
+MaybeError ReadContent(const json& message, const std::string& param, std::string* out) {
+  auto it = message.find("content");
+  if (it == message.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) {
+    *out = it->get<std::string>();
+    return std::nullopt;
+  }
+  if (!it->is_array()) return TypeError(param, "a string or an array of text parts");
+  for (const json& part : *it) {
+    const bool text_part = part.is_object() && part.value("type", json()) == "text";
+    auto text = text_part ? part.find("text") : part.end();
+    if (!text_part || text == part.end() || !text->is_string()) {
+      return BadRequest("'" + param + "' parts must be {\"type\": \"text\", \"text\": string}", param,
+                        "unsupported_content");
+    }
+    out->append(text->get_ref<const std::string&>());
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadMessage(const json& m, size_t index, ChatMessage* out) {
+  const std::string param = "messages[" + std::to_string(index) + "]";
+  if (!m.is_object()) return TypeError(param, "an object");
+  auto role = m.find("role");
+  if (role == m.end() || !role->is_string()) return TypeError(param + ".role", "a string");
+  const std::string& r = role->get_ref<const std::string&>();
+  if (r == "system" || r == "developer") {
+    out->role = "system";
+  } else if (r == "user" || r == "assistant") {
+    out->role = r;
+  } else {
+    return BadRequest("unsupported role '" + r + "' (system, developer, user, assistant)", param + ".role",
+                      "unsupported_value");
+  }
+  return ReadContent(m, param + ".content", &out->content);
+}
+
+MaybeError ReadMessages(const json& body, TaskRequest* task) {
+  auto it = body.find("messages");
+  if (it == body.end()) return BadRequest("'messages' is required", "messages", "missing_field");
+  if (!it->is_array() || it->empty()) return TypeError("messages", "a non-empty array");
+  std::vector<ChatMessage> messages(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    if (auto e = ReadMessage((*it)[i], i, &messages[i])) return e;
+  }
+  // A leading system message becomes the shared prefix, so its KV is kept
+  // once for every conversation that starts with it.
+  if (messages.size() > 1 && messages.front().role == "system") {
+    task->system_prompt = std::move(messages.front().content);
+    messages.erase(messages.begin());
+  }
+  task->messages = std::move(messages);
+  return std::nullopt;
+}
+
+// Token ids are decoded to text, which the scheduler tokenizes again.
+MaybeError DecodeTokens(const json& ids, const EngineInterface& vocab, std::string* out) {
+  for (const json& id : ids) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+      return TypeError("prompt", "a string, or an array of non-negative token ids");
+    }
+    out->append(vocab.TokenPiece(static_cast<int32_t>(id.get<int64_t>())));
+  }
+  return std::nullopt;
+}
+
+MaybeError ReadPrompt(const json& body, const EngineInterface& vocab, TaskRequest* task) {
+  auto it = body.find("prompt");
+  if (it == body.end()) return BadRequest("'prompt' is required", "prompt", "missing_field");
+  json p = *it;
+  // A batch of one prompt is the prompt.
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = json(p[0]);
+  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+    return BadRequest("batched prompts are not supported; send one prompt per request", "prompt", "unsupported_value");
+  }
+  if (p.is_string()) {
+    task->prompt = p.get<std::string>();
+  } else if (p.is_array()) {
+    if (auto e = DecodeTokens(p, vocab, &task->prompt)) return e;
+  } else {
+    return TypeError("prompt", "a string, or an array of token ids");
+  }
+  if (task->prompt.empty()) return BadRequest("the prompt is empty", "prompt", "invalid_value");
+  return std::nullopt;
+}
+
+MaybeError ReadCommon(const json& body, CompletionRequest* r) {
+  if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return TypeError("model", "a string");
+    r->model = it->get<std::string>();
+  }
+  std::optional<int64_t> n;
+  if (auto e = ReadInt(body, "n", 1, 1, &n)) return e;
+  if (auto e = ReadStreamFlags(body, r)) return e;
+  if (auto e = ReadStop(body, &r->task.stop)) return e;
+  return ReadSampling(body, &r->task.sampling);
+}
+
+}  // namespace
+
+const char* EndpointName(Endpoint endpoint) {
+  return endpoint == Endpoint::kChatCompletions ? "chat.completions" : "completions";
+}
+
+std::optional<Tier> TierFromName(std::string_view name) {
+  for (const TierInfo& t : kTiers) {
+    if (name == t.api_name || name == TierName(t.tier)) return t.tier;
+  }
+  return std::nullopt;
+}
+
+const char* TierApiName(Tier tier) {
+  for (const TierInfo& t : kTiers) {
+    if (t.tier == tier) return t.api_name;
+  }
+  return "unknown";
+}
+
+Tier TierFromPriority(int64_t priority) {
+  if (priority <= 0) return Tier::kForegroundChat;
+  if (priority < 10) return Tier::kInlineSuggestion;
+  if (priority < 100) return Tier::kBackgroundSummary;
+  return Tier::kOfflineIndexing;
+}
+
+ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body_text, std::string_view tier_header,
+                                        const EngineInterface& vocab, const CompletionDefaults& defaults) {
+  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return BadRequest("the request body is not valid JSON", "", "invalid_json");
+  if (!body.is_object()) return BadRequest("the request body must be a JSON object", "", "invalid_json");
+  CompletionRequest r;
+  r.endpoint = endpoint;
+  const bool chat = endpoint == Endpoint::kChatCompletions;
+  if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, vocab, &r.task)) return *e;
+  if (auto e = ReadCommon(body, &r)) return *e;
+  const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
+  if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
+  if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;
+  return r;
+}
+
+}  // namespace valet

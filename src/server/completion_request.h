@@ -1,0 +1,53 @@
+// Parses OpenAI /v1/chat/completions and /v1/completions request bodies into
+// a scheduler TaskRequest. Unknown fields are ignored; a known field of the
+// wrong type or out of range is a 400 naming the field.
+//
+// Tier, first match wins: the body's "tier" (a tier name), the body's integer
+// "priority" (lower runs first, vLLM/SGLang style) by band, the X-Valet-Tier
+// header, then the endpoint's default (chat: foreground_chat; completions:
+// inline_suggestion, the editor-completion use of that endpoint).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "engine/engine_interface.h"
+#include "server/api_error.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+enum class Endpoint { kChatCompletions, kCompletions };
+const char* EndpointName(Endpoint endpoint);
+
+struct CompletionRequest {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  TaskRequest task;  // callbacks unset
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  std::string model;           // echoed back; one model is served whatever it says
+};
+
+using ParsedCompletion = std::variant<CompletionRequest, ApiError>;
+
+struct CompletionDefaults {
+  int32_t chat_max_tokens = 256;
+  int32_t completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+};
+
+// "foreground_chat", ... (or the upper-case enum names); nullopt otherwise.
+std::optional<Tier> TierFromName(std::string_view name);
+// The lower-case name used in requests and responses.
+const char* TierApiName(Tier tier);
+// Priority bands: <= 0 foreground_chat, 1..9 inline_suggestion,
+// 10..99 background_summary, >= 100 offline_indexing.
+Tier TierFromPriority(int64_t priority);
+
+// `vocab` decodes token-id prompts; it is only read (thread-safe const calls).
+ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body, std::string_view tier_header,
+                                        const EngineInterface& vocab, const CompletionDefaults& defaults);
+
+}  // namespace valet

@@ -1,0 +1,42 @@
+// Response bodies in OpenAI's shapes: chat.completion / text_completion
+// objects, their streamed chunks, and usage.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "server/completion_request.h"
+#include "valet/scheduler.h"
+
+namespace valet {
+
+struct ResponseMeta {
+  Endpoint endpoint = Endpoint::kChatCompletions;
+  std::string id;     // "chatcmpl-valet-<task>" / "cmpl-valet-<task>"
+  std::string model;
+  int64_t created = 0;  // Unix seconds
+};
+
+ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model);
+
+// "stop" (EOS or a stop string) or "length" (max_tokens).
+const char* FinishReason(StopReason reason);
+
+// The whole non-streamed response.
+std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result);
+
+struct ChunkOptions {
+  bool first = false;               // chat: the delta carries the role
+  const char* finish_reason = nullptr;  // set on the last content chunk
+  bool usage_null = false;          // include_usage: every chunk carries "usage": null
+};
+// One SSE event ("data: {...}\n\n") carrying `text`.
+std::string StreamChunk(const ResponseMeta& meta, std::string_view text, const ChunkOptions& options);
+// The final include_usage event: empty choices, the usage object.
+std::string UsageChunk(const ResponseMeta& meta, const TaskMetrics& metrics);
+// An error reported inside a stream that has already started.
+std::string StreamError(const std::string& error_json);
+inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
+
+}  // namespace valet

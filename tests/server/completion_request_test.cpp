@@ -1,0 +1,145 @@
+#include "server/completion_request.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "sched/fake_engine.h"
+
+namespace valet {
+namespace {
+
+using nlohmann::json;
+
+class CompletionRequestTest : public ::testing::Test {
+ protected:
+  ParsedCompletion Parse(Endpoint endpoint, const json& body, std::string_view header = "") {
+    return ParseCompletionRequest(endpoint, body.dump(), header, engine_, defaults_);
+  }
+  CompletionRequest Ok(Endpoint endpoint, const json& body, std::string_view header = "") {
+    ParsedCompletion p = Parse(endpoint, body, header);
+    if (const ApiError* e = std::get_if<ApiError>(&p)) ADD_FAILURE() << e->message;
+    return std::holds_alternative<CompletionRequest>(p) ? std::get<CompletionRequest>(p) : CompletionRequest{};
+  }
+  FakeEngine engine_;
+  CompletionDefaults defaults_;
+};
+
+TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
+  const json body = {{"model", "x"},
+                     {"messages", {{{"role", "developer"}, {"content", "sys"}},
+                                   {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "he"}},
+                                                                   {{"type", "text"}, {"text", "llo"}}}}},
+                                   {{"role", "assistant"}, {"content", nullptr}}}},
+                     {"max_completion_tokens", 7},
+                     {"max_tokens", 99},
+                     {"stop", "END"},
+                     {"temperature", 0.0},
+                     {"top_p", 0.5},
+                     {"top_k", 3},
+                     {"min_p", 0.1},
+                     {"seed", -1},
+                     {"stream", true},
+                     {"stream_options", {{"include_usage", true}}},
+                     {"logit_bias", {{"5", 1}}}};
+  const CompletionRequest r = Ok(Endpoint::kChatCompletions, body);
+  EXPECT_EQ(r.model, "x");
+  EXPECT_EQ(r.task.system_prompt, "sys");
+  ASSERT_EQ(r.task.messages.size(), 2u);
+  EXPECT_EQ(r.task.messages[0].content, "hello");
+  EXPECT_EQ(r.task.messages[1].role, "assistant");
+  EXPECT_EQ(r.task.max_tokens, 7);
+  EXPECT_EQ(r.task.stop, std::vector<std::string>{"END"});
+  EXPECT_EQ(r.task.sampling.temperature, 0.0f);
+  EXPECT_EQ(r.task.sampling.top_p, 0.5f);
+  EXPECT_EQ(r.task.sampling.top_k, 3);
+  EXPECT_FLOAT_EQ(r.task.sampling.min_p, 0.1f);
+  EXPECT_EQ(r.task.sampling.seed, ~uint64_t{0});
+  EXPECT_TRUE(r.stream);
+  EXPECT_TRUE(r.include_usage);
+  EXPECT_EQ(r.task.tier, Tier::kForegroundChat);
+}
+
+TEST_F(CompletionRequestTest, DefaultsDependOnTheEndpoint) {
+  const CompletionRequest chat = Ok(Endpoint::kChatCompletions, {{"messages", {{{"role", "user"}, {"content", "x"}}}}});
+  EXPECT_EQ(chat.task.max_tokens, defaults_.chat_max_tokens);
+  EXPECT_EQ(chat.task.tier, Tier::kForegroundChat);
+  EXPECT_TRUE(chat.task.system_prompt.empty());
+  const CompletionRequest text = Ok(Endpoint::kCompletions, {{"prompt", "x"}});
+  EXPECT_EQ(text.task.max_tokens, defaults_.completion_max_tokens);
+  EXPECT_EQ(text.task.tier, Tier::kInlineSuggestion);
+  EXPECT_EQ(text.task.prompt, "x");
+  EXPECT_FALSE(text.stream);
+}
+
+TEST_F(CompletionRequestTest, OnlySystemMessageStaysAMessage) {
+  const CompletionRequest r = Ok(Endpoint::kChatCompletions, {{"messages", {{{"role", "system"}, {"content", "s"}}}}});
+  EXPECT_TRUE(r.task.system_prompt.empty());
+  ASSERT_EQ(r.task.messages.size(), 1u);
+  EXPECT_EQ(r.task.messages[0].role, "system");
+}
+
+TEST_F(CompletionRequestTest, TokenIdPromptsDecodeThroughTheVocabulary) {
+  json ids = json::array();
+  for (int32_t t : engine_.Tokenize("hi there", false)) ids.push_back(t);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", ids}}).task.prompt, "hi there");
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", json::array({ids})}}).task.prompt, "hi there");
+}
+
+TEST_F(CompletionRequestTest, TierPrecedenceAndPriorityBands) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  json b = chat;
+  b["tier"] = "OFFLINE_INDEXING";
+  b["priority"] = 0;
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, b, "inline_suggestion").task.tier, Tier::kOfflineIndexing);
+  b.erase("tier");
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, b, "inline_suggestion").task.tier, Tier::kForegroundChat);
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat, "background_summary").task.tier, Tier::kBackgroundSummary);
+  EXPECT_EQ(TierFromPriority(-5), Tier::kForegroundChat);
+  EXPECT_EQ(TierFromPriority(0), Tier::kForegroundChat);
+  EXPECT_EQ(TierFromPriority(1), Tier::kInlineSuggestion);
+  EXPECT_EQ(TierFromPriority(9), Tier::kInlineSuggestion);
+  EXPECT_EQ(TierFromPriority(10), Tier::kBackgroundSummary);
+  EXPECT_EQ(TierFromPriority(99), Tier::kBackgroundSummary);
+  EXPECT_EQ(TierFromPriority(100), Tier::kOfflineIndexing);
+  for (int t = 0; t < kNumTiers; ++t) {
+    EXPECT_EQ(TierFromName(TierApiName(static_cast<Tier>(t))), static_cast<Tier>(t));
+  }
+  EXPECT_FALSE(TierFromName("Foreground_Chat").has_value());
+}
+
+TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  struct Case {
+    const char* key;
+    json value;
+  };
+  const Case cases[] = {{"top_k", -1},     {"top_k", 1.5},        {"top_p", 1.5},        {"min_p", "a"},
+                        {"seed", "1"},     {"stop", ""},          {"stop", json::array({"a", ""})},
+                        {"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13",
+                                              "14", "15", "16", "17"})},
+                        {"max_tokens", 0}, {"max_tokens", 3000000000LL}, {"model", 1},
+                        {"frequency_penalty", -3}, {"frequency_penalty", 1}};
+  for (const Case& c : cases) {
+    json b = chat;
+    b[c.key] = c.value;
+    ParsedCompletion p = Parse(Endpoint::kChatCompletions, b);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << c.key << "=" << c.value.dump();
+    EXPECT_EQ(std::get<ApiError>(p).param, c.key);
+    EXPECT_EQ(std::get<ApiError>(p).http_status, 400);
+  }
+}
+
+TEST(ApiErrorTest, StatusMapping) {
+  EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
+  EXPECT_EQ(ErrorFromStatus(OutOfRange("x")).code, "context_length_exceeded");
+  EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).http_status, 503);
+  EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
+  const json body = json::parse(BadRequest("bad \xff", "p").ToJson());
+  EXPECT_EQ(body["error"]["param"], "p");
+  EXPECT_TRUE(body["error"]["code"].is_null());
+  EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+}
+
+}  // namespace
+}  // namespace valet
