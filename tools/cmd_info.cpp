@@ -7,6 +7,7 @@
 #include "kernels/kernel_table.h"
 #include "kv/snapshot_store.h"
 #include "process_memory.h"
+#include "tokenizer/tokenizer.h"
 
 namespace valet::cli {
 namespace {
@@ -74,6 +75,9 @@ int RunInfo(std::span<char* const> argv) {
   const GgufValue* tmpl = e.model().file().Find("tokenizer.chat_template");
   std::printf("chat template: %s\n", tmpl != nullptr ? "from the model (tokenizer.chat_template)"
                                                      : "none in the file (the built-in ChatML is used)");
+  const Vocabulary& vocab = e.tokenizer().vocabulary();
+  std::printf("tokenizer: %s, pre-tokenizer %s, %d tokens\n", std::string(e.tokenizer().kind_name()).c_str(),
+              vocab.pre().empty() ? "default" : vocab.pre().c_str(), vocab.size());
   std::printf("kernels: %s\n", ActiveKernelsName());
   const MemoryReport m = e.memory();
   std::printf("memory: weights %.2f MiB mapped, KV pool %.2f MiB (%d blocks of %d tokens), scratch %.2f MiB, "

@@ -11,6 +11,7 @@ namespace valet::cli {
 
 int RunGenerate(std::span<char* const> args);
 int RunInfo(std::span<char* const> args);
+int RunTokenize(std::span<char* const> args);
 int RunBenchEngine(std::span<char* const> args);
 int RunSynthModel(std::span<char* const> args);
 int RunBenchResume(std::span<char* const> args);

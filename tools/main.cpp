@@ -27,6 +27,7 @@ struct Command {
 constexpr Command kCommands[] = {
     {"generate", valet::cli::RunGenerate, "generate text from a prompt"},
     {"info", valet::cli::RunInfo, "print a model's metadata, tensors and memory"},
+    {"tokenize", valet::cli::RunTokenize, "print the token ids of a text (--json: {\"tokens\":[...]})"},
     {"synth-model", valet::cli::RunSynthModel, "write a seeded random Llama GGUF (the built-in models)"},
     {"bench-engine", valet::cli::RunBenchEngine, "prefill/decode throughput (pp512/tg128)"},
     {"bench-resume", valet::cli::RunBenchResume, "cost of resuming a parked sequence, by park kind"},

@@ -12,7 +12,12 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     return Corrupt(options.model_path + ": the vocabulary has " + std::to_string(vocab.size()) +
                    " tokens but the embedding matrix has " + std::to_string(c.n_vocab) + " rows");
   }
-  e->tokenizer_ = std::make_unique<SpmTokenizer>(std::make_shared<const Vocabulary>(std::move(vocab)));
+  Result<std::unique_ptr<Tokenizer>> tokenizer =
+      Tokenizer::Create(std::make_shared<const Vocabulary>(std::move(vocab)));
+  if (!tokenizer.ok()) {
+    return Status(tokenizer.status().code(), options.model_path + ": " + tokenizer.status().message());
+  }
+  e->tokenizer_ = std::move(tokenizer).value();
 
   KvPoolOptions pool_options;
   pool_options.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, options.kv_block_tokens, options.kv_type};

@@ -9,7 +9,7 @@
 #include "kv/kv_pool.h"
 #include "model/llama_context.h"
 #include "model/llama_model.h"
-#include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -36,7 +36,7 @@ class Engine {
   static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
 
   const LlamaModel& model() const { return *model_; }
-  const SpmTokenizer& tokenizer() const { return *tokenizer_; }
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
   LlamaContext& context() { return *context_; }
   KvPool& kv_pool() { return *kv_pool_; }
   const KvPool& kv_pool() const { return *kv_pool_; }
@@ -48,7 +48,7 @@ class Engine {
 
   EngineOptions options_;
   std::shared_ptr<const LlamaModel> model_;
-  std::unique_ptr<SpmTokenizer> tokenizer_;
+  std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvPool> kv_pool_;
   std::unique_ptr<LlamaContext> context_;
 };

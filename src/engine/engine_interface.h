@@ -120,6 +120,8 @@ class EngineInterface {
   virtual std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const = 0;
   virtual std::string TokenPiece(int32_t token) const = 0;
   virtual int32_t eos_token() const = 0;
+  // Every token that ends generation (EOS, end of turn "<|eot_id|>", "<|im_end|>" ...).
+  virtual std::vector<int32_t> eog_tokens() const { return {eos_token()}; }
   virtual int32_t context_length() const = 0;    // positions per sequence
   virtual int32_t max_step_tokens() const = 0;   // tokens one Step may compute
 

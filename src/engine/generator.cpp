@@ -35,9 +35,8 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   if (options.top_logits < 0) return InvalidArgument("top-logits must not be negative");
   VALET_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(options.sampling, n_vocab));
   StopOptions stop_options;
-  if (engine.tokenizer().vocabulary().eos_id() >= 0) {
-    stop_options.eos_token_ids.push_back(engine.tokenizer().vocabulary().eos_id());
-  }
+  const std::span<const int32_t> eog = engine.tokenizer().vocabulary().eog_ids();
+  stop_options.eos_token_ids.assign(eog.begin(), eog.end());
   stop_options.max_tokens = options.max_tokens;
   stop_options.stop_strings = options.stop_strings;
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));

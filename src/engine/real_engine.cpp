@@ -106,6 +106,10 @@ std::vector<int32_t> RealEngine::Tokenize(std::string_view text, bool add_bos) c
 
 std::string RealEngine::TokenPiece(int32_t token) const { return engine_->tokenizer().TokenToPiece(token); }
 int32_t RealEngine::eos_token() const { return engine_->tokenizer().vocabulary().eos_id(); }
+std::vector<int32_t> RealEngine::eog_tokens() const {
+  const std::span<const int32_t> eog = engine_->tokenizer().vocabulary().eog_ids();
+  return {eog.begin(), eog.end()};
+}
 int32_t RealEngine::context_length() const { return engine_->context().options().n_ctx; }
 int32_t RealEngine::max_step_tokens() const { return engine_->context().options().max_batch_tokens; }
 

@@ -59,6 +59,7 @@ class RealEngine final : public EngineInterface {
   std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override;
   std::string TokenPiece(int32_t token) const override;
   int32_t eos_token() const override;
+  std::vector<int32_t> eog_tokens() const override;
   int32_t context_length() const override;
   int32_t max_step_tokens() const override;
 

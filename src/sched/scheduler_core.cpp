@@ -70,7 +70,7 @@ Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
                       ") exceed the context of " + std::to_string(engine_.context_length()));
   }
   StopOptions stop_options;
-  stop_options.eos_token_ids = {engine_.eos_token()};
+  stop_options.eos_token_ids = engine_.eog_tokens();
   stop_options.max_tokens = request.max_tokens;
   stop_options.stop_strings = std::move(stop);
   VALET_ASSIGN_OR_RETURN(StopChecker checker, StopChecker::Create(std::move(stop_options)));

@@ -1,0 +1,119 @@
+// `valet tokenize` as a user runs it, against llama.cpp's tokens for the
+// golden prompts (../shared/golden), and its one-line errors.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "common/json_value.h"
+
+namespace valet {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+CliRun Valet(const std::string& args) {
+  const std::string cmd = std::string(VALET_BIN) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const fs::path kShared = VALET_SHARED_DIR;
+
+// The golden's case `index`: its prompt (free of single quotes, so it can be
+// passed through the shell) and llama.cpp's tokens for it.
+struct GoldenPrompt {
+  std::string prompt;
+  std::vector<int32_t> tokens;
+};
+
+GoldenPrompt LoadCase(const std::string& golden, size_t index) {
+  Result<JsonValue> json = ReadJsonFile((kShared / "golden" / golden).string());
+  EXPECT_TRUE(json.ok()) << json.status().ToString();
+  if (!json.ok()) return {};
+  const JsonValue& c = json->Find("cases")->items().at(index);
+  GoldenPrompt g{c.Find("prompt")->AsString(), {}};
+  for (const JsonValue& v : c.Find("prompt_tokens")->items()) {
+    g.tokens.push_back(static_cast<int32_t>(v.AsNumber()));
+  }
+  EXPECT_EQ(g.prompt.find('\''), std::string::npos);
+  return g;
+}
+
+std::string Json(const std::vector<int32_t>& ids) {
+  std::string s = "{\"tokens\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s + "]}\n";
+}
+
+#define SKIP_WITHOUT(path) \
+  if (!fs::exists(path)) GTEST_SKIP() << "shared data absent: " << (path).string()
+
+TEST(TokenizeCliTest, JsonMatchesLlamaCppWithSpecialTokensParsed) {
+  const fs::path model = kShared / "models" / "qwen3-q4_k_m.gguf";
+  SKIP_WITHOUT(model);
+  const GoldenPrompt chat = LoadCase("qwen3-q4_k_m.json", 2);  // ChatML text
+  CliRun r = Valet("tokenize -m " + model.string() + " -p '" + chat.prompt + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out, Json(chat.tokens));
+  // --no-special: "<|im_start|>" is text, so its token id does not appear.
+  CliRun plain = Valet("tokenize -m " + model.string() + " -p '" + chat.prompt + "' --json --no-special");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(plain.out.find(std::to_string(chat.tokens.front())), std::string::npos) << plain.out;
+}
+
+TEST(TokenizeCliTest, BosIsAddedUnlessNoBos) {
+  const fs::path model = kShared / "models" / "llama3-bpe-q4_k_m.gguf";
+  SKIP_WITHOUT(model);
+  const GoldenPrompt g = LoadCase("llama3-bpe-q4_k_m.json", 0);
+  CliRun with_bos = Valet("tokenize -m " + model.string() + " -p '" + g.prompt + "'");
+  ASSERT_EQ(with_bos.exit_code, 0) << with_bos.out;
+  std::string plain_ids;
+  for (size_t i = 0; i < g.tokens.size(); ++i) {
+    if (i > 0) plain_ids += ' ';
+    plain_ids += std::to_string(g.tokens[i]);
+  }
+  EXPECT_EQ(with_bos.out, plain_ids + "\n");
+  CliRun no_bos = Valet("tokenize -m " + model.string() + " -p '" + g.prompt + "' --json --no-bos");
+  ASSERT_EQ(no_bos.exit_code, 0) << no_bos.out;
+  EXPECT_EQ(no_bos.out, Json(std::vector<int32_t>(g.tokens.begin() + 1, g.tokens.end())));
+}
+
+TEST(TokenizeCliTest, BadInputIsAOneLineErrorWithExitCode2) {
+  CliRun no_model = Valet("tokenize -p hi");
+  EXPECT_EQ(no_model.exit_code, 2) << no_model.out;
+  EXPECT_NE(no_model.out.find("--model is required"), std::string::npos) << no_model.out;
+  CliRun missing = Valet("tokenize -m /nonexistent/model.gguf -p hi");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent/model.gguf"), std::string::npos) << missing.out;
+}
+
+TEST(TokenizeCliTest, InfoReportsTheTokenizer) {
+  const fs::path model = kShared / "models" / "stories260K.gguf";
+  SKIP_WITHOUT(model);
+  CliRun r = Valet("info -m " + model.string());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("tokenizer: spm, pre-tokenizer default, 512 tokens"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace valet
