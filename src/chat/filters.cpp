@@ -42,7 +42,8 @@ Result<Value> ToJsonFilter(const Value& v, const CallArgs& args) {
   }
   const Value* ensure_ascii = args.Keyword("ensure_ascii");
   options.ensure_ascii = ensure_ascii != nullptr && ensure_ascii->Truthy();
-  return Value::String(ToJson(v, options));
+  VALET_ASSIGN_OR_RETURN(std::string json, ToJson(v, options));
+  return Value::String(std::move(json));
 }
 
 Result<Value> Trim(const Value& v, const CallArgs& args) {

@@ -81,6 +81,10 @@ void Scope::Set(std::string_view name, Value v) {
   }
 }
 
+Interpreter::~Interpreter() {
+  for (const Value& object : assigned_objects_) object.object().clear();
+}
+
 void Interpreter::AddBuiltins(Scope* scope) {
   scope->Set("range", Value::Callable("range", Range));
   scope->Set("namespace", Value::Callable("namespace", Namespace));
@@ -234,6 +238,7 @@ Status Interpreter::ExecSet(const Stmt& stmt, const ScopePtr& scope) {
     return InvalidArgument("cannot set attribute '" + stmt.text + "' on a " + object.KindName());
   }
   object.Set(stmt.text, std::move(value));
+  if (assigned_identities_.insert(&object.object()).second) assigned_objects_.push_back(std::move(object));
   return Status::Ok();
 }
 

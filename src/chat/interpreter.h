@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "chat/ast.h"
 #include "chat/value.h"
@@ -38,6 +40,9 @@ class Scope {
 class Interpreter {
  public:
   explicit Interpreter(const RenderLimits& limits) : limits_(limits) {}
+  ~Interpreter();
+  Interpreter(const Interpreter&) = delete;
+  Interpreter& operator=(const Interpreter&) = delete;
 
   // Renders with `variables` as globals; the built-in functions (range,
   // namespace, raise_exception) sit in a scope above them, so variables may
@@ -74,6 +79,10 @@ class Interpreter {
   uint64_t steps_ = 0;
   int call_depth_ = 0;
   bool raised_ = false;  // the current error came from raise_exception
+  // Objects given an attribute by `set obj.attr = ...`: the only way a value
+  // can come to contain itself. Emptied at the end so such cycles are freed.
+  std::vector<Value> assigned_objects_;
+  std::unordered_set<const Value::Object*> assigned_identities_;
 };
 
 }  // namespace valet::chat

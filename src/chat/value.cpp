@@ -185,6 +185,13 @@ bool Value::Truthy() const {
 }
 
 bool Value::Equals(const Value& other) const {
+  size_t budget = kMaxCompareNodes;
+  return EqualsAt(other, 0, &budget);
+}
+
+bool Value::EqualsAt(const Value& other, int depth, size_t* budget) const {
+  if (*budget == 0 || depth > kMaxNesting) return false;
+  --*budget;
   if (is_number() && other.is_number()) {
     if (is_int() && other.is_int()) return int_ == other.int_;
     return AsDouble() == other.AsDouble();
@@ -199,17 +206,19 @@ bool Value::Equals(const Value& other) const {
     case Kind::kString:
       return *string_ == *other.string_;
     case Kind::kArray: {
+      if (array_ == other.array_) return true;
       if (array_->size() != other.array_->size()) return false;
       for (size_t i = 0; i < array_->size(); ++i) {
-        if (!(*array_)[i].Equals((*other.array_)[i])) return false;
+        if (!(*array_)[i].EqualsAt((*other.array_)[i], depth + 1, budget)) return false;
       }
       return true;
     }
     case Kind::kObject: {
+      if (object_ == other.object_) return true;
       if (object_->size() != other.object_->size()) return false;
       for (const auto& [k, v] : *object_) {
         const Value* o = other.Find(k);
-        if (o == nullptr || !v.Equals(*o)) return false;
+        if (o == nullptr || !v.EqualsAt(*o, depth + 1, budget)) return false;
       }
       return true;
     }
@@ -233,14 +242,13 @@ std::string FormatFloat(double d) {
 
 namespace {
 
-std::string Repr(const Value& v) {
-  if (!v.is_string()) return v.ToString();
-  std::string out = "'";
-  for (char c : v.AsString()) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
+void AppendRepr(const std::string& s, std::string* out) {
+  *out += '\'';
+  for (char c : s) {
+    if (c == '\'' || c == '\\') *out += '\\';
+    *out += c;
   }
-  return out + "'";
+  *out += '\'';
 }
 
 }  // namespace
@@ -251,38 +259,76 @@ std::string Value::ToOutput() const {
 }
 
 std::string Value::ToString() const {
+  if (is_string()) return *string_;
+  std::string out;
+  AppendString(0, &out);
+  return out;
+}
+
+void Value::AppendString(int depth, std::string* out) const {
+  if (out->size() > kMaxStringBytes) return;
   switch (kind_) {
     case Kind::kUndefined:
-      return "";
+      return;
     case Kind::kNone:
-      return "None";
+      *out += "None";
+      return;
     case Kind::kBool:
       // The reference renderer prints JavaScript booleans.
-      return bool_ ? "true" : "false";
+      *out += bool_ ? "true" : "false";
+      return;
     case Kind::kInt:
-      return std::to_string(int_);
+      *out += std::to_string(int_);
+      return;
     case Kind::kFloat:
-      return FormatFloat(float_);
+      *out += FormatFloat(float_);
+      return;
     case Kind::kString:
-      return *string_;
-    case Kind::kArray: {
-      std::string out = "[";
-      for (size_t i = 0; i < array_->size(); ++i) out += (i ? ", " : "") + Repr((*array_)[i]);
-      return out + "]";
-    }
+      *out += *string_;
+      return;
+    case Kind::kArray:
+      if (depth >= kMaxNesting) {
+        *out += "[...]";
+        return;
+      }
+      *out += '[';
+      for (size_t i = 0; i < array_->size() && out->size() <= kMaxStringBytes; ++i) {
+        if (i > 0) *out += ", ";
+        const Value& item = (*array_)[i];
+        if (item.is_string()) {
+          AppendRepr(item.AsString(), out);
+        } else {
+          item.AppendString(depth + 1, out);
+        }
+      }
+      *out += ']';
+      return;
     case Kind::kObject: {
-      std::string out = "{";
+      if (depth >= kMaxNesting) {
+        *out += "{...}";
+        return;
+      }
+      *out += '{';
       bool first = true;
       for (const auto& [k, v] : *object_) {
-        out += (first ? "'" : ", '") + k + "': " + Repr(v);
+        if (out->size() > kMaxStringBytes) break;
+        if (!first) *out += ", ";
         first = false;
+        AppendRepr(k, out);
+        *out += ": ";
+        if (v.is_string()) {
+          AppendRepr(v.AsString(), out);
+        } else {
+          v.AppendString(depth + 1, out);
+        }
       }
-      return out + "}";
+      *out += '}';
+      return;
     }
     case Kind::kCallable:
-      return "<function " + callable_->first + ">";
+      *out += "<function " + callable_->first + ">";
+      return;
   }
-  return "";
 }
 
 const char* Value::KindName() const {

@@ -78,15 +78,26 @@ class Value {
 
   // Python truthiness: empty containers, 0, "", none and undefined are false.
   bool Truthy() const;
-  // Deep equality with Python's numeric rules (1 == 1.0).
+  // Deep equality with Python's numeric rules (1 == 1.0). Containers nested
+  // deeper than kMaxNesting (a value that contains itself) or comparisons
+  // visiting more than kMaxCompareNodes elements compare unequal, so hostile
+  // values cannot hang a render.
   bool Equals(const Value& other) const;
+  static constexpr int kMaxNesting = 64;
+  static constexpr size_t kMaxCompareNodes = 1'000'000;
   // The text `{{ value }}` prints: undefined and none print nothing.
   std::string ToOutput() const;
-  // Python's str(): none is "None", containers print like Python reprs.
+  // Python's str(): none is "None", containers print like Python reprs
+  // ("[...]" past kMaxNesting, as Python prints a list that contains itself).
+  // Output stops growing past kMaxStringBytes; callers' size limits then fail.
   std::string ToString() const;
+  static constexpr size_t kMaxStringBytes = size_t{16} << 20;
   const char* KindName() const;
 
  private:
+  bool EqualsAt(const Value& other, int depth, size_t* budget) const;
+  void AppendString(int depth, std::string* out) const;
+
   Kind kind_ = Kind::kUndefined;
   bool bool_ = false;
   int64_t int_ = 0;

@@ -182,7 +182,14 @@ void AppendSeparator(bool first, const JsonOptions& options, const std::string& 
   if (options.indent > 0) out->append(child_pad);
 }
 
-void AppendJson(const Value& v, const JsonOptions& options, int depth, std::string* out) {
+Status AppendJson(const Value& v, const JsonOptions& options, int depth, std::string* out) {
+  if (depth > Value::kMaxNesting) {
+    return OutOfRange("tojson: nested deeper than " + std::to_string(Value::kMaxNesting) +
+                      " levels (does a value contain itself?)");
+  }
+  if (out->size() > options.max_bytes) {
+    return OutOfRange("tojson: output exceeds " + std::to_string(options.max_bytes) + " bytes");
+  }
   std::string pad, child_pad;
   if (options.indent > 0) {
     pad.assign(static_cast<size_t>(options.indent) * static_cast<size_t>(depth) + 1, ' ');
@@ -195,30 +202,30 @@ void AppendJson(const Value& v, const JsonOptions& options, int depth, std::stri
     case Value::Kind::kNone:
     case Value::Kind::kCallable:
       *out += "null";
-      return;
+      return Status::Ok();
     case Value::Kind::kBool:
     case Value::Kind::kInt:
       *out += v.ToString();
-      return;
+      return Status::Ok();
     case Value::Kind::kFloat: {
       // JavaScript's JSON.stringify prints integral floats without ".0".
       const double d = v.AsDouble();
       *out += std::trunc(d) == d && std::fabs(d) < 1e16 ? std::to_string(static_cast<int64_t>(d)) : FormatFloat(d);
-      return;
+      return Status::Ok();
     }
     case Value::Kind::kString:
       AppendJsonString(v.AsString(), options.ensure_ascii, out);
-      return;
+      return Status::Ok();
     case Value::Kind::kArray: {
       *out += '[';
       const auto& items = v.array();
       for (size_t i = 0; i < items.size(); ++i) {
         AppendSeparator(i == 0, options, child_pad, out);
-        AppendJson(items[i], options, depth + 1, out);
+        VALET_RETURN_IF_ERROR(AppendJson(items[i], options, depth + 1, out));
       }
       if (options.indent > 0) *out += items.empty() ? child_pad + pad : pad;
       *out += ']';
-      return;
+      return Status::Ok();
     }
     case Value::Kind::kObject: {
       *out += '{';
@@ -228,13 +235,14 @@ void AppendJson(const Value& v, const JsonOptions& options, int depth, std::stri
         first = false;
         AppendJsonString(k, options.ensure_ascii, out);
         *out += ": ";
-        AppendJson(member, options, depth + 1, out);
+        VALET_RETURN_IF_ERROR(AppendJson(member, options, depth + 1, out));
       }
       if (options.indent > 0) *out += pad;
       *out += '}';
-      return;
+      return Status::Ok();
     }
   }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -430,9 +438,9 @@ Result<std::vector<Value>> Iterate(const Value& v) {
   return InvalidArgument(std::string("cannot iterate over a ") + v.KindName());
 }
 
-std::string ToJson(const Value& v, const JsonOptions& options) {
+Result<std::string> ToJson(const Value& v, const JsonOptions& options) {
   std::string out;
-  AppendJson(v, options, 0, &out);
+  VALET_RETURN_IF_ERROR(AppendJson(v, options, 0, &out));
   return out;
 }
 

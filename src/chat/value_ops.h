@@ -33,8 +33,11 @@ Result<std::vector<Value>> Iterate(const Value& v);
 struct JsonOptions {
   int indent = 0;  // 0: one line with ", " and ": " separators
   bool ensure_ascii = false;
+  size_t max_bytes = size_t{16} << 20;
 };
-std::string ToJson(const Value& v, const JsonOptions& options);
+// OutOfRange past max_bytes or nested deeper than Value::kMaxNesting (a value
+// that contains itself).
+Result<std::string> ToJson(const Value& v, const JsonOptions& options);
 
 // UTF-8 helpers: code points of s (invalid bytes count as one each).
 std::vector<std::string_view> SplitCodePoints(std::string_view s);

@@ -212,6 +212,18 @@ TEST(JinjaErrors, RunawayTemplatesStopWithAnError) {
   EXPECT_NE(ErrorOf("{{ undefined_function() }}").find("'undefined_function' is undefined"), std::string::npos);
 }
 
+TEST(JinjaErrors, SelfContainingAndExplodingValuesStayBounded) {
+  const std::string cycle = "{% set ns = namespace() %}{% set ns.me = ns %}";
+  EXPECT_NE(ErrorOf(cycle + "{{ ns | tojson }}").find("contain itself"), std::string::npos);
+  EXPECT_NE(Render(cycle + "{{ ns }}").find("{...}"), std::string::npos);
+  EXPECT_EQ(Render(cycle + "{{ ns == ns }}"), "true");
+  // Each round doubles the printed size while the value stays small (shared halves).
+  const std::string dag = "{% set ns = namespace(a=['x']) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}"
+                          "{% endfor %}";
+  EXPECT_NE(ErrorOf(dag + "{{ ns.a | tojson }}").find("exceeds"), std::string::npos);
+  EXPECT_NE(ErrorOf(dag + "{{ ns.a }}").find("exceeds"), std::string::npos);
+}
+
 TEST(ChatMl, BuiltinRendersMessagesAndGenerationPrompt) {
   Result<ChatTemplate> t = ChatTemplate::Builtin(kChatMlName);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
