@@ -1,6 +1,12 @@
 #include "tokenizer/special_token_splitter.h"
 
 namespace valet {
+namespace {
+
+// C isspace in the "C" locale, which llama.cpp's stripping uses.
+bool IsAsciiSpace(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+}  // namespace
 
 std::vector<TextFragment> SplitSpecialTokens(const Vocabulary& vocab, std::string_view text,
                                              SpecialTokens mode) {
@@ -24,6 +30,9 @@ std::vector<TextFragment> SplitSpecialTokens(const Vocabulary& vocab, std::strin
         if (hit > pos) next.push_back({f.begin + pos, hit - pos, Vocabulary::kNoToken});
         next.push_back({f.begin + hit, special.size(), id});
         pos = hit + special.size();
+        if (vocab.StripsSpaceAfter(id)) {
+          while (pos < raw.size() && IsAsciiSpace(raw[pos])) ++pos;
+        }
       }
       if (pos < raw.size()) next.push_back({f.begin + pos, raw.size() - pos, Vocabulary::kNoToken});
     }

@@ -127,6 +127,7 @@ Result<Vocabulary> Vocabulary::FromParts(VocabularyParts parts) {
   vocab.add_space_prefix_ = parts.add_space_prefix;
   VALET_RETURN_IF_ERROR(vocab.BuildIndexes());
   vocab.BuildMergeRanks(parts.merges);
+  if (parts.strip_after_special) vocab.MarkStripAfterSpecial();
   return vocab;
 }
 
@@ -211,6 +212,20 @@ const BpeMerge* Vocabulary::FindMerge(int32_t left, int32_t right) const {
   if (left < 0 || right < 0) return nullptr;
   auto it = merge_ranks_.find(MergeKey(left, right));
   return it == merge_ranks_.end() ? nullptr : &it->second;
+}
+
+void Vocabulary::MarkStripAfterSpecial() {
+  strip_after_ = splitting_tokens_;
+  if (int32_t eos_text = Lookup("</s>"); eos_text != kNoToken) strip_after_.push_back(eos_text);
+  for (std::string_view keep : {"<unk>", "<s>", "<|endoftext|>"}) {
+    std::erase(strip_after_, Lookup(keep));
+  }
+  std::sort(strip_after_.begin(), strip_after_.end());
+  strip_after_.erase(std::unique(strip_after_.begin(), strip_after_.end()), strip_after_.end());
+}
+
+bool Vocabulary::StripsSpaceAfter(int32_t id) const {
+  return std::binary_search(strip_after_.begin(), strip_after_.end(), id);
 }
 
 bool Vocabulary::IsEog(int32_t id) const {

@@ -46,6 +46,9 @@ struct VocabularyParts {
   bool add_bos = true;           // tokenizer.ggml.add_bos_token
   bool add_eos = false;          // tokenizer.ggml.add_eos_token
   bool add_space_prefix = true;  // tokenizer.ggml.add_space_prefix
+  // Phi-3 (llama.cpp keys this on general.name): whitespace right after a
+  // special token is dropped, except after <unk>, <s> and <|endoftext|>.
+  bool strip_after_special = false;
 };
 
 // One BPE merge: its priority (lower merges first) and the token it produces.
@@ -87,6 +90,8 @@ class Vocabulary {
   // Control, user-defined and unknown tokens, longest text first: the texts that
   // the encoder splits out of raw text before running the subword model.
   std::span<const int32_t> SplittingTokens() const { return splitting_tokens_; }
+  // Whether whitespace that follows this special token in raw text is dropped.
+  bool StripsSpaceAfter(int32_t id) const;
 
   // The merge of two adjacent tokens, or nullptr. Merges whose sides or result
   // are not tokens are left out: token symbols can never use them.
@@ -120,6 +125,7 @@ class Vocabulary {
   Status BuildIndexes();
   void BuildMergeRanks(const std::vector<std::string>& merges);
   void FindEndOfGeneration();
+  void MarkStripAfterSpecial();
 
   std::string model_;
   std::string pre_;
@@ -130,6 +136,7 @@ class Vocabulary {
   std::unordered_map<std::string, int32_t, TextHash, std::equal_to<>> text_to_id_;
   std::array<int32_t, 256> byte_tokens_{};
   std::vector<int32_t> splitting_tokens_;
+  std::vector<int32_t> strip_after_;  // sorted ids of tokens that drop the whitespace after them
   std::unordered_map<uint64_t, BpeMerge> merge_ranks_;  // key: left << 32 | right
   std::vector<int32_t> eog_ids_;                       // sorted
   int32_t bos_id_ = kNoToken;

@@ -1,5 +1,6 @@
 // Vocabulary::FromGguf: the tokenizer.ggml.* keys of a GGUF file turned into
 // VocabularyParts (kept apart from vocabulary.cpp so the core stays file-format free).
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -85,6 +86,16 @@ SpecialDefaults DefaultsFor(const VocabularyParts& parts) {
   return {11, 11, Vocabulary::kNoToken, pre.ok() && pre->add_bos_by_default, false};
 }
 
+// llama.cpp recognises Phi-3 by a lower-cased general.name containing "phi-3" or "phi3".
+bool IsPhi3(const GgufFile& file) {
+  if (file.Find("general.name") == nullptr) return false;
+  Result<std::string_view> name = file.GetString("general.name");
+  if (!name.ok()) return false;
+  std::string lower(*name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return lower.find("phi-3") != std::string::npos || lower.find("phi3") != std::string::npos;
+}
+
 Status ReadSpecials(const GgufFile& file, VocabularyParts& parts) {
   const size_t n = parts.tokens.size();
   const SpecialDefaults d = DefaultsFor(parts);
@@ -102,6 +113,7 @@ Status ReadSpecials(const GgufFile& file, VocabularyParts& parts) {
   VALET_ASSIGN_OR_RETURN(parts.add_eos, ReadFlag(file, "tokenizer.ggml.add_eos_token", false));
   VALET_ASSIGN_OR_RETURN(parts.add_space_prefix,
                          ReadFlag(file, "tokenizer.ggml.add_space_prefix", d.add_space_prefix));
+  parts.strip_after_special = IsPhi3(file);
   return Status::Ok();
 }
 

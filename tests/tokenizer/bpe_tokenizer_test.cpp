@@ -122,6 +122,21 @@ TEST(BpeTokenizerTest, SpecialTokensAreParsedOnlyWhenAsked) {
   EXPECT_EQ(tok->TokenToPiece(100000), "");
 }
 
+TEST(BpeTokenizerTest, Phi3DropsWhitespaceAfterMostSpecialTokens) {
+  VocabularyParts parts = ByteLevelParts({"<|user|>", "<|endoftext|>"}, {});
+  parts.types.assign(parts.tokens.size(), TokenType::kNormal);
+  parts.types[256] = TokenType::kControl;
+  parts.types[257] = TokenType::kControl;
+  VocabularyParts phi3 = parts;
+  phi3.strip_after_special = true;
+  EncodeOptions special = kPlain;
+  special.parse_special = true;
+  EXPECT_EQ(Make(std::move(phi3))->Encode("<|user|>\n x<|endoftext|> y", special),
+            (std::vector<int32_t>{256, 'x', 257, ' ', 'y'}));
+  EXPECT_EQ(Make(std::move(parts))->Encode("<|user|>\n x", special),
+            (std::vector<int32_t>{256, '\n', ' ', 'x'}));
+}
+
 TEST(BpeTokenizerTest, BosIsAddedAndRemovedWhenTheVocabularySaysSo) {
   VocabularyParts parts = ByteLevelParts({"<|begin|>"}, {});
   parts.types.assign(parts.tokens.size(), TokenType::kNormal);
