@@ -163,8 +163,9 @@ struct TaskRequest {
   // A static system prompt shared by many tasks: it becomes the sequence's
   // shared prefix, so the engine keeps its KV once for all of them.
   std::string system_prompt;
-  // Rendered with the plain chat template (sched/chat_template.h) when
-  // non-empty; otherwise `prompt` is used as is.
+  // Rendered with the model's own chat template (the built-in ChatML for a
+  // model without one, sched/chat_renderer.h) when non-empty; otherwise
+  // `prompt` is used as is.
   std::vector<ChatMessage> messages;
   std::string prompt;
   int32_t max_tokens = 128;

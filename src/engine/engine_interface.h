@@ -112,6 +112,15 @@ struct EngineCosts {
   double disk_bytes_per_second = 0.0;  // snapshot write+read bandwidth
 };
 
+// How the model writes a conversation: its Jinja chat template (GGUF
+// tokenizer.chat_template; empty: the scheduler's built-in ChatML) and the
+// texts the template knows as bos_token and eos_token.
+struct ChatFormat {
+  std::string template_source;
+  std::string bos_token;
+  std::string eos_token;
+};
+
 class EngineInterface {
  public:
   virtual ~EngineInterface() = default;
@@ -122,6 +131,7 @@ class EngineInterface {
   virtual int32_t eos_token() const = 0;
   // Every token that ends generation (EOS, end of turn "<|eot_id|>", "<|im_end|>" ...).
   virtual std::vector<int32_t> eog_tokens() const { return {eos_token()}; }
+  virtual ChatFormat chat_format() const { return {}; }
   virtual int32_t context_length() const = 0;    // positions per sequence
   virtual int32_t max_step_tokens() const = 0;   // tokens one Step may compute
 

@@ -60,6 +60,7 @@ class RealEngine final : public EngineInterface {
   std::string TokenPiece(int32_t token) const override;
   int32_t eos_token() const override;
   std::vector<int32_t> eog_tokens() const override;
+  ChatFormat chat_format() const override;
   int32_t context_length() const override;
   int32_t max_step_tokens() const override;
 

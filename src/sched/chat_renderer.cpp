@@ -1,45 +1,76 @@
-#include "sched/chat_template.h"
+#include "sched/chat_renderer.h"
+
+#include <cassert>
 
 namespace valet {
 
 namespace {
 
-std::string SharedPart(std::string_view system_prompt) {
-  if (system_prompt.empty()) return {};
-  std::string s(system_prompt);
-  s += "\n\n";
-  return s;
+constexpr std::string_view kChatMlEndOfTurn = "<|im_end|>";
+
+Status CheckRoles(const std::vector<ChatMessage>& messages) {
+  bool any_content = false;
+  for (const ChatMessage& m : messages) {
+    if (m.role != "user" && m.role != "assistant" && m.role != "system") {
+      return InvalidArgument("unknown chat role '" + m.role + "' (expected system, user or assistant)");
+    }
+    any_content = any_content || !m.content.empty();
+  }
+  if (!any_content) return InvalidArgument("chat messages are all empty");
+  return Status::Ok();
+}
+
+JsonValue Message(std::string_view role, std::string_view content) {
+  return JsonValue::Object({"role", "content"}, {JsonValue::String(std::string(role)),
+                                                 JsonValue::String(std::string(content))});
 }
 
 }  // namespace
 
-Result<RenderedPrompt> RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages) {
-  RenderedPrompt out;
-  out.shared = SharedPart(system_prompt);
-  bool any_content = false;
-  for (const ChatMessage& m : messages) {
-    const char* label = nullptr;
-    if (m.role == "user") {
-      label = "User: ";
-    } else if (m.role == "assistant") {
-      label = "Assistant: ";
-    } else if (m.role == "system") {
-      label = "System: ";
-    } else {
-      return InvalidArgument("unknown chat role '" + m.role + "' (expected system, user or assistant)");
+ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format) {
+  ChatRenderer r;
+  r.format_ = format;
+  if (!format.template_source.empty()) {
+    Result<chat::ChatTemplate> parsed = chat::ChatTemplate::Parse(format.template_source);
+    if (parsed.ok()) {
+      r.template_ = std::make_shared<const chat::ChatTemplate>(std::move(parsed).value());
+      r.uses_model_template_ = true;
+      return r;
     }
-    any_content = any_content || !m.content.empty();
-    out.own += label;
-    out.own += m.content;
-    out.own += '\n';
+    r.fallback_reason_ = "the model's chat template could not be parsed (" + parsed.status().message() +
+                         "); using the built-in ChatML";
+  } else {
+    r.fallback_reason_ = "the model has no chat template; using the built-in ChatML";
   }
-  if (!any_content) return InvalidArgument("chat messages are all empty");
-  out.own += "Assistant:";
-  return out;
+  Result<chat::ChatTemplate> chatml = chat::ChatTemplate::Builtin(chat::kChatMlName);
+  assert(chatml.ok() && "the built-in ChatML template parses");
+  r.template_ = std::make_shared<const chat::ChatTemplate>(std::move(chatml).value());
+  r.stop_strings_ = {std::string(kChatMlEndOfTurn)};
+  return r;
 }
 
-RenderedPrompt RenderRaw(std::string_view system_prompt, std::string_view prompt) {
-  return {SharedPart(system_prompt), std::string(prompt)};
+Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt,
+                                                const std::vector<ChatMessage>& messages) const {
+  VALET_RETURN_IF_ERROR(CheckRoles(messages));
+  std::vector<JsonValue> items;
+  if (!system_prompt.empty()) items.push_back(Message("system", system_prompt));
+  for (const ChatMessage& m : messages) items.push_back(Message(m.role, m.content));
+  chat::ChatRenderInput input;
+  input.messages = JsonValue::Array(std::move(items));
+  input.add_generation_prompt = true;
+  input.bos_token = format_.bos_token;
+  input.eos_token = format_.eos_token;
+  VALET_ASSIGN_OR_RETURN(chat::SplitPrompt split, template_->RenderSplit(input));
+  // Only a task's own system prompt is shared: a system message inside
+  // `messages` belongs to that conversation.
+  if (system_prompt.empty()) return RenderedPrompt{"", split.shared + split.own};
+  return RenderedPrompt{std::move(split.shared), std::move(split.own)};
+}
+
+RenderedPrompt ChatRenderer::RenderRaw(std::string_view system_prompt, std::string_view prompt) {
+  std::string shared;
+  if (!system_prompt.empty()) shared = std::string(system_prompt) + "\n\n";
+  return {std::move(shared), std::string(prompt)};
 }
 
 }  // namespace valet

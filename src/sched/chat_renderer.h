@@ -1,33 +1,55 @@
-// The plain chat template the scheduler renders chat messages with:
-//
-//   <system prompt>\n\n            <- shared prefix (BOS first), KV shared
-//   User: <content>\n              <- one line per message: "User:",
-//   Assistant: <content>\n            "Assistant:" or "System:" + content
-//   Assistant:                     <- the model continues from here
-//
-// "\nUser:" is added as a stop string so the model's answer ends before it
-// would write the next user turn. Model-specific templates are out of scope:
-// the format only needs to be stable so the system prompt's KV can be shared.
+// How the scheduler turns a task's system prompt and chat messages into
+// prompt text: with the model's own chat template (GGUF
+// tokenizer.chat_template, rendered by valet's Jinja engine in chat/), or the
+// built-in ChatML for models without one. The render is split so that the
+// part every conversation with the same system prompt starts with becomes the
+// shared prefix whose KV is computed once and reused.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "chat/chat_template.h"
+#include "engine/engine_interface.h"
 #include "valet/scheduler.h"
 
 namespace valet {
 
-inline constexpr std::string_view kChatStopString = "\nUser:";
-
 struct RenderedPrompt {
-  std::string shared;  // the system prompt part; empty without one
-  std::string own;     // the rest
+  std::string shared;  // the system prompt's part; empty without one
+  std::string own;     // the rest, ending with the assistant's generation prompt for chats
 };
 
-// InvalidArgument on an unknown role or when nothing would be prompted.
-Result<RenderedPrompt> RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages);
-// A raw prompt, optionally after a shared system prompt (rendered as above).
-RenderedPrompt RenderRaw(std::string_view system_prompt, std::string_view prompt);
+class ChatRenderer {
+ public:
+  // Parses format.template_source once. A model without a template, or with
+  // one valet's Jinja subset cannot parse, gets the built-in ChatML, and
+  // fallback_reason() says why.
+  static ChatRenderer ForFormat(const ChatFormat& format);
+
+  // InvalidArgument for an unknown role, all-empty messages, or when the
+  // template refuses the conversation (its raise_exception message).
+  Result<RenderedPrompt> RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages) const;
+  // A raw prompt after an optional plain-text system prompt ("S\n\n").
+  static RenderedPrompt RenderRaw(std::string_view system_prompt, std::string_view prompt);
+
+  // Stop strings a chat needs beyond the end-of-generation tokens: the
+  // built-in ChatML's end-of-turn text, which a vocabulary without
+  // "<|im_end|>" as one token only produces piece by piece.
+  const std::vector<std::string>& stop_strings() const { return stop_strings_; }
+  bool uses_model_template() const { return uses_model_template_; }
+  const std::string& fallback_reason() const { return fallback_reason_; }
+
+ private:
+  ChatRenderer() = default;
+
+  std::shared_ptr<const chat::ChatTemplate> template_;  // immutable: safe to render from any thread
+  ChatFormat format_;
+  std::vector<std::string> stop_strings_;
+  bool uses_model_template_ = false;
+  std::string fallback_reason_;
+};
 
 }  // namespace valet

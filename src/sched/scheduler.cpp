@@ -106,7 +106,7 @@ Scheduler::~Scheduler() {
 }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
-  if (Status s = ValidateRequest(request, impl_->context_length); !s.ok()) {
+  if (Status s = ValidateRequest(request, impl_->context_length, impl_->core.chat()); !s.ok()) {
     impl_->core.recorder().UpdateStats([](SchedulerStats& st) { ++st.rejected; });
     return s;
   }

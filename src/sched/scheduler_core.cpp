@@ -6,7 +6,6 @@
 #include <chrono>
 #include <utility>
 
-#include "sched/chat_template.h"
 
 namespace valet {
 
@@ -19,11 +18,13 @@ double SteadySeconds() {
 
 }  // namespace
 
-Status ValidateRequest(const TaskRequest& request, int32_t context_length) {
+Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat) {
   if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
   if (request.messages.empty() && request.prompt.empty()) return InvalidArgument("empty prompt");
   if (!request.messages.empty()) {
-    if (Result<RenderedPrompt> r = RenderChat(request.system_prompt, request.messages); !r.ok()) return r.status();
+    if (Result<RenderedPrompt> r = chat.RenderChat(request.system_prompt, request.messages); !r.ok()) {
+      return r.status();
+    }
   }
   if (request.max_tokens <= 0) {
     return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.max_tokens));
@@ -42,6 +43,7 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
+      chat_(ChatRenderer::ForFormat(engine.chat_format())),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction) {
@@ -49,14 +51,14 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
 }
 
 Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
-  VALET_RETURN_IF_ERROR(ValidateRequest(request, engine_.context_length()));
+  VALET_RETURN_IF_ERROR(ValidateRequest(request, engine_.context_length(), chat_));
   RenderedPrompt rendered;
   std::vector<std::string> stop = request.stop;
   if (!request.messages.empty()) {
-    VALET_ASSIGN_OR_RETURN(rendered, RenderChat(request.system_prompt, request.messages));
-    stop.emplace_back(kChatStopString);
+    VALET_ASSIGN_OR_RETURN(rendered, chat_.RenderChat(request.system_prompt, request.messages));
+    stop.insert(stop.end(), chat_.stop_strings().begin(), chat_.stop_strings().end());
   } else {
-    rendered = RenderRaw(request.system_prompt, request.prompt);
+    rendered = ChatRenderer::RenderRaw(request.system_prompt, request.prompt);
   }
   SequenceSpec spec;
   spec.sampling = request.sampling;

@@ -32,6 +32,7 @@
 #include "engine/engine_interface.h"
 #include "sched/batch_policy.h"
 #include "sched/governor.h"
+#include "sched/chat_renderer.h"
 #include "sched/preemption_controller.h"
 #include "sched/recorder.h"
 #include "sched/task.h"
@@ -41,8 +42,9 @@
 namespace valet {
 
 // Checks what needs no tokenizer: tier, an empty prompt, max_tokens in
-// (0, context), empty stop strings, chat roles.
-Status ValidateRequest(const TaskRequest& request, int32_t context_length);
+// (0, context), empty stop strings, and that the chat renders (roles, the
+// template's own checks).
+Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat);
 
 // A validated, tokenized request.
 struct PreparedTask {
@@ -83,6 +85,8 @@ class SchedulerCore {
   Recorder& recorder() { return recorder_; }
   const Recorder& recorder() const { return recorder_; }
   const Governor& governor() const { return governor_; }
+  // Immutable after construction, so any thread may render with it.
+  const ChatRenderer& chat() const { return chat_; }
   const BatchPolicy& batch_policy() const { return batch_; }
 
  private:
@@ -140,6 +144,7 @@ class SchedulerCore {
   SchedulerOptions options_;
   std::function<double()> clock_;
   Recorder recorder_;
+  ChatRenderer chat_;
   Governor governor_;
   PreemptionController preemption_;
   BatchPolicy batch_;

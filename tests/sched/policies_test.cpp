@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "sched/batch_policy.h"
-#include "sched/chat_template.h"
+#include "sched/chat_renderer.h"
 #include "sched/fake_engine.h"
 #include "sched/preemption_controller.h"
 
@@ -50,17 +50,70 @@ TEST(PreemptionController, ResidentWithoutPressureEngineAdviceWithIt) {
   EXPECT_NE(resident.Decide(engine, {*seq, ParkReason::kPressure, 10}), ParkKind::kResident);
 }
 
-TEST(ChatTemplate, RendersThePlainTemplate) {
-  Result<RenderedPrompt> r = RenderChat("Be brief.", {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Sum?"}});
+const std::vector<ChatMessage> kConversation = {{"user", "Hi"}, {"assistant", "Hello"}, {"user", "Sum?"}};
+
+TEST(ChatRenderer, ModelsWithoutATemplateGetChatMlWithTheSystemPromptShared) {
+  const ChatRenderer chat = ChatRenderer::ForFormat({});
+  EXPECT_FALSE(chat.uses_model_template());
+  EXPECT_NE(chat.fallback_reason().find("no chat template"), std::string::npos);
+  Result<RenderedPrompt> r = chat.RenderChat("Be brief.", kConversation);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->shared, "<|im_start|>system\nBe brief.<|im_end|>\n");
+  EXPECT_EQ(r->own,
+            "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello<|im_end|>\n"
+            "<|im_start|>user\nSum?<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(chat.stop_strings(), std::vector<std::string>{"<|im_end|>"});
+}
+
+TEST(ChatRenderer, UsesTheModelsTemplateAndItsBosText) {
+  ChatFormat f;
+  f.template_source =
+      "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+      "{% if add_generation_prompt %}[assistant]{% endif %}";
+  f.bos_token = "<s>";
+  const ChatRenderer chat = ChatRenderer::ForFormat(f);
+  EXPECT_TRUE(chat.uses_model_template());
+  EXPECT_TRUE(chat.stop_strings().empty());
+  Result<RenderedPrompt> r = chat.RenderChat("Be brief.", kConversation);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->shared, "<s>[system]Be brief.");
+  EXPECT_EQ(r->own, "[user]Hi[assistant]Hello[user]Sum?[assistant]");
+  // Without a task system prompt nothing is shared, even a system message of the conversation's own.
+  Result<RenderedPrompt> own_system = chat.RenderChat("", {{"system", "S"}, {"user", "x"}});
+  ASSERT_TRUE(own_system.ok());
+  EXPECT_EQ(own_system->shared, "");
+  EXPECT_EQ(own_system->own, "<s>[system]S[user]x[assistant]");
+}
+
+TEST(ChatRenderer, TheTemplatesOwnRefusalIsTheError) {
+  ChatFormat f;
+  f.template_source =
+      "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}"
+      "{% for m in messages %}{{ m.content }}{% endfor %}";
+  const ChatRenderer chat = ChatRenderer::ForFormat(f);
+  Result<RenderedPrompt> r = chat.RenderChat("Be brief.", kConversation);
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("System role not supported"), std::string::npos) << r.status().message();
+  EXPECT_TRUE(chat.RenderChat("", kConversation).ok());
+}
+
+TEST(ChatRenderer, AnUnparsableTemplateFallsBackToChatMlAndSaysWhy) {
+  ChatFormat f;
+  f.template_source = "{% for m in messages %}{{ m.content }}";  // no endfor
+  const ChatRenderer chat = ChatRenderer::ForFormat(f);
+  EXPECT_FALSE(chat.uses_model_template());
+  EXPECT_NE(chat.fallback_reason().find("could not be parsed"), std::string::npos) << chat.fallback_reason();
+  Result<RenderedPrompt> r = chat.RenderChat("", {{"user", "x"}});
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->shared, "Be brief.\n\n");
-  EXPECT_EQ(r->own, "User: Hi\nAssistant: Hello\nUser: Sum?\nAssistant:");
-  Result<RenderedPrompt> no_system = RenderChat("", {{"user", "x"}});
-  ASSERT_TRUE(no_system.ok());
-  EXPECT_EQ(no_system->shared, "");
-  EXPECT_EQ(RenderChat("", {{"robot", "x"}}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(RenderChat("", {{"user", ""}}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(RenderRaw("S", "p").shared, "S\n\n");
+  EXPECT_EQ(r->own, "<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST(ChatRenderer, RejectsUnknownRolesAndEmptyChats) {
+  const ChatRenderer chat = ChatRenderer::ForFormat({});
+  EXPECT_EQ(chat.RenderChat("", {{"robot", "x"}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(chat.RenderChat("", {{"user", ""}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChatRenderer::RenderRaw("S", "p").shared, "S\n\n");
+  EXPECT_EQ(ChatRenderer::RenderRaw("", "p").shared, "");
 }
 
 }  // namespace

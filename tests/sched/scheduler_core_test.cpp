@@ -240,8 +240,10 @@ TEST(SchedulerCore, ChatTasksShareTheSystemPromptPrefix) {
   const StepTrace last = h.core.recorder().Steps().back();
   EXPECT_EQ(last.items[0].kind, StepItemKind::kPrefill);
   h.core.RunUntilIdle();
-  std::vector<int32_t> history = h.engine.Tokenize("You are valet.\n\n", true);
-  const std::vector<int32_t> own = h.engine.Tokenize("User: hello there\nAssistant:", false);
+  // The fake engine has no chat template: the built-in ChatML renders it.
+  std::vector<int32_t> history = h.engine.Tokenize("<|im_start|>system\nYou are valet.<|im_end|>\n", true);
+  const std::vector<int32_t> own =
+      h.engine.Tokenize("<|im_start|>user\nhello there<|im_end|>\n<|im_start|>assistant\n", false);
   history.insert(history.end(), own.begin(), own.end());
   EXPECT_EQ(h.out[b].tokens, ExpectedAlone(h.engine, history, 7, 6));
   EXPECT_EQ(h.out[a].result->state, TaskState::kDone);
