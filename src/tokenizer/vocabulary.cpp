@@ -55,15 +55,19 @@ constexpr std::string_view kEotTexts[] = {
 constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
 constexpr std::string_view kEogTexts[] = {
     "<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",        "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>"};
+    "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>",
+    "</s>"};
 // Fill-in-the-middle markers: all become control tokens; pad, repository and
 // file separators also end generation.
 constexpr std::string_view kFimTexts[] = {
     "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<|fim_suffix|>", "<fim-suffix>",
-    "<fim_suffix>",   "<|fim_middle|>", "<fim-middle>", "<fim_middle>"};
-constexpr std::string_view kFimEogTexts[] = {"<|fim_pad|>", "<fim-pad>",  "<fim_pad>",
-                                             "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
-                                             "<reponame>",  "<|file_sep|>", "<file_sep>"};
+    "<fim_suffix>",   "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+    // DeepSeek Coder's <｜fim▁begin｜>, <｜fim▁hole｜>, <｜fim▁end｜>
+    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>",
+    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"};
+constexpr std::string_view kFimEogTexts[] = {"<|fim_pad|>",   "<fim-pad>",  "<fim_pad>",
+                                             "<|fim_repo|>",  "<|repo_name|>", "<fim-repo>",
+                                             "<reponame>",    "<|file_sep|>"};
 
 Status CheckSpecialId(const char* name, int32_t id, size_t n_tokens) {
   if (id == Vocabulary::kNoToken || (id >= 0 && static_cast<size_t>(id) < n_tokens)) {

@@ -151,6 +151,33 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// The end-of-generation sets llama.cpp reports for these files (its load log's
+// "EOG token" lines), including texts it recognises and FIM markers.
+TEST(TokenizerVectorsTest, EndOfGenerationTokensMatchLlamaCpp) {
+  const struct {
+    const char* path;
+    std::vector<int32_t> eog;
+  } kCases[] = {
+      {"models/llama3-bpe-q4_k_m.gguf", {128001, 128009}},
+      {"models/qwen3-q4_k_m.gguf", {128247, 151643, 151645, 151662, 151663, 151664}},
+      {"models/phi3-q4_0.gguf", {2, 32000, 32007}},
+      {"vocab/ggml-vocab-llama-spm.gguf", {2}},
+      {"vocab/ggml-vocab-gpt-2.gguf", {50256}},
+      {"vocab/ggml-vocab-deepseek-coder.gguf", {32014}},
+      {"vocab/ggml-vocab-refact.gguf", {0, 4, 18}},
+      {"vocab/ggml-vocab-starcoder.gguf", {0, 4}},
+  };
+  for (const auto& c : kCases) {
+    const fs::path path = kShared / c.path;
+    SKIP_WITHOUT(path);
+    std::shared_ptr<const Vocabulary> vocab = LoadVocabulary(path);
+    ASSERT_NE(vocab, nullptr);
+    const std::span<const int32_t> eog = vocab->eog_ids();
+    EXPECT_EQ(std::vector<int32_t>(eog.begin(), eog.end()), c.eog) << c.path;
+    for (int32_t id : c.eog) EXPECT_EQ(vocab->Type(id), TokenType::kControl) << c.path << " " << id;
+  }
+}
+
 // `prompt` with a space after each special token of `tokens` that a text run
 // follows, when the tokenizer is SentencePiece with add_space_prefix (its
 // decoder keeps the prefix space it gave that run).
