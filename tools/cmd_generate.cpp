@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "common/json_writer.h"
 #include "engine/generator.h"
+#include "sched/chat_renderer.h"
 
 namespace valet::cli {
 namespace {
@@ -23,6 +24,8 @@ constexpr FlagSpec kFlags[] = {
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--ctx-size", "-c", true, "context size (default: the model's)"},
     {"--kv-type", nullptr, true, kKvTypeHelp},
+    {"--chat", nullptr, false, "send the prompt as a user message through the model's chat template"},
+    {"--system", nullptr, true, "with --chat: a system message before it"},
     {"--json", nullptr, false, "print one JSON object instead of streaming text"},
     {"--top-logits", nullptr, true, "with --json: the top-K [token, logit] pairs of every step"},
 };
@@ -31,6 +34,8 @@ struct Flags {
   EngineOptions engine;
   GenerateOptions gen;
   std::string prompt;
+  bool chat = false;
+  std::string system;
   bool json = false;
 };
 
@@ -54,6 +59,9 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(f.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
   VALET_ASSIGN_OR_RETURN(f.engine.kv_type, a.KvTypeFlag());
+  f.chat = a.Has("--chat");
+  VALET_ASSIGN_OR_RETURN(f.system, a.String("--system", ""));
+  if (!f.system.empty() && !f.chat) return InvalidArgument("--system needs --chat");
   f.json = a.Has("--json");
   VALET_ASSIGN_OR_RETURN(f.gen.top_logits, a.Int("--top-logits", 0, 0, 1 << 20));
   if (f.gen.top_logits > 0 && !f.json) return InvalidArgument("--top-logits needs --json");
@@ -96,7 +104,17 @@ int RunGenerate(std::span<char* const> argv) {
       std::fflush(stdout);
     };
   }
-  Result<Generation> g = Generate(**engine, flags->prompt, flags->gen, stream);
+  std::string prompt = flags->prompt;
+  GenerateOptions gen = flags->gen;
+  if (flags->chat) {
+    const ChatRenderer chat = ChatRenderer::ForFormat((*engine)->chat_format());
+    if (!chat.uses_model_template()) std::fprintf(stderr, "valet generate: %s\n", chat.fallback_reason().c_str());
+    Result<RenderedPrompt> r = chat.RenderChat(flags->system, {{"user", flags->prompt}});
+    if (!r.ok()) return Fail("generate", r.status());
+    prompt = r->shared + r->own;
+    gen.stop_strings.insert(gen.stop_strings.end(), chat.stop_strings().begin(), chat.stop_strings().end());
+  }
+  Result<Generation> g = Generate(**engine, prompt, gen, stream);
   if (!g.ok()) return Fail("generate", g.status());
   if (flags->json) {
     PrintJson(*g);

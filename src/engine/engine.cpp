@@ -36,4 +36,29 @@ MemoryReport Engine::memory() const {
   return MemoryReport{model_->weight_bytes(), kv_pool_->capacity_bytes(), context_->scratch_bytes()};
 }
 
+std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, bool add_bos) const {
+  EncodeOptions o;
+  o.add_bos = false;
+  o.parse_special = true;
+  std::vector<int32_t> tokens = tokenizer_->Encode(text, o);
+  const Vocabulary& vocab = tokenizer_->vocabulary();
+  const int32_t bos = vocab.bos_id();
+  if (add_bos && vocab.add_bos() && bos >= 0 && (tokens.empty() || tokens.front() != bos)) {
+    tokens.insert(tokens.begin(), bos);
+  }
+  return tokens;
+}
+
+ChatFormat Engine::chat_format() const {
+  ChatFormat f;
+  const GgufFile& file = model_->file();
+  if (file.Find("tokenizer.chat_template") != nullptr) {
+    if (Result<std::string_view> t = file.GetString("tokenizer.chat_template"); t.ok()) f.template_source = *t;
+  }
+  const Vocabulary& vocab = tokenizer_->vocabulary();
+  if (vocab.Contains(vocab.bos_id())) f.bos_token = vocab.TokenText(vocab.bos_id());
+  if (vocab.Contains(vocab.eos_id())) f.eos_token = vocab.TokenText(vocab.eos_id());
+  return f;
+}
+
 }  // namespace valet

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/engine_interface.h"
 #include "kv/kv_pool.h"
 #include "model/llama_context.h"
 #include "model/llama_model.h"
@@ -42,6 +43,14 @@ class Engine {
   const KvPool& kv_pool() const { return *kv_pool_; }
   const EngineOptions& options() const { return options_; }
   MemoryReport memory() const;
+
+  // A prompt's tokens: special-token texts ("<|im_start|>") parsed as their
+  // tokens, as llama.cpp's server and CLI do, and BOS added when `add_bos`
+  // and the vocabulary asks for it, unless the text already starts with it
+  // (templates that write {{ bos_token }}).
+  std::vector<int32_t> TokenizePrompt(std::string_view text, bool add_bos) const;
+  // The file's chat template and the texts of its BOS/EOS tokens.
+  ChatFormat chat_format() const;
 
  private:
   Engine() = default;

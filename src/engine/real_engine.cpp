@@ -98,33 +98,11 @@ void RealEngine::Calibrate() {
   }
 }
 
-// Special-token texts are parsed, as llama-server does for prompts: rendered
-// chat templates are full of them. A template that writes BOS itself
-// ({{ bos_token }}) gets no second one.
 std::vector<int32_t> RealEngine::Tokenize(std::string_view text, bool add_bos) const {
-  EncodeOptions o;
-  o.add_bos = false;
-  o.parse_special = true;
-  std::vector<int32_t> tokens = engine_->tokenizer().Encode(text, o);
-  const Vocabulary& vocab = engine_->tokenizer().vocabulary();
-  const int32_t bos = vocab.bos_id();
-  if (add_bos && vocab.add_bos() && bos >= 0 && (tokens.empty() || tokens.front() != bos)) {
-    tokens.insert(tokens.begin(), bos);
-  }
-  return tokens;
+  return engine_->TokenizePrompt(text, add_bos);
 }
 
-ChatFormat RealEngine::chat_format() const {
-  ChatFormat f;
-  const GgufFile& file = engine_->model().file();
-  if (file.Find("tokenizer.chat_template") != nullptr) {
-    if (Result<std::string_view> t = file.GetString("tokenizer.chat_template"); t.ok()) f.template_source = *t;
-  }
-  const Vocabulary& vocab = engine_->tokenizer().vocabulary();
-  if (vocab.Contains(vocab.bos_id())) f.bos_token = vocab.TokenText(vocab.bos_id());
-  if (vocab.Contains(vocab.eos_id())) f.eos_token = vocab.TokenText(vocab.eos_id());
-  return f;
-}
+ChatFormat RealEngine::chat_format() const { return engine_->chat_format(); }
 
 std::string RealEngine::TokenPiece(int32_t token) const { return engine_->tokenizer().TokenToPiece(token); }
 int32_t RealEngine::eos_token() const { return engine_->tokenizer().vocabulary().eos_id(); }

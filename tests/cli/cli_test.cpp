@@ -98,6 +98,16 @@ TEST(CliTest, InfoReportsTensorsAndMemory) {
   EXPECT_NE(f32.out.find("KV cache: f32, 1.2 KiB per token"), std::string::npos) << f32.out;
 }
 
+TEST(CliTest, GenerateChatUsesTheModelsTemplate) {
+  const std::string qwen3 = std::string(VALET_SHARED_DIR) + "/models/qwen3-q4_k_m.gguf";
+  if (!std::filesystem::exists(qwen3)) GTEST_SKIP() << "shared data absent: " << qwen3;
+  CliRun r = Valet("generate -m " + qwen3 + " -p Hello --chat --system 'Be brief' -n 2 --temp 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // <|im_start|>system\n ... <|im_end|>: ChatML special tokens, parsed as one token each.
+  EXPECT_NE(r.out.find("\"prompt_tokens\":[151644,8948,198"), std::string::npos) << r.out;
+  ExpectUsageError("generate -m " + qwen3 + " -p Hello --system S", "--system needs --chat");
+}
+
 TEST(CliTest, SynthModelWritesEveryArchitectureAndInfoNamesIt) {
   for (const std::string arch : {"llama", "qwen2", "qwen3", "phi3"}) {
     const std::string path = TempPath("arch_" + arch + ".gguf");
