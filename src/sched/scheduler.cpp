@@ -24,7 +24,7 @@ struct Scheduler::Impl {
 
   Impl(EngineInterface& engine, SchedulerOptions options)
       : context_length(engine.context_length()), lifecycle(options.initial_state), core(engine, std::move(options)) {
-    core.set_abort_signal(&abort_step);
+    core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived});
   }
 
   void Loop();
@@ -36,9 +36,11 @@ struct Scheduler::Impl {
   std::condition_variable work_cv;  // inbox non-empty or stop
   std::condition_variable idle_cv;  // outstanding reached 0
   std::deque<Command> inbox;
-  // Raised by a chat/suggestion Submit, cleared when the inbox is drained:
-  // a background step running meanwhile stops between layers.
-  std::atomic<bool> abort_step{false};
+  // Raised by a chat (both) or suggestion (the second) Submit, cleared when
+  // the inbox is drained: a lower-tier step running meanwhile stops between
+  // layers.
+  std::atomic<bool> chat_arrived{false};
+  std::atomic<bool> chat_or_suggestion_arrived{false};
   bool stop = false;
   LifecycleState lifecycle;  // as of the last accepted event
   int64_t outstanding = 0;   // accepted tasks not yet finished
@@ -78,7 +80,8 @@ void Scheduler::Impl::Loop() {
       if (stop) return;
       batch.swap(inbox);
       // Every arrival that raised it is in `batch` now and will be planned.
-      abort_step.store(false, std::memory_order_relaxed);
+      chat_arrived.store(false, std::memory_order_relaxed);
+      chat_or_suggestion_arrived.store(false, std::memory_order_relaxed);
     }
     for (Command& command : batch) Apply(command);
     has_work = core.RunOneStep();
@@ -125,7 +128,10 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
     Impl::Command command;
     command.kind = Impl::CommandKind::kSubmit;
     command.id = id;
-    if (request.tier <= Tier::kInlineSuggestion) impl->abort_step.store(true, std::memory_order_relaxed);
+    if (request.tier == Tier::kForegroundChat) impl->chat_arrived.store(true, std::memory_order_relaxed);
+    if (request.tier <= Tier::kInlineSuggestion) {
+      impl->chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
+    }
     command.request = std::move(request);
     impl->inbox.push_back(std::move(command));
   }

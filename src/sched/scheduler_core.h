@@ -68,10 +68,14 @@ class SchedulerCore {
   Status Cancel(TaskId id);
   Status OnLifecycleEvent(LifecycleEvent event);
 
-  // A flag another thread raises when a task arrives that may preempt: under
-  // kValet a running background step then stops between layers instead of
-  // finishing its chunk (the step is redone later). nullptr: never abort.
-  void set_abort_signal(const std::atomic<bool>* signal) { abort_signal_ = signal; }
+  // Flags another thread raises when a task arrives that may preempt: under
+  // kValet a running step of a lower tier then stops between layers instead
+  // of finishing its chunk (the step is redone later). nullptr: never abort.
+  struct ArrivalSignals {
+    const std::atomic<bool>* chat = nullptr;                // a foreground chat arrived
+    const std::atomic<bool>* chat_or_suggestion = nullptr;  // a chat or an inline suggestion arrived
+  };
+  void set_arrival_signals(ArrivalSignals signals) { arrivals_ = signals; }
 
   // Runs one engine step; false when nothing is runnable (idle).
   bool RunOneStep();
@@ -157,7 +161,7 @@ class SchedulerCore {
   size_t kv_bytes_per_token_ = 0;  // learned from the engine's sequence info
   std::vector<std::function<void()>> outbox_;
   bool delivering_ = false;
-  const std::atomic<bool>* abort_signal_ = nullptr;
+  ArrivalSignals arrivals_;
 };
 
 }  // namespace valet

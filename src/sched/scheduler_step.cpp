@@ -166,10 +166,15 @@ void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, Ste
 }
 
 Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
-  // Only background work yields mid-step: chat and suggestions are what an
-  // arrival would preempt for, and their steps are short.
-  const bool abortable = options_.queue_policy == QueuePolicy::kValet && lead.tier >= Tier::kBackgroundSummary;
-  engine_.SetAbortFlag(abortable ? abort_signal_ : nullptr);
+  // Every tier below the chat yields mid-step to an arrival that would
+  // preempt it: suggestions to a chat, background work to a chat or a
+  // suggestion. A chat's own steps always finish.
+  const std::atomic<bool>* abort = nullptr;
+  if (options_.queue_policy == QueuePolicy::kValet) {
+    if (lead.tier == Tier::kInlineSuggestion) abort = arrivals_.chat;
+    if (lead.tier >= Tier::kBackgroundSummary) abort = arrivals_.chat_or_suggestion;
+  }
+  engine_.SetAbortFlag(abort);
   // The flag belongs to this scheduler; the engine may outlive it.
   struct ClearAbortFlag {
     EngineInterface& engine;

@@ -57,7 +57,7 @@ TEST(SchedulerCore, LeavesNoAbortFlagWithTheEngineAfterAStep) {
   // across arms), so a step must not leave it pointing at the scheduler's flag.
   Harness h;
   std::atomic<bool> abort_signal{false};
-  h.core.set_abort_signal(&abort_signal);
+  h.core.set_arrival_signals({&abort_signal, &abort_signal});
   h.Submit(Tier::kOfflineIndexing, Text(40, 1), 4);
   ASSERT_TRUE(h.core.RunOneStep());
   EXPECT_EQ(h.engine.abort_flag(), nullptr);

@@ -144,7 +144,24 @@ TEST(SchedulerThreaded, AnArrivalMidStepAbortsTheBackgroundStep) {
   EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(300, 'd'), 3, 8));
 }
 
-// Only background steps yield: a chat arriving while another chat's prompt
+// A suggestion's prompt step yields to a chat the same way.
+TEST(SchedulerThreaded, AChatArrivingMidStepAbortsASuggestionsStep) {
+  ArrivalDuringStep t;
+  t.Run(Req(Tier::kInlineSuggestion, std::string(300, 's'), 6), Req(Tier::kForegroundChat, "urgent", 6), 2);
+  EXPECT_EQ(t.scheduler->Stats().aborted_steps, 1);
+  std::lock_guard<std::mutex> lock(t.sink.mu);
+  EXPECT_EQ(t.sink.out[t.arrival_id].tokens, ExpectedAlone(t.engine, "urgent", 3, 6));
+  EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(300, 's'), 3, 6));
+}
+
+// ...but not to another suggestion: same tier, first come first served.
+TEST(SchedulerThreaded, ASuggestionDoesNotAbortAnotherSuggestion) {
+  ArrivalDuringStep t;
+  t.Run(Req(Tier::kInlineSuggestion, std::string(300, 's'), 6), Req(Tier::kInlineSuggestion, "next", 6), 2);
+  EXPECT_EQ(t.scheduler->Stats().aborted_steps, 0);
+}
+
+// Only lower tiers yield: a chat arriving while another chat's prompt
 // runs waits for that one step, which is not thrown away.
 TEST(SchedulerThreaded, ForegroundStepsAreNotAborted) {
   ArrivalDuringStep t;
