@@ -33,7 +33,8 @@ Result<std::unique_ptr<Tokenizer>> OpenTokenizer(const std::string& path) {
 
 int RunTokenize(std::span<char* const> argv) {
   Args args;
-  if (auto code = ParseCommandLine("tokenize", "-m MODEL -p TEXT", kFlags, argv, &args)) return *code;
+  if (auto code = ParseCommandLine("tokenize", "-m MODEL -p TEXT", kFlags, argv, &args))
+    return *code;
   Result<std::string> path = args.String("--model", std::nullopt);
   if (!path.ok()) return Fail("tokenize", path.status());
   Result<std::string> text = args.String("--prompt", std::nullopt);

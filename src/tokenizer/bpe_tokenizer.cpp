@@ -108,7 +108,8 @@ class BpeMerger {
       const auto index = static_cast<int32_t>(symbols_.size());
       const bool last = offset + length == word_.size();
       symbols_.push_back({index - 1, last ? -1 : index + 1, static_cast<uint32_t>(offset),
-                          static_cast<uint32_t>(length), vocab_.Lookup(word_.substr(offset, length))});
+                          static_cast<uint32_t>(length),
+                          vocab_.Lookup(word_.substr(offset, length))});
       offset += length;
     }
   }

@@ -76,7 +76,12 @@ constexpr std::array<Range, 95> kDeepseekLetters = {{
 }};
 // [!-/:-~！-／：-～‘-‟　-。]
 constexpr std::array<Range, 6> kDeepseekPunctuation = {{
-    {0x21, 0x2F}, {0x3A, 0x7E}, {0xFF01, 0xFF0F}, {0xFF1A, 0xFF5E}, {0x2018, 0x201F}, {0x3000, 0x3002},
+    {0x21, 0x2F},
+    {0x3A, 0x7E},
+    {0xFF01, 0xFF0F},
+    {0xFF1A, 0xFF5E},
+    {0x2018, 0x201F},
+    {0x3000, 0x3002},
 }};
 // [一-龥ࠀ-一가-퟿]
 constexpr std::array<Range, 3> kCjk = {{{0x4E00, 0x9FA5}, {0x0800, 0x4E00}, {0xAC00, 0xD7FF}}};
@@ -86,8 +91,8 @@ bool IsDeepseekPunctuation(char32_t c) { return InRanges(kDeepseekPunctuation, c
 bool IsCjk(char32_t c) { return InRanges(kCjk, c); }
 // [\p{P}\$\+<=>\^~\|]
 bool IsPunctOrMathAscii(char32_t c) {
-  return IsPunctuation(c) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' ||
-         c == '^' || c == '~' || c == '|';
+  return IsPunctuation(c) || c == '$' || c == '+' || c == '<' || c == '=' || c == '>' || c == '^' ||
+         c == '~' || c == '|';
 }
 bool IsFalconPunct(char32_t c) { return IsPunctOrMathAscii(c) || c == '`'; }
 
@@ -165,8 +170,8 @@ size_t SpacedRunAt(Piece p, size_t i) {
 }
 // [0-9][0-9][0-9]
 size_t ThreeDigitsAt(Piece p, size_t i) {
-  const bool three = i + 3 <= p.size() && IsAsciiDigit(p[i]) && IsAsciiDigit(p[i + 1]) &&
-                     IsAsciiDigit(p[i + 2]);
+  const bool three =
+      i + 3 <= p.size() && IsAsciiDigit(p[i]) && IsAsciiDigit(p[i + 1]) && IsAsciiDigit(p[i + 2]);
   return three ? 3 : 0;
 }
 
@@ -195,25 +200,34 @@ constexpr std::array kQwen2Searches = {SearchFrom<Qwen2At>};
 constexpr std::array kStarcoderSearches = {SearchFrom<OneAt<IsNumber>>, kGpt2};
 constexpr std::array kFalconSearches = {SearchFrom<RunAt<IsFalconPunct>>, kGpt2,
                                         SearchFrom<ThreeDigitsAt>};
-constexpr std::array kDeepseekLlmSearches = {
-    SearchFrom<OneAt<IsNewline>>,   SearchFrom<SpacedRunAt<IsDeepseekLetter>>,
-    SearchFrom<SpacedRunAt<IsDeepseekPunctuation>>, SearchSpacesAtEnd,
-    SearchFrom<RunAt<IsCjk>>,       SearchFrom<RunAt<IsNumber>>};
+constexpr std::array kDeepseekLlmSearches = {SearchFrom<OneAt<IsNewline>>,
+                                             SearchFrom<SpacedRunAt<IsDeepseekLetter>>,
+                                             SearchFrom<SpacedRunAt<IsDeepseekPunctuation>>,
+                                             SearchSpacesAtEnd,
+                                             SearchFrom<RunAt<IsCjk>>,
+                                             SearchFrom<RunAt<IsNumber>>};
 constexpr std::array kDeepseekCoderSearches = {
     SearchFrom<OneAt<IsNewline>>, SearchFrom<SpacedRunAt<IsLetter>>,
-    SearchFrom<SpacedRunAt<IsPunctuation>>, SearchFrom<RunAt<IsCjk>>,
-    SearchFrom<OneAt<IsNumber>>};
+    SearchFrom<SpacedRunAt<IsPunctuation>>, SearchFrom<RunAt<IsCjk>>, SearchFrom<OneAt<IsNumber>>};
 
 std::span<const Search> SearchesFor(PreTokenizerKind kind) {
   switch (kind) {
-    case PreTokenizerKind::kDefault: return kDefaultSearches;
-    case PreTokenizerKind::kGpt2: return kGpt2Searches;
-    case PreTokenizerKind::kLlama3: return kLlama3Searches;
-    case PreTokenizerKind::kQwen2: return kQwen2Searches;
-    case PreTokenizerKind::kStarcoder: return kStarcoderSearches;
-    case PreTokenizerKind::kFalcon: return kFalconSearches;
-    case PreTokenizerKind::kDeepseekLlm: return kDeepseekLlmSearches;
-    case PreTokenizerKind::kDeepseekCoder: return kDeepseekCoderSearches;
+    case PreTokenizerKind::kDefault:
+      return kDefaultSearches;
+    case PreTokenizerKind::kGpt2:
+      return kGpt2Searches;
+    case PreTokenizerKind::kLlama3:
+      return kLlama3Searches;
+    case PreTokenizerKind::kQwen2:
+      return kQwen2Searches;
+    case PreTokenizerKind::kStarcoder:
+      return kStarcoderSearches;
+    case PreTokenizerKind::kFalcon:
+      return kFalconSearches;
+    case PreTokenizerKind::kDeepseekLlm:
+      return kDeepseekLlmSearches;
+    case PreTokenizerKind::kDeepseekCoder:
+      return kDeepseekCoderSearches;
   }
   return kDefaultSearches;
 }
@@ -244,25 +258,44 @@ constexpr PreTokenizerInfo kQwen2Info{PreTokenizerKind::kQwen2, false, false};
 constexpr PreTokenizerInfo kStarcoderInfo{PreTokenizerKind::kStarcoder, false, false};
 constexpr NamedPreTokenizer kNames[] = {
     {"default", {PreTokenizerKind::kDefault, false, false}},
-    {"llama3", kLlama3Info},          {"llama-v3", kLlama3Info},
-    {"llama-bpe", kLlama3Info},       {"falcon3", kLlama3Info},
-    {"falcon-h1", kLlama3Info},       {"pixtral", kLlama3Info},
-    {"midm-2.0", kLlama3Info},        {"lfm2", kLlama3Info},
-    {"dbrx", kLlama3RegexOnly},       {"smaug-bpe", kLlama3RegexOnly},
-    {"gpt-2", kGpt2Info},             {"phi-2", kGpt2Info},
-    {"mpt", kGpt2Info},               {"olmo", kGpt2Info},
-    {"jais", kGpt2Info},              {"trillion", kGpt2Info},
-    {"jina-es", kGpt2Info},           {"jina-de", kGpt2Info},
-    {"jina-v2-es", kGpt2Info},        {"jina-v2-de", kGpt2Info},
-    {"jina-v1-en", kGpt2Info},        {"jina-v2-code", kGpt2Info},
-    {"roberta-bpe", kGpt2Info},       {"gigachat", kGpt2Info},
-    {"a.x-4.0", kGpt2Info},           {"mellum", kGpt2Info},
-    {"qwen2", kQwen2Info},            {"deepseek-r1-qwen", kQwen2Info},
-    {"megrez", kQwen2Info},           {"stablelm2", kQwen2Info},
-    {"hunyuan", kQwen2Info},          {"starcoder", kStarcoderInfo},
-    {"refact", kStarcoderInfo},       {"command-r", kStarcoderInfo},
-    {"smollm", kStarcoderInfo},       {"codeshell", kStarcoderInfo},
-    {"exaone", kStarcoderInfo},       {"minerva-7b", kStarcoderInfo},
+    {"llama3", kLlama3Info},
+    {"llama-v3", kLlama3Info},
+    {"llama-bpe", kLlama3Info},
+    {"falcon3", kLlama3Info},
+    {"falcon-h1", kLlama3Info},
+    {"pixtral", kLlama3Info},
+    {"midm-2.0", kLlama3Info},
+    {"lfm2", kLlama3Info},
+    {"dbrx", kLlama3RegexOnly},
+    {"smaug-bpe", kLlama3RegexOnly},
+    {"gpt-2", kGpt2Info},
+    {"phi-2", kGpt2Info},
+    {"mpt", kGpt2Info},
+    {"olmo", kGpt2Info},
+    {"jais", kGpt2Info},
+    {"trillion", kGpt2Info},
+    {"jina-es", kGpt2Info},
+    {"jina-de", kGpt2Info},
+    {"jina-v2-es", kGpt2Info},
+    {"jina-v2-de", kGpt2Info},
+    {"jina-v1-en", kGpt2Info},
+    {"jina-v2-code", kGpt2Info},
+    {"roberta-bpe", kGpt2Info},
+    {"gigachat", kGpt2Info},
+    {"a.x-4.0", kGpt2Info},
+    {"mellum", kGpt2Info},
+    {"qwen2", kQwen2Info},
+    {"deepseek-r1-qwen", kQwen2Info},
+    {"megrez", kQwen2Info},
+    {"stablelm2", kQwen2Info},
+    {"hunyuan", kQwen2Info},
+    {"starcoder", kStarcoderInfo},
+    {"refact", kStarcoderInfo},
+    {"command-r", kStarcoderInfo},
+    {"smollm", kStarcoderInfo},
+    {"codeshell", kStarcoderInfo},
+    {"exaone", kStarcoderInfo},
+    {"minerva-7b", kStarcoderInfo},
     {"falcon", {PreTokenizerKind::kFalcon, false, false}},
     {"deepseek-llm", {PreTokenizerKind::kDeepseekLlm, false, false}},
     {"deepseek-coder", {PreTokenizerKind::kDeepseekCoder, false, false}},

@@ -17,11 +17,11 @@
 namespace valet {
 
 enum class PreTokenizerKind {
-  kDefault,        // llama.cpp's fallback for BPE vocabularies without a known name
-  kGpt2,           // gpt-2, mpt, olmo, phi-2 ...
-  kLlama3,         // llama-bpe / llama3, dbrx, smaug-bpe ...: contractions, digit groups of 1-3
-  kQwen2,          // qwen2, stablelm2 ...: the Llama 3 expression with single digits
-  kStarcoder,      // starcoder, refact, smollm ...: single digits, then the GPT-2 expression
+  kDefault,    // llama.cpp's fallback for BPE vocabularies without a known name
+  kGpt2,       // gpt-2, mpt, olmo, phi-2 ...
+  kLlama3,     // llama-bpe / llama3, dbrx, smaug-bpe ...: contractions, digit groups of 1-3
+  kQwen2,      // qwen2, stablelm2 ...: the Llama 3 expression with single digits
+  kStarcoder,  // starcoder, refact, smollm ...: single digits, then the GPT-2 expression
   kFalcon,
   kDeepseekLlm,
   kDeepseekCoder,

@@ -16,7 +16,8 @@ Tokenizer::Tokenizer(std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(std::shared_ptr<const Vocabulary> vocab) {
   if (vocab == nullptr) return InvalidArgument("Tokenizer::Create: no vocabulary");
-  if (vocab->model() == "llama") return std::unique_ptr<Tokenizer>(new SpmTokenizer(std::move(vocab)));
+  if (vocab->model() == "llama")
+    return std::unique_ptr<Tokenizer>(new SpmTokenizer(std::move(vocab)));
   if (vocab->model() == "gpt2") {
     VALET_ASSIGN_OR_RETURN(PreTokenizerInfo pre, PreTokenizerForName(vocab->pre()));
     return std::unique_ptr<Tokenizer>(new BpeTokenizer(std::move(vocab), pre));

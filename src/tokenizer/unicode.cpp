@@ -27,10 +27,14 @@ size_t SequenceLength(std::string_view text, size_t i) {
   const auto lead = static_cast<uint8_t>(text[i]);
   size_t length = 0;
   if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) length = 2;
-  else if ((lead & 0xF0) == 0xE0) length = 3;
-  else if ((lead & 0xF8) == 0xF0) length = 4;
-  else return 0;
+  if ((lead & 0xE0) == 0xC0)
+    length = 2;
+  else if ((lead & 0xF0) == 0xE0)
+    length = 3;
+  else if ((lead & 0xF8) == 0xF0)
+    length = 4;
+  else
+    return 0;
   for (size_t k = 1; k < length; ++k) {
     if (!IsContinuation(text, i + k)) return 0;
   }
@@ -40,15 +44,15 @@ size_t SequenceLength(std::string_view text, size_t i) {
 }  // namespace
 
 CharClass ClassOf(char32_t cpt) {
-  const unicode_tables::ClassRange* r = FindRange(
-      std::span(unicode_tables::kClassRanges, unicode_tables::kClassRangeCount), cpt);
+  const unicode_tables::ClassRange* r =
+      FindRange(std::span(unicode_tables::kClassRanges, unicode_tables::kClassRangeCount), cpt);
   return r == nullptr ? CharClass::kOther : r->cls;
 }
 
 bool IsWhitespace(char32_t cpt) {
-  return FindRange(std::span(unicode_tables::kWhitespaceRanges,
-                             unicode_tables::kWhitespaceRangeCount),
-                   cpt) != nullptr;
+  return FindRange(
+             std::span(unicode_tables::kWhitespaceRanges, unicode_tables::kWhitespaceRangeCount),
+             cpt) != nullptr;
 }
 
 std::vector<char32_t> DecodeUtf8(std::string_view text) {

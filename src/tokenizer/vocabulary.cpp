@@ -49,25 +49,40 @@ Status CheckModel(const std::string& model) {
 // EOT token when the file names none), as end of message, and as
 // end-of-generation tokens in general.
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|end_of_text|>",
-    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
     "<end_of_utterance>"};
 constexpr std::string_view kEomTexts[] = {"<|eom_id|>"};
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>",    "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",        "<end_of_turn>",
-    "<|endoftext|>", "<|eom_id|>", "<EOT>",   "_<EOT>",     "<|end_of_text|>", "<end_of_utterance>",
-    "</s>"};
+    "<|eot_id|>",      "<|im_end|>",         "<|end|>",    "<|return|>", "<|call|>",
+    "<end_of_turn>",   "<|endoftext|>",      "<|eom_id|>", "<EOT>",      "_<EOT>",
+    "<|end_of_text|>", "<end_of_utterance>", "</s>"};
 // Fill-in-the-middle markers: all become control tokens; pad, repository and
 // file separators also end generation.
 constexpr std::string_view kFimTexts[] = {
     "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<|fim_suffix|>", "<fim-suffix>",
-    "<fim_suffix>",   "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
+    "<fim_suffix>", "<|fim_middle|>", "<fim-middle>", "<fim_middle>",
     // DeepSeek Coder's <｜fim▁begin｜>, <｜fim▁hole｜>, <｜fim▁end｜>
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "hole\xEF\xBD\x9C>",
-    "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>"};
-constexpr std::string_view kFimEogTexts[] = {"<|fim_pad|>",   "<fim-pad>",  "<fim_pad>",
-                                             "<|fim_repo|>",  "<|repo_name|>", "<fim-repo>",
-                                             "<reponame>",    "<|file_sep|>"};
+    "<\xEF\xBD\x9C"
+    "fim\xE2\x96\x81"
+    "begin\xEF\xBD\x9C>",
+    "<\xEF\xBD\x9C"
+    "fim\xE2\x96\x81"
+    "hole\xEF\xBD\x9C>",
+    "<\xEF\xBD\x9C"
+    "fim\xE2\x96\x81"
+    "end\xEF\xBD\x9C>"};
+constexpr std::string_view kFimEogTexts[] = {"<|fim_pad|>",  "<fim-pad>",     "<fim_pad>",
+                                             "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+                                             "<reponame>",   "<|file_sep|>"};
 
 Status CheckSpecialId(const char* name, int32_t id, size_t n_tokens) {
   if (id == Vocabulary::kNoToken || (id >= 0 && static_cast<size_t>(id) < n_tokens)) {

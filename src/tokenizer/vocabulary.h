@@ -35,9 +35,9 @@ struct VocabularyParts {
   std::string pre;              // tokenizer.ggml.pre: the BPE pre-tokenizer's name
   std::vector<std::string> tokens;
   std::vector<std::string> merges;  // BPE: "left right", highest priority first
-  std::vector<float> scores;     // empty: every score 0
-  std::vector<TokenType> types;  // empty: every token normal
-  int32_t bos_id = -1;           // -1: the vocabulary has no such token
+  std::vector<float> scores;        // empty: every score 0
+  std::vector<TokenType> types;     // empty: every token normal
+  int32_t bos_id = -1;              // -1: the vocabulary has no such token
   int32_t eos_id = -1;
   int32_t unk_id = -1;
   int32_t pad_id = -1;
@@ -138,7 +138,7 @@ class Vocabulary {
   std::vector<int32_t> splitting_tokens_;
   std::vector<int32_t> strip_after_;  // sorted ids of tokens that drop the whitespace after them
   std::unordered_map<uint64_t, BpeMerge> merge_ranks_;  // key: left << 32 | right
-  std::vector<int32_t> eog_ids_;                       // sorted
+  std::vector<int32_t> eog_ids_;                        // sorted
   int32_t bos_id_ = kNoToken;
   int32_t eos_id_ = kNoToken;
   int32_t unk_id_ = kNoToken;

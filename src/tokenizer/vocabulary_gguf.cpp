@@ -100,16 +100,19 @@ Status ReadSpecials(const GgufFile& file, VocabularyParts& parts) {
   const size_t n = parts.tokens.size();
   const SpecialDefaults d = DefaultsFor(parts);
   constexpr int32_t kNone = Vocabulary::kNoToken;
-  VALET_ASSIGN_OR_RETURN(parts.bos_id, ReadSpecialId(file, "tokenizer.ggml.bos_token_id", d.bos, n));
-  VALET_ASSIGN_OR_RETURN(parts.eos_id, ReadSpecialId(file, "tokenizer.ggml.eos_token_id", d.eos, n));
+  VALET_ASSIGN_OR_RETURN(parts.bos_id,
+                         ReadSpecialId(file, "tokenizer.ggml.bos_token_id", d.bos, n));
+  VALET_ASSIGN_OR_RETURN(parts.eos_id,
+                         ReadSpecialId(file, "tokenizer.ggml.eos_token_id", d.eos, n));
   VALET_ASSIGN_OR_RETURN(parts.unk_id,
                          ReadSpecialId(file, "tokenizer.ggml.unknown_token_id", d.unk, n));
   VALET_ASSIGN_OR_RETURN(parts.pad_id,
                          ReadSpecialId(file, "tokenizer.ggml.padding_token_id", kNone, n));
-  VALET_ASSIGN_OR_RETURN(parts.eot_id, ReadSpecialId(file, "tokenizer.ggml.eot_token_id", kNone, n));
-  VALET_ASSIGN_OR_RETURN(parts.eom_id, ReadSpecialId(file, "tokenizer.ggml.eom_token_id", kNone, n));
-  VALET_ASSIGN_OR_RETURN(parts.add_bos,
-                         ReadFlag(file, "tokenizer.ggml.add_bos_token", d.add_bos));
+  VALET_ASSIGN_OR_RETURN(parts.eot_id,
+                         ReadSpecialId(file, "tokenizer.ggml.eot_token_id", kNone, n));
+  VALET_ASSIGN_OR_RETURN(parts.eom_id,
+                         ReadSpecialId(file, "tokenizer.ggml.eom_token_id", kNone, n));
+  VALET_ASSIGN_OR_RETURN(parts.add_bos, ReadFlag(file, "tokenizer.ggml.add_bos_token", d.add_bos));
   VALET_ASSIGN_OR_RETURN(parts.add_eos, ReadFlag(file, "tokenizer.ggml.add_eos_token", false));
   VALET_ASSIGN_OR_RETURN(parts.add_space_prefix,
                          ReadFlag(file, "tokenizer.ggml.add_space_prefix", d.add_space_prefix));

@@ -76,7 +76,8 @@ TEST(TokenizeCliTest, JsonMatchesLlamaCppWithSpecialTokensParsed) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, Json(chat.tokens));
   // --no-special: "<|im_start|>" is text, so its token id does not appear.
-  CliRun plain = Valet("tokenize -m " + model.string() + " -p '" + chat.prompt + "' --json --no-special");
+  CliRun plain =
+      Valet("tokenize -m " + model.string() + " -p '" + chat.prompt + "' --json --no-special");
   ASSERT_EQ(plain.exit_code, 0) << plain.out;
   EXPECT_EQ(plain.out.find(std::to_string(chat.tokens.front())), std::string::npos) << plain.out;
 }
@@ -112,7 +113,8 @@ TEST(TokenizeCliTest, InfoReportsTheTokenizer) {
   SKIP_WITHOUT(model);
   CliRun r = Valet("info -m " + model.string());
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_NE(r.out.find("tokenizer: spm, pre-tokenizer default, 512 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tokenizer: spm, pre-tokenizer default, 512 tokens"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace

@@ -69,7 +69,8 @@ TEST(PreTokenizerTest, Llama3) {
   // \s*[\r\n]+ takes spaces up to the last newline; (?!\S) leaves one space to the word.
   EXPECT_EQ(Words(PreTokenizerKind::kLlama3, "a \n\n  x"), (W{"a", " \n\n", " ", " x"}));
   // One non-letter, non-digit character may lead a word; symbols keep trailing newlines.
-  EXPECT_EQ(Words(PreTokenizerKind::kLlama3, "(foo) ...\n\nbar"), (W{"(foo", ")", " ...\n\n", "bar"}));
+  EXPECT_EQ(Words(PreTokenizerKind::kLlama3, "(foo) ...\n\nbar"),
+            (W{"(foo", ")", " ...\n\n", "bar"}));
   EXPECT_EQ(Words(PreTokenizerKind::kLlama3, "   "), (W{"   "}));
 }
 
@@ -84,7 +85,9 @@ TEST(PreTokenizerTest, StarcoderSplitsDigitsFirst) {
 
 TEST(PreTokenizerTest, DeepseekCoder) {
   // "\s?\p{L}+" takes " 中文" whole; the later CJK expression cuts the space back off.
-  EXPECT_EQ(Words(PreTokenizerKind::kDeepseekCoder, "foo, \xE4\xB8\xAD\xE6\x96\x87" "1\n"),
+  EXPECT_EQ(Words(PreTokenizerKind::kDeepseekCoder,
+                  "foo, \xE4\xB8\xAD\xE6\x96\x87"
+                  "1\n"),
             (W{"foo", ",", " ", "\xE4\xB8\xAD\xE6\x96\x87", "1", "\n"}));
 }
 

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf_file.h"
 #include "common/json_value.h"
+#include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocabulary.h"
 
@@ -115,7 +115,8 @@ class VocabVectorsTest : public ::testing::TestWithParam<VectorCase> {};
 // llama.cpp's harness encodes without BOS and without special-token parsing.
 TEST_P(VocabVectorsTest, EncodeMatchesAndDecodeRestoresTheInput) {
   const fs::path gguf = kShared / GetParam().model;
-  const fs::path stem = kShared / "vocab" / (std::string("ggml-vocab-") + GetParam().name + ".gguf");
+  const fs::path stem =
+      kShared / "vocab" / (std::string("ggml-vocab-") + GetParam().name + ".gguf");
   SKIP_WITHOUT(gguf);
   SKIP_WITHOUT(fs::path(stem.string() + ".inp"));
   std::unique_ptr<Tokenizer> tok = CreateTokenizer(LoadVocabulary(gguf));
@@ -147,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
                       VectorCase{"phi-3", "models/phi3-q4_0.gguf"}),
     [](const ::testing::TestParamInfo<VectorCase>& info) {
       std::string name = fs::path(info.param.model).stem().string();
-      std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+      std::replace_if(
+          name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
       return name;
     });
 
@@ -236,7 +238,8 @@ TEST(TokenizerVectorsTest, GoldenPromptsAndContinuations) {
                                       prompt_tokens.end());
       // Decoding with special tokens rendered restores the prompt, plus, for SPM,
       // the prefix space of every text run that follows a special token.
-      EXPECT_EQ(tok->Decode(body, {.unparse_special = true}), WithSpmPrefixSpaces(*tok, body, prompt));
+      EXPECT_EQ(tok->Decode(body, {.unparse_special = true}),
+                WithSpmPrefixSpaces(*tok, body, prompt));
 
       std::string continuation;
       for (const JsonValue& step : c.Find("steps")->items()) {
