@@ -8,6 +8,7 @@
 #include <cctype>
 #include <ctime>
 #include <optional>
+#include <ostream>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -25,6 +26,9 @@ struct Case {
   JsonValue json;                 // null: the shared directory is absent
   std::optional<std::time_t> now;  // the oracle's render date
 };
+
+// gtest prints parameters in test listings: the case name, not its bytes.
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
