@@ -303,5 +303,23 @@ TEST_P(RealEngineMiscTest, StepErrorsChangeNothing) {
 INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineMiscTest, ::testing::Values("synth-tiny-q8_0.gguf"),
                          [](const auto&) { return std::string("q8x0"); });
 
+// The scheduler stops a task at any of these tokens, so a chat model ends its
+// turn at "<|end|>" as well as at EOS: llama.cpp's set for Phi-3 is </s>,
+// <|endoftext|> (EOS) and <|end|>.
+TEST(RealEngineEogTest, ReportsEveryEndOfGenerationToken) {
+  const std::string path = ModelPath("phi3-q4_0.gguf");
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is absent (shared test models not installed)";
+  RealEngineOptions o;
+  o.engine.model_path = path;
+  o.engine.n_threads = 1;
+  o.engine.n_ctx = 64;
+  o.engine.kv_capacity_bytes = 4u << 20;
+  o.calibrate = false;
+  Result<std::unique_ptr<RealEngine>> e = RealEngine::Open(o);
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ((*e)->eos_token(), 32000);
+  EXPECT_EQ((*e)->eog_tokens(), (std::vector<int32_t>{2, 32000, 32007}));
+}
+
 }  // namespace
 }  // namespace valet
