@@ -64,6 +64,26 @@ TEST(Quantize, Q8_0MatchesFormula) {
   }
 }
 
+// llama.cpp's x86 Q8_1: Q8_0's quants, and s from the unrounded d = amax/127.
+TEST(Quantize, Q8_1IsQ8_0PlusScaledSum) {
+  const auto x = RandomRow(32 * 40, 4);
+  const auto q80 = Encode(ScalarKernels(), GgmlType::kQ8_0, x);
+  const auto q81 = Encode(ScalarKernels(), GgmlType::kQ8_1, x);
+  const auto* a = reinterpret_cast<const BlockQ8_0*>(q80.data());
+  const auto* b = reinterpret_cast<const BlockQ8_1*>(q81.data());
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_EQ(b[i].d, a[i].d);
+    ASSERT_EQ(0, std::memcmp(b[i].qs, a[i].qs, sizeof(a[i].qs)));
+    float amax = 0;
+    int sum = 0;
+    for (int j = 0; j < 32; ++j) {
+      amax = std::max(amax, std::fabs(x[i * 32 + j]));
+      sum += a[i].qs[j];
+    }
+    EXPECT_EQ(b[i].s, Fp32ToFp16(amax / 127.0f * static_cast<float>(sum))) << i;
+  }
+}
+
 TEST(Quantize, Q4_0MatchesFormula) {
   const auto x = RandomRow(32 * 40, 2);
   const auto y = Decode(ScalarKernels(), GgmlType::kQ4_0, Encode(ScalarKernels(), GgmlType::kQ4_0, x), 32 * 40);
