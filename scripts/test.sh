@@ -7,6 +7,8 @@ VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
 
 valet_install_deps
+# The pinned openai npm client that tests/server/node drives the server with.
+if command -v npm >/dev/null; then (cd "$VALET_ROOT/tests/server/node" && npm ci --no-audit --no-fund --silent); fi
 jobs=$(nproc)
 
 echo "== release build + tests"

@@ -18,6 +18,7 @@ int RunBenchResume(std::span<char* const> args);
 int RunBenchContention(std::span<char* const> args);
 int RunDemo(std::span<char* const> args);
 int RunTemplate(std::span<char* const> args);
+int RunServe(std::span<char* const> args);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {

@@ -34,6 +34,7 @@ constexpr Command kCommands[] = {
     {"bench-contention", valet::cli::RunBenchContention, "chat under indexing: TTFT/throughput per scheduling arm"},
     {"demo", valet::cli::RunDemo, "the headline: bench-contention in ~2 minutes on the bench model"},
     {"template", valet::cli::RunTemplate, "render a chat template (model's or a .jinja file) over messages"},
+    {"serve", valet::cli::RunServe, "OpenAI-compatible HTTP server with tiers, lifecycle and metrics"},
 };
 
 void PrintHelp(std::FILE* out) {

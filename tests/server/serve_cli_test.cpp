@@ -1,0 +1,126 @@
+// `valet serve` as a user runs it: on a synthesized tiny model (real engine),
+// on an ephemeral loopback port, answering HTTP until SIGTERM.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+using nlohmann::json;
+
+struct CliRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+CliRun Valet(const std::string& args) {
+  FILE* p = popen((std::string(VALET_BIN) + " " + args + " 2>&1").c_str(), "r");
+  CliRun r;
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  const int status = pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// A `valet serve` child process; its first stdout line names the port.
+class ServeProcess {
+ public:
+  explicit ServeProcess(const std::string& model) {
+    int fds[2];
+    if (pipe(fds) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      close(fds[0]);
+      execl(VALET_BIN, VALET_BIN, "serve", "-m", model.c_str(), "--port", "0", "-t", "1", "--kv-budget-mb", "16",
+            static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(fds[1]);
+    out_ = fdopen(fds[0], "r");
+    char line[512] = {};
+    if (out_ != nullptr && fgets(line, sizeof line, out_) != nullptr) first_line_ = line;
+    const size_t colon = first_line_.rfind(':', first_line_.find(" (model"));
+    if (colon != std::string::npos) port_ = std::atoi(first_line_.c_str() + colon + 1);
+  }
+  ~ServeProcess() {
+    if (pid_ > 0 && exit_code_ < 0) Stop();
+    if (out_ != nullptr) fclose(out_);
+  }
+  int Stop() {
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return exit_code_;
+  }
+  int port() const { return port_; }
+  const std::string& first_line() const { return first_line_; }
+
+ private:
+  pid_t pid_ = -1;
+  FILE* out_ = nullptr;
+  std::string first_line_;
+  int port_ = -1;
+  int exit_code_ = -1;
+};
+
+TEST(ServeCliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
+  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"serve", "--model is required"},
+           {"serve -m x.gguf --port 70000", "--port must be between"},
+           {"serve -m x.gguf --kv-budget-mb 0", "--kv-budget-mb must be between"},
+           {"serve -m x.gguf --api-key ''", "--api-key must not be empty"},
+           {"serve -m /nonexistent/model.gguf", "model.gguf"}}) {
+    const CliRun r = Valet(args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
+TEST(ServeCliTest, ServesATinyModelUntilSigterm) {
+  const std::string model =
+      (std::filesystem::temp_directory_path() / ("valet_serve_cli_" + std::to_string(getpid()) + ".gguf")).string();
+  ASSERT_EQ(Valet("synth-model --preset tiny -o " + model).exit_code, 0);
+  {
+    ServeProcess serve(model);
+    ASSERT_GT(serve.port(), 0) << serve.first_line();
+    httplib::Client c("127.0.0.1", serve.port());
+    c.set_read_timeout(120, 0);
+    httplib::Result health = c.Get("/health");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    const json models = json::parse(c.Get("/v1/models")->body);
+    EXPECT_EQ(models["data"][0]["id"], std::filesystem::path(model).stem().string());
+
+    const json chat = {{"messages", json::array({{{"role", "user"}, {"content", "Hello"}}})}, {"max_tokens", 6}};
+    httplib::Result res = c.Post("/v1/chat/completions", chat.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json body = json::parse(res->body);
+    EXPECT_GT(body["usage"]["prompt_tokens"].get<int>(), 0);
+    EXPECT_GE(body["usage"]["completion_tokens"].get<int>(), 1);
+    EXPECT_LE(body["usage"]["completion_tokens"].get<int>(), 6);
+
+    const json stream = {{"prompt", "Once upon"}, {"max_tokens", 4}, {"stream", true}};
+    res = c.Post("/v1/completions", stream.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200);
+    EXPECT_NE(res->body.find("data: [DONE]\n\n"), std::string::npos) << res->body;
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  std::filesystem::remove(model);
+}
+
+}  // namespace

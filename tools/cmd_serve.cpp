@@ -1,0 +1,108 @@
+// valet serve: the OpenAI-compatible HTTP server over a model, until SIGINT
+// or SIGTERM.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+
+#include "cli_args.h"
+#include "commands.h"
+#include "engine/real_engine.h"
+#include "server/api_server.h"
+#include "valet/scheduler.h"
+
+namespace valet::cli {
+namespace {
+
+constexpr FlagSpec kFlags[] = {
+    {"--model", "-m", true, "GGUF model file (required)"},
+    {"--host", nullptr, true, "address to listen on (default 127.0.0.1: this machine only)"},
+    {"--port", nullptr, true, "port (default 8080; 0: any free port, printed at start)"},
+    {"--api-key", nullptr, true, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics"},
+    {"--threads", "-t", true, "compute threads (default: all cores)"},
+    {"--ctx-size", "-c", true, "context size per sequence (default: the model's)"},
+    {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
+    {"--snapshot-dir", nullptr, true, "directory for parked sequences' disk snapshots (default: no disk tier)"},
+    {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
+};
+
+struct Flags {
+  RealEngineOptions engine;
+  ServerOptions server;
+  std::string budgets;
+};
+
+Result<Flags> ReadFlags(const Args& a) {
+  Flags f;
+  VALET_ASSIGN_OR_RETURN(f.engine.engine.model_path, a.String("--model", std::nullopt));
+  VALET_ASSIGN_OR_RETURN(f.server.host, a.String("--host", "127.0.0.1"));
+  VALET_ASSIGN_OR_RETURN(int64_t port, a.Int("--port", 8080, 0, 65535));
+  f.server.port = static_cast<int>(port);
+  VALET_ASSIGN_OR_RETURN(f.server.api_key, a.String("--api-key", ""));
+  if (a.Has("--api-key") && f.server.api_key.empty()) return InvalidArgument("--api-key must not be empty");
+  VALET_ASSIGN_OR_RETURN(f.engine.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
+  VALET_ASSIGN_OR_RETURN(f.engine.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(int64_t kv_mb, a.Int("--kv-budget-mb", 256, 1, 1 << 20));
+  f.engine.engine.kv_capacity_bytes = static_cast<size_t>(kv_mb) << 20;
+  VALET_ASSIGN_OR_RETURN(f.engine.store.disk_dir, a.String("--snapshot-dir", ""));
+  VALET_ASSIGN_OR_RETURN(f.budgets, a.String("--budgets", ""));
+  f.server.model_name = std::filesystem::path(f.engine.engine.model_path).stem().string();
+  return f;
+}
+
+bool IsLoopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+// Waits for SIGINT or SIGTERM; they are blocked in every thread, so this is
+// the only place they arrive.
+void WaitForStopSignal(const sigset_t& signals) {
+  int signal = 0;
+  sigwait(&signals, &signal);
+}
+
+int Serve(const Flags& f, const sigset_t& signals) {
+  Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(f.engine);
+  if (!engine.ok()) return Fail("serve", engine.status());
+  SchedulerOptions so;
+  if (!f.budgets.empty()) {
+    Result<BudgetTable> budgets = LoadBudgetTable(f.budgets);
+    if (!budgets.ok()) return Fail("serve", budgets.status());
+    so.budgets = *budgets;
+  }
+  Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(**engine, so);
+  if (!scheduler.ok()) return Fail("serve", scheduler.status());
+  Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, **engine, f.server);
+  if (!server.ok()) return Fail("serve", server.status());
+  if (Status s = (*server)->Start(); !s.ok()) return Fail("serve", s);
+  if (!IsLoopback(f.server.host) && f.server.api_key.empty()) {
+    std::fprintf(stderr, "valet serve: warning: listening on %s without --api-key\n", f.server.host.c_str());
+  }
+  std::printf("valet serve: listening on http://%s:%d (model %s, context %d)\n", f.server.host.c_str(),
+              (*server)->port(), f.server.model_name.c_str(), (*engine)->context_length());
+  std::fflush(stdout);
+  WaitForStopSignal(signals);
+  std::printf("valet serve: stopping\n");
+  std::fflush(stdout);
+  (*server)->Stop();
+  return 0;
+}
+
+}  // namespace
+
+int RunServe(std::span<char* const> argv) {
+  Args args;
+  if (auto code = ParseCommandLine("serve", "-m MODEL [--host H] [--port P] [--api-key KEY] [flags]", kFlags, argv,
+                                   &args)) {
+    return *code;
+  }
+  Result<Flags> flags = ReadFlags(args);
+  if (!flags.ok()) return Fail("serve", flags.status());
+  // Blocked before any thread starts, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return Serve(*flags, signals);
+}
+
+}  // namespace valet::cli
