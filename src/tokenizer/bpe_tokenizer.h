@@ -18,7 +18,6 @@ class BpeTokenizer final : public Tokenizer {
   BpeTokenizer(std::shared_ptr<const Vocabulary> vocab, PreTokenizerInfo pre);
 
   TokenizerKind kind() const override { return TokenizerKind::kBpe; }
-  PreTokenizerKind pre_tokenizer() const { return pre_.kind(); }
 
  protected:
   void EncodeText(std::string_view raw, bool after_special,

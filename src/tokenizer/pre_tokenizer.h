@@ -43,8 +43,6 @@ class PreTokenizer {
  public:
   explicit PreTokenizer(PreTokenizerKind kind) : kind_(kind) {}
 
-  PreTokenizerKind kind() const { return kind_; }
-
   // The words of `cpts` as consecutive lengths in code points (summing to cpts.size()).
   std::vector<size_t> Split(std::span<const char32_t> cpts) const;
 

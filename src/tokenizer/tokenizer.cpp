@@ -17,10 +17,10 @@ Tokenizer::Tokenizer(std::shared_ptr<const Vocabulary> vocab) : vocab_(std::move
 Result<std::unique_ptr<Tokenizer>> Tokenizer::Create(std::shared_ptr<const Vocabulary> vocab) {
   if (vocab == nullptr) return InvalidArgument("Tokenizer::Create: no vocabulary");
   if (vocab->model() == "llama")
-    return std::unique_ptr<Tokenizer>(new SpmTokenizer(std::move(vocab)));
+    return std::unique_ptr<Tokenizer>(std::make_unique<SpmTokenizer>(std::move(vocab)));
   if (vocab->model() == "gpt2") {
     VALET_ASSIGN_OR_RETURN(PreTokenizerInfo pre, PreTokenizerForName(vocab->pre()));
-    return std::unique_ptr<Tokenizer>(new BpeTokenizer(std::move(vocab), pre));
+    return std::unique_ptr<Tokenizer>(std::make_unique<BpeTokenizer>(std::move(vocab), pre));
   }
   return Unsupported("tokenizer model '" + vocab->model() +
                      "' is not supported: valet handles 'llama' (SentencePiece) and 'gpt2' "

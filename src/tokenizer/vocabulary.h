@@ -96,7 +96,6 @@ class Vocabulary {
   // The merge of two adjacent tokens, or nullptr. Merges whose sides or result
   // are not tokens are left out: token symbols can never use them.
   const BpeMerge* FindMerge(int32_t left, int32_t right) const;
-  size_t merge_count() const { return merge_ranks_.size(); }
 
   // End-of-generation tokens: eos, eot, eom and the texts llama.cpp treats as such.
   bool IsEog(int32_t id) const;
