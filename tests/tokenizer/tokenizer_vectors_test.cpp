@@ -6,7 +6,9 @@
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -152,6 +154,49 @@ INSTANTIATE_TEST_SUITE_P(
           name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
       return name;
     });
+
+// Seeded random text from mixed scripts: valid UTF-8 round-trips exactly through
+// both tokenizer kinds, and arbitrary bytes (malformed UTF-8, NULs) give ids
+// inside the vocabulary without failing.
+TEST(TokenizerVectorsTest, RandomTextRoundTripsAndArbitraryBytesAreSafe) {
+  const char* const kPieces[] = {"a",
+                                 "Z",
+                                 "7",
+                                 " ",
+                                 "  ",
+                                 "\t",
+                                 "\n",
+                                 "'s",
+                                 "!?",
+                                 "\xC3\xA9",
+                                 "\xE4\xB8\xAD",
+                                 "\xD0\xB6",
+                                 "\xF0\x9F\x99\x82",
+                                 "<",
+                                 "|",
+                                 "\xE3\x80\x80"};
+  for (const char* model : {"llama3-bpe-q4_k_m.gguf", "phi3-q4_0.gguf"}) {
+    const fs::path path = kShared / "models" / model;
+    SKIP_WITHOUT(path);
+    std::unique_ptr<Tokenizer> tok = CreateTokenizer(LoadVocabulary(path));
+    ASSERT_NE(tok, nullptr);
+    std::mt19937 rng(42);
+    for (int i = 0; i < 200; ++i) {
+      std::string text;
+      std::string bytes;
+      const int n = static_cast<int>(rng() % 60) + 1;
+      for (int k = 0; k < n; ++k) {
+        text += kPieces[rng() % std::size(kPieces)];
+        bytes.push_back(static_cast<char>(rng() % 256));
+      }
+      const std::vector<int32_t> ids = tok->Encode(text, {.add_bos = false});
+      EXPECT_EQ(tok->Decode(ids), text) << model << ": '" << text << "'";
+      for (int32_t id : tok->Encode(bytes, {.parse_special = true})) {
+        EXPECT_TRUE(tok->vocabulary().Contains(id)) << model << " id " << id;
+      }
+    }
+  }
+}
 
 // The end-of-generation sets llama.cpp reports for these files (its load log's
 // "EOG token" lines), including texts it recognises and FIM markers.
