@@ -167,9 +167,10 @@ void PairScalesQ0(const Block* const* a, const Act* const* b, float (*d)[8]) {
 }
 
 // m[j][i] += (offset of weight block i) * (s of activation block j): the
-// offset term of Q4_1/Q5_1, 8 rows per vector.
+// offset term of Q4_1/Q5_1, 8 rows per vector. Forced inline: called per
+// block, GCC would otherwise call it out of line in the wide tiles.
 template <int R, int C, class Block>
-void AddOffsetTerms(const Block* const* a, const BlockQ8_1* const* b, __m256* m) {
+[[gnu::always_inline]] inline void AddOffsetTerms(const Block* const* a, const BlockQ8_1* const* b, __m256* m) {
   float mx[8];
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) mx[i] = i < R ? _cvtsh_ss(a[i < R ? i : 0]->m) : 0.0f;
