@@ -1,11 +1,10 @@
 // AVX2+FMA+F16C variants of the dot products and activation converters.
 //
 // Integer paths compute exactly the integers the scalar reference computes.
-// The K-quant dots also apply the float scales in the reference's order (one
-// scalar update per 256-element super-block), so they are bit-exact with it.
 // The 32-element block types keep 8 float lanes across blocks (a scalar update
 // per block would cost a horizontal sum every 32 elements), and the float types
 // accumulate in f32 lanes, so those agree with the reference to rounding only.
+// The other quantized types' dots are their 1x1 tiles (tiles_x86_k.h).
 // The activation quantizers are bit-exact with the reference.
 #include "kernels/kernels_avx2.h"
 
@@ -283,83 +282,6 @@ VALET_AVX2 float DotQ4_0(int64_t n, const void* x, const void* y) {
   return HsumPs(acc);
 }
 
-VALET_AVX2 float DotQ4_K(int64_t n, const void* x, const void* y) {
-  const auto* a = static_cast<const BlockQ4_K*>(x);
-  const auto* b = static_cast<const BlockQ8_K*>(y);
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    uint8_t sc[8], mn[8];
-    int msum = 0;
-    for (int j = 0; j < 8; ++j) {
-      UnpackQ4KScaleMin(a[i].scales, j, &sc[j], &mn[j]);
-      msum += mn[j] * (b[i].bsums[2 * j] + b[i].bsums[2 * j + 1]);
-    }
-    __m256i acc = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = Load256(a[i].qs + 32 * c);
-      const __m256i lo = _mm256_and_si256(q, low4);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), low4);
-      const __m256i plo = _mm256_maddubs_epi16(lo, Load256(b[i].qs + 64 * c));
-      const __m256i phi = _mm256_maddubs_epi16(hi, Load256(b[i].qs + 64 * c + 32));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
-      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
-    }
-    const int isum = HsumEpi32(acc);
-    const float d = Fp16ToFp32(a[i].d) * b[i].d;
-    const float dmin = Fp16ToFp32(a[i].dmin) * b[i].d;
-    sum += d * static_cast<float>(isum) - dmin * static_cast<float>(msum);
-  }
-  return sum;
-}
-
-namespace {
-
-// 16 int16 lanes: the first 8 scaled by s0, the last 8 by s1 (two groups of 16 elements).
-VALET_AVX2 inline __m256i PairScales(int s0, int s1) {
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_set1_epi16(static_cast<int16_t>(s0))),
-                                 _mm_set1_epi16(static_cast<int16_t>(s1)), 1);
-}
-
-// Sum of scale * q6 * q8 over one 128-element half, q6 taken unsigned (0..63).
-VALET_AVX2 inline __m256i Q6KHalf(const uint8_t* ql, const uint8_t* qh, const int8_t* sc, const int8_t* q8) {
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
-  const __m256i two = _mm256_set1_epi8(0x03);
-  const __m256i l0 = Load256(ql), l1 = Load256(ql + 32), h = Load256(qh);
-  __m256i q[4];
-  q[0] = _mm256_or_si256(_mm256_and_si256(l0, low4), _mm256_slli_epi16(_mm256_and_si256(h, two), 4));
-  q[1] = _mm256_or_si256(_mm256_and_si256(l1, low4),
-                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 2), two), 4));
-  q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), low4),
-                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 4), two), 4));
-  q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), low4),
-                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(h, 6), two), 4));
-  __m256i acc = _mm256_setzero_si256();
-  for (int k = 0; k < 4; ++k) {
-    const __m256i p = _mm256_maddubs_epi16(q[k], Load256(q8 + 32 * k));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, PairScales(sc[2 * k], sc[2 * k + 1])));
-  }
-  return acc;
-}
-
-}  // namespace
-
-VALET_AVX2 float DotQ6_K(int64_t n, const void* x, const void* y) {
-  const auto* a = static_cast<const BlockQ6_K*>(x);
-  const auto* b = static_cast<const BlockQ8_K*>(y);
-  float sum = 0.0f;
-  for (int64_t i = 0; i < n / kQK_K; ++i) {
-    // The quants are stored offset by +32; fold the offset out through bsums.
-    int offset = 0;
-    for (int g = 0; g < 16; ++g) offset += a[i].scales[g] * b[i].bsums[g];
-    const __m256i acc = _mm256_add_epi32(Q6KHalf(a[i].ql, a[i].qh, a[i].scales, b[i].qs),
-                                         Q6KHalf(a[i].ql + 64, a[i].qh + 32, a[i].scales + 8, b[i].qs + 128));
-    const int isum = HsumEpi32(acc) - 32 * offset;
-    sum += (Fp16ToFp32(a[i].d) * b[i].d) * static_cast<float>(isum);
-  }
-  return sum;
-}
-
 #else  // !VALET_AVX2_COMPILED
 
 bool Compiled() { return false; }
@@ -375,8 +297,6 @@ void VecMadF32(int64_t n, float a, const float* x, float* y) { scalar::VecMadF32
 float DotBf16(int64_t n, const void* x, const void* y) { return scalar::DotBf16(n, x, y); }
 float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
 float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }
-float DotQ4_K(int64_t n, const void* x, const void* y) { return scalar::DotQ4_K(n, x, y); }
-float DotQ6_K(int64_t n, const void* x, const void* y) { return scalar::DotQ6_K(n, x, y); }
 
 #endif
 

@@ -23,8 +23,6 @@ float DotF16(int64_t n, const void* x, const void* y);
 float DotBf16(int64_t n, const void* x, const void* y);
 float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
-float DotQ4_K(int64_t n, const void* x, const void* y);
-float DotQ6_K(int64_t n, const void* x, const void* y);
 // The weight types whose vec_dot is the table's 1x1 tile (tiles_x86_k.h).
 float DotQ4_1(int64_t n, const void* x, const void* y);
 float DotQ5_0(int64_t n, const void* x, const void* y);
@@ -32,7 +30,9 @@ float DotQ5_1(int64_t n, const void* x, const void* y);
 float DotIQ4_NL(int64_t n, const void* x, const void* y);
 float DotQ2_K(int64_t n, const void* x, const void* y);
 float DotQ3_K(int64_t n, const void* x, const void* y);
+float DotQ4_K(int64_t n, const void* x, const void* y);
 float DotQ5_K(int64_t n, const void* x, const void* y);
+float DotQ6_K(int64_t n, const void* x, const void* y);
 float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
 float DotF32Rows(int64_t n, const float* x, const float* y);

@@ -24,12 +24,6 @@ float DotQ8_0(int64_t n, const void* x, const void* y) {
 float DotQ4_0(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q4_0Weights, 1, 1>>(n, x, y);
 }
-float DotQ4_K(int64_t n, const void* x, const void* y) {
-  return tiles::DotVia1x1<tiles::GemmK<tiles::Q4KWeights, 1, 1>>(n, x, y);
-}
-float DotQ6_K(int64_t n, const void* x, const void* y) {
-  return tiles::DotVia1x1<tiles::GemmK<tiles::Q6KWeights, 1, 1>>(n, x, y);
-}
 
 }  // namespace valet::vnni
 #pragma GCC pop_options

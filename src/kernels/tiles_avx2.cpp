@@ -29,7 +29,9 @@ float DotQ5_1(int64_t n, const void* x, const void* y) { return scalar::DotQ5_1(
 float DotIQ4_NL(int64_t n, const void* x, const void* y) { return scalar::DotIQ4_NL(n, x, y); }
 float DotQ2_K(int64_t n, const void* x, const void* y) { return scalar::DotQ2_K(n, x, y); }
 float DotQ3_K(int64_t n, const void* x, const void* y) { return scalar::DotQ3_K(n, x, y); }
+float DotQ4_K(int64_t n, const void* x, const void* y) { return scalar::DotQ4_K(n, x, y); }
 float DotQ5_K(int64_t n, const void* x, const void* y) { return scalar::DotQ5_K(n, x, y); }
+float DotQ6_K(int64_t n, const void* x, const void* y) { return scalar::DotQ6_K(n, x, y); }
 float DotIQ4_XS(int64_t n, const void* x, const void* y) { return scalar::DotIQ4_XS(n, x, y); }
 }  // namespace valet::avx2
 

@@ -362,8 +362,14 @@ float DotQ2_K(int64_t n, const void* x, const void* y) {
 float DotQ3_K(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmK<tiles::Q3KWeights, 1, 1>>(n, x, y);
 }
+float DotQ4_K(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmK<tiles::Q4KWeights, 1, 1>>(n, x, y);
+}
 float DotQ5_K(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmK<tiles::Q5KWeights, 1, 1>>(n, x, y);
+}
+float DotQ6_K(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmK<tiles::Q6KWeights, 1, 1>>(n, x, y);
 }
 float DotIQ4_XS(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmK<tiles::IQ4XSWeights, 1, 1>>(n, x, y);
