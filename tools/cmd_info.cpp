@@ -15,8 +15,8 @@ namespace {
 constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model file (required)"},
     {"--ctx-size", "-c", true, "context size used for the memory report (default: the model's)"},
-};
     {"--kv-type", nullptr, true, kKvTypeHelp},
+};
 
 std::string ShapeText(const GgufTensorInfo& t) {
   std::string s;
@@ -51,10 +51,10 @@ int RunInfo(std::span<char* const> argv) {
   Result<int64_t> n_ctx = args.Int("--ctx-size", 0, 0, 1 << 20);
   if (!n_ctx.ok()) return Fail("info", n_ctx.status());
   options.n_ctx = static_cast<int32_t>(*n_ctx);
-  options.n_threads = 1;
   Result<KvType> kv_type = args.KvTypeFlag();
   if (!kv_type.ok()) return Fail("info", kv_type.status());
   options.kv_type = *kv_type;
+  options.n_threads = 1;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(options);
   if (!engine.ok()) return Fail("info", engine.status());
   const Engine& e = **engine;
@@ -80,18 +80,18 @@ int RunInfo(std::span<char* const> argv) {
               vocab.pre().empty() ? "default" : vocab.pre().c_str(), vocab.size());
   std::printf("kernels: %s\n", ActiveKernelsName());
   const MemoryReport m = e.memory();
+  const KvLayout& kv = e.kv_pool().layout();
   std::printf("memory: weights %.2f MiB mapped, KV pool %.2f MiB (%d blocks of %d tokens), scratch %.2f MiB, "
               "process resident %.2f MiB\n",
               m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
               e.options().kv_block_tokens, m.scratch / 1048576.0, ResidentBytes() / 1048576.0);
-  const KvLayout& kv = e.kv_pool().layout();
+  std::printf("KV cache: %s, %.1f KiB per token, %.1f MiB for the full %d-token context of one sequence\n",
+              KvTypeName(kv.type), kv.token_bytes() / 1024.0, kv.token_bytes() * static_cast<double>(n_ctx_used) / 1048576.0,
+              n_ctx_used);
   const SnapshotStoreOptions store;
   std::printf("snapshot store (defaults for parked sequences): RAM tier %.0f MiB, then disk\n",
               store.ram_budget_bytes / 1048576.0);
   return 0;
-  std::printf("KV cache: %s, %.1f KiB per token, %.1f MiB for the full %d-token context of one sequence\n",
-              KvTypeName(kv.type), kv.token_bytes() / 1024.0, kv.token_bytes() * static_cast<double>(n_ctx_used) / 1048576.0,
-              n_ctx_used);
 }
 
 }  // namespace valet::cli
