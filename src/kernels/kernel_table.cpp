@@ -96,18 +96,18 @@ KernelTable BuildAvx2() {
 KernelTable BuildVnni(const KernelTable& avx2) {
   KernelTable t = avx2;
   t.name = "vnni";
-  t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].vec_dot = vnni::DotQ8_0;
-  t.types[static_cast<uint32_t>(GgmlType::kQ4_0)].vec_dot = vnni::DotQ4_0;
-  t.types[static_cast<uint32_t>(GgmlType::kQ4_K)].vec_dot = vnni::DotQ4_K;
-  t.types[static_cast<uint32_t>(GgmlType::kQ6_K)].vec_dot = vnni::DotQ6_K;
-  t.types[static_cast<uint32_t>(GgmlType::kQ4_1)].vec_dot = vnni::DotQ4_1;
-  t.types[static_cast<uint32_t>(GgmlType::kQ5_0)].vec_dot = vnni::DotQ5_0;
-  t.types[static_cast<uint32_t>(GgmlType::kQ5_1)].vec_dot = vnni::DotQ5_1;
-  t.types[static_cast<uint32_t>(GgmlType::kIQ4_NL)].vec_dot = vnni::DotIQ4_NL;
-  t.types[static_cast<uint32_t>(GgmlType::kQ2_K)].vec_dot = vnni::DotQ2_K;
-  t.types[static_cast<uint32_t>(GgmlType::kQ3_K)].vec_dot = vnni::DotQ3_K;
-  t.types[static_cast<uint32_t>(GgmlType::kQ5_K)].vec_dot = vnni::DotQ5_K;
-  t.types[static_cast<uint32_t>(GgmlType::kIQ4_XS)].vec_dot = vnni::DotIQ4_XS;
+  const struct {
+    GgmlType type;
+    vec_dot_fn dot;
+  } dots[] = {
+      {GgmlType::kQ8_0, vnni::DotQ8_0},    {GgmlType::kQ4_0, vnni::DotQ4_0},
+      {GgmlType::kQ4_1, vnni::DotQ4_1},    {GgmlType::kQ5_0, vnni::DotQ5_0},
+      {GgmlType::kQ5_1, vnni::DotQ5_1},    {GgmlType::kIQ4_NL, vnni::DotIQ4_NL},
+      {GgmlType::kQ2_K, vnni::DotQ2_K},    {GgmlType::kQ3_K, vnni::DotQ3_K},
+      {GgmlType::kQ4_K, vnni::DotQ4_K},    {GgmlType::kQ5_K, vnni::DotQ5_K},
+      {GgmlType::kQ6_K, vnni::DotQ6_K},    {GgmlType::kIQ4_XS, vnni::DotIQ4_XS},
+  };
+  for (const auto& d : dots) t.types[static_cast<uint32_t>(d.type)].vec_dot = d.dot;
   PatchTiles(t, vnni::GemmTile, vnni::GemvTile);
   return t;
 }
