@@ -124,7 +124,11 @@ VALET_AVX2 float QuantizeBlock32(const float* x, int8_t* qs, int* sum) {
   const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
   const __m256 mul = _mm256_set1_ps(id);
   __m256i q[4];
-  for (int k = 0; k < 4; ++k) q[k] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[k], mul), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  for (int k = 0; k < 4; ++k) {
+    const __m256 scaled = _mm256_mul_ps(v[k], mul);
+    q[k] = _mm256_cvtps_epi32(
+        _mm256_round_ps(scaled, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs), PackI32ToI8(q[0], q[1], q[2], q[3]));
   *sum = HsumEpi32(_mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3])));
   return amax / 127.0f;
