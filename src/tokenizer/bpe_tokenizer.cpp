@@ -37,13 +37,6 @@ std::optional<uint8_t> CodepointToByte(char32_t cpt) {
   return static_cast<uint8_t>(kCodepointToByte[cpt]);
 }
 
-size_t Utf8Length(uint8_t lead) {
-  if (lead < 0xC0) return 1;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  return 4;
-}
-
 // The merge loop over one word. Symbols form a doubly linked list over the
 // word; candidate merges sit in a min-heap by rank and are dropped lazily once
 // either side has changed, so a word costs O(n log n).
@@ -104,7 +97,7 @@ class BpeMerger {
     symbols_.reserve(word_.size());
     for (size_t offset = 0; offset < word_.size();) {
       const size_t length =
-          std::min(Utf8Length(static_cast<uint8_t>(word_[offset])), word_.size() - offset);
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(word_[offset])), word_.size() - offset);
       const auto index = static_cast<int32_t>(symbols_.size());
       const bool last = offset + length == word_.size();
       symbols_.push_back({index - 1, last ? -1 : index + 1, static_cast<uint32_t>(offset),

@@ -5,19 +5,12 @@
 #include <queue>
 #include <utility>
 
+#include "tokenizer/unicode.h"
+
 namespace valet {
 namespace {
 
 constexpr std::string_view kSpaceMarker = "\xE2\x96\x81";  // U+2581 LOWER ONE EIGHTH BLOCK
-
-// Length of the UTF-8 sequence a lead byte announces; stray continuation bytes
-// count as one-byte characters so any byte string splits deterministically.
-size_t Utf8Length(uint8_t lead) {
-  if (lead < 0xC0) return 1;
-  if (lead < 0xE0) return 2;
-  if (lead < 0xF0) return 3;
-  return 4;
-}
 
 // One SentencePiece merge pass over a single escaped fragment. Symbols form a
 // doubly linked list over the text; candidate merges sit in a max-heap and are
@@ -77,7 +70,7 @@ class SpmMerger {
     symbols_.reserve(text_.size());
     for (size_t offset = 0; offset < text_.size();) {
       const size_t length =
-          std::min(Utf8Length(static_cast<uint8_t>(text_[offset])), text_.size() - offset);
+          std::min(Utf8SequenceLength(static_cast<uint8_t>(text_[offset])), text_.size() - offset);
       const auto index = static_cast<int32_t>(symbols_.size());
       const bool last = offset + length == text_.size();
       symbols_.push_back({index - 1, last ? -1 : index + 1, offset, length});

@@ -3,6 +3,8 @@
 // classes of the generated Unicode tables.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,5 +24,14 @@ inline bool IsPunctuation(char32_t cpt) { return ClassOf(cpt) == CharClass::kPun
 // sequence yields U+FFFD for its lead byte and decoding resumes at the next byte.
 std::vector<char32_t> DecodeUtf8(std::string_view text);
 void AppendUtf8(char32_t cpt, std::string& out);
+
+// Length of the UTF-8 sequence a lead byte announces; stray continuation bytes
+// count as one-byte characters so any byte string splits deterministically.
+inline size_t Utf8SequenceLength(uint8_t lead) {
+  if (lead < 0xC0) return 1;
+  if (lead < 0xE0) return 2;
+  if (lead < 0xF0) return 3;
+  return 4;
+}
 
 }  // namespace valet

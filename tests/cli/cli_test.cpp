@@ -1,33 +1,19 @@
 // The valet CLI as a user meets it: every kind of bad input gives a one-line
 // error and exit code 2; good input works end to end.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
+#include "support/cli_run.h"
+
 namespace {
 
-struct CliRun {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using valet::testing::CliRun;
 
-CliRun Valet(const std::string& args) {
-  const std::string cmd = std::string(VALET_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  CliRun r{-1, ""};
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun Valet(const std::string& args) { return valet::testing::RunValet(args); }
 
 std::string TempPath(const std::string& name) {
   return (std::filesystem::temp_directory_path() / ("valet_cli_test_" + name)).string();

@@ -1,12 +1,12 @@
 // `valet tokenize` as a user runs it, against llama.cpp's tokens for the
 // golden prompts (../shared/golden), and its one-line errors.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include "support/cli_run.h"
 #include <vector>
 
 #include "common/json_value.h"
@@ -16,23 +16,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
+using valet::testing::CliRun;
 
-CliRun Valet(const std::string& args) {
-  const std::string cmd = std::string(VALET_BIN) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  CliRun r{-1, ""};
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun Valet(const std::string& args) { return valet::testing::RunValet(args); }
 
 const fs::path kShared = VALET_SHARED_DIR;
 
