@@ -6,7 +6,6 @@
 #include <chrono>
 #include <utility>
 
-
 namespace valet {
 
 namespace {
@@ -16,16 +15,10 @@ double SteadySeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
-
-Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat) {
+// The checks that need neither a tokenizer nor the chat template.
+Status ValidateFields(const TaskRequest& request, int32_t context_length) {
   if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
   if (request.messages.empty() && request.prompt.empty()) return InvalidArgument("empty prompt");
-  if (!request.messages.empty()) {
-    if (Result<RenderedPrompt> r = chat.RenderChat(request.system_prompt, request.messages); !r.ok()) {
-      return r.status();
-    }
-  }
   if (request.max_tokens <= 0) {
     return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.max_tokens));
   }
@@ -37,6 +30,14 @@ Status ValidateRequest(const TaskRequest& request, int32_t context_length, const
     if (s.empty()) return InvalidArgument("empty stop string");
   }
   return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat) {
+  VALET_RETURN_IF_ERROR(ValidateFields(request, context_length));
+  if (request.messages.empty()) return Status::Ok();
+  return chat.RenderChat(request.system_prompt, request.messages).status();
 }
 
 SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
@@ -51,8 +52,8 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
 }
 
 Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
-  VALET_RETURN_IF_ERROR(ValidateRequest(request, engine_.context_length(), chat_));
-  RenderedPrompt rendered;
+  VALET_RETURN_IF_ERROR(ValidateFields(request, engine_.context_length()));
+  RenderedPrompt rendered;  // the chat's render errors are reported here
   std::vector<std::string> stop = request.stop;
   if (!request.messages.empty()) {
     VALET_ASSIGN_OR_RETURN(rendered, chat_.RenderChat(request.system_prompt, request.messages));
