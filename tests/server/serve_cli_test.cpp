@@ -6,32 +6,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "support/cli_run.h"
+
 namespace {
 
 using nlohmann::json;
 
-struct CliRun {
-  int exit_code = -1;
-  std::string out;
-};
+using valet::testing::CliRun;
 
-CliRun Valet(const std::string& args) {
-  FILE* p = popen((std::string(VALET_BIN) + " " + args + " 2>&1").c_str(), "r");
-  CliRun r;
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  const int status = pclose(p);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+CliRun Valet(const std::string& args) { return valet::testing::RunValet(args); }
 
 // A `valet serve` child process; its first stdout line names the port.
 class ServeProcess {
