@@ -143,17 +143,10 @@ void Q8_1ToFloat(const void* src, float* dst, int64_t n) {
 void Q8_1FromFloat(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK8_0; ++i) {
-    const float* x = src + i * kQK8_0;
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
     // Q8_0's x86 rule, and s from the unrounded d times the integer sum.
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+    const float d = QuantizeQ8Block(src + i * kQK8_0, b[i].qs);
     int sum = 0;
-    for (int j = 0; j < kQK8_0; ++j) {
-      b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
-      sum += b[i].qs[j];
-    }
+    for (int j = 0; j < kQK8_0; ++j) sum += b[i].qs[j];
     b[i].d = Fp32ToFp16(d);
     b[i].s = Fp32ToFp16(d * static_cast<float>(sum));
   }

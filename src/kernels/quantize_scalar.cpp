@@ -50,17 +50,8 @@ void Q8_0ToFloat(const void* src, float* dst, int64_t n) {
 
 void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_0*>(dst);
-  for (int64_t i = 0; i < n / kQK8_0; ++i) {
-    const float* x = src + i * kQK8_0;
-    float amax = 0.0f;
-    for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
-    // As llama.cpp's x86 quantizer (the one its reference outputs came from):
-    // scale by 127/amax, round half to even; only the stored d is fp16.
-    const float d = amax / 127.0f;
-    const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
-    b[i].d = Fp32ToFp16(d);
-    for (int j = 0; j < kQK8_0; ++j) b[i].qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
-  }
+  // As llama.cpp's x86 quantizer (the one its reference outputs came from).
+  for (int64_t i = 0; i < n / kQK8_0; ++i) b[i].d = Fp32ToFp16(QuantizeQ8Block(src + i * kQK8_0, b[i].qs));
 }
 
 void Q4_0ToFloat(const void* src, float* dst, int64_t n) {

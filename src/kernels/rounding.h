@@ -26,6 +26,17 @@ inline int RoundHalfAway(float v) {
   return ti;
 }
 
+// One 32-element block by llama.cpp's x86 activation rule (Q8_0, and the
+// quants of Q8_1): scale by 127/amax, round half to even. Returns the
+// unrounded scale d; only the stored copy of it is fp16.
+inline float QuantizeQ8Block(const float* x, int8_t* qs) {
+  float amax = 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) amax = std::fmax(amax, std::fabs(x[j]));
+  const float id = amax != 0.0f ? 127.0f / amax : 0.0f;
+  for (int j = 0; j < kQK8_0; ++j) qs[j] = static_cast<int8_t>(std::nearbyint(x[j] * id));
+  return amax / 127.0f;
+}
+
 // The element of largest magnitude, keeping its sign; the first wins a tie.
 inline float SignedAbsMax(const float* x, int n) {
   float amax = 0.0f;
