@@ -15,6 +15,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "engine/real_engine.h"
+#include "load_average.h"
 #include "model/synthetic_model.h"
 
 namespace valet::cli {
@@ -58,13 +59,6 @@ Result<std::string> DefaultModel() {
   o.type = GgmlType::kQ8_0;
   VALET_RETURN_IF_ERROR(WriteSyntheticModel(o, path));
   return path;
-}
-
-std::string LoadAverage() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  if (!(in >> a >> b >> c)) return "unknown";
-  return "load average " + a + " " + b + " " + c;
 }
 
 struct Flags {

@@ -35,6 +35,7 @@ constexpr Command kCommands[] = {
     {"demo", valet::cli::RunDemo, "the headline: bench-contention in ~2 minutes on the bench model"},
     {"template", valet::cli::RunTemplate, "render a chat template (model's or a .jinja file) over messages"},
     {"serve", valet::cli::RunServe, "OpenAI-compatible HTTP server with tiers, lifecycle and metrics"},
+    {"bench-serve", valet::cli::RunBenchServe, "chat under indexing over HTTP (valet serve, llama-server): TTFT/TPOT/E2E"},
 };
 
 void PrintHelp(std::FILE* out) {

@@ -1,10 +1,7 @@
 // The scenario's workload generator and the two drivers that run an arm.
 #include "bench/contention_scenario.h"
 
-#include <chrono>
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <utility>
 
 #include "bench/contention_session.h"
@@ -46,31 +43,31 @@ std::string Word(WorkloadRng& rng) {
   return w;
 }
 
-// Text of at least `tokens` tokens (and at most one word more).
-std::string TextOfTokens(int32_t tokens, WorkloadRng& rng, const EngineInterface& tok) {
-  std::vector<std::string> words;
-  std::string text;
-  auto length = [&](size_t k) {
-    std::string t;
-    for (size_t i = 0; i < k; ++i) t += (i ? " " : "") + words[i];
-    return static_cast<int32_t>(tok.Tokenize(t, false).size());
-  };
-  while (words.empty() || length(words.size()) < tokens) {
-    const size_t grow = std::max<size_t>(8, words.size());
-    for (size_t i = 0; i < grow; ++i) words.push_back(Word(rng));
-  }
-  size_t lo = 1, hi = words.size();  // smallest k with length(k) >= tokens
-  while (lo < hi) {
-    const size_t mid = (lo + hi) / 2;
-    if (length(mid) >= tokens) hi = mid; else lo = mid + 1;
-  }
-  for (size_t i = 0; i < lo; ++i) text += (i ? " " : "") + words[i];
-  return text;
+std::string JoinWords(const std::vector<std::string>& words, size_t k) {
+  std::string t;
+  for (size_t i = 0; i < k; ++i) t += (i ? " " : "") + words[i];
+  return t;
 }
 
-double SteadySeconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
+// Text of at least `tokens` tokens (and at most one word more).
+Result<std::string> TextOfTokens(int32_t tokens, WorkloadRng& rng, const TokenCounter& count_tokens) {
+  std::vector<std::string> words;
+  auto reaches = [&](size_t k) -> Result<bool> {
+    VALET_ASSIGN_OR_RETURN(int32_t n, count_tokens(JoinWords(words, k)));
+    return n >= tokens;
+  };
+  for (bool enough = false; !enough;) {
+    const size_t grow = std::max<size_t>(8, words.size());
+    for (size_t i = 0; i < grow; ++i) words.push_back(Word(rng));
+    VALET_ASSIGN_OR_RETURN(enough, reaches(words.size()));
+  }
+  size_t lo = 1, hi = words.size();  // smallest k that reaches `tokens`
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    VALET_ASSIGN_OR_RETURN(bool enough, reaches(mid));
+    if (enough) hi = mid; else lo = mid + 1;
+  }
+  return JoinWords(words, lo);
 }
 
 void FlatBudgets(BudgetTable& table, int32_t chunk) {
@@ -127,21 +124,32 @@ ScenarioConfig Resolve(ScenarioConfig config) {
 }
 
 Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterface& tokenizer) {
+  return BuildWorkload(config, [&tokenizer](const std::string& text) -> Result<int32_t> {
+    return static_cast<int32_t>(tokenizer.Tokenize(text, false).size());
+  });
+}
+
+Result<Workload> BuildWorkload(const ScenarioConfig& config, const TokenCounter& count_tokens) {
   if (config.turns < 1) return InvalidArgument("turns must be >= 1");
   if (config.think_min_s < 0 || config.think_max_s < config.think_min_s) return InvalidArgument("bad think times");
   WorkloadRng rng(config.seed);
   Workload w;
-  w.system_prompt = TextOfTokens(config.system_tokens, rng, tokenizer);
+  auto add_text = [&](int32_t tokens, std::vector<std::string>& to) -> Status {
+    VALET_ASSIGN_OR_RETURN(std::string text, TextOfTokens(tokens, rng, count_tokens));
+    to.push_back(std::move(text));
+    return Status::Ok();
+  };
+  VALET_ASSIGN_OR_RETURN(w.system_prompt, TextOfTokens(config.system_tokens, rng, count_tokens));
   for (int32_t i = 0; i < config.turns; ++i) {
-    w.user_texts.push_back(TextOfTokens(rng.Jitter(config.user_tokens, config.user_jitter), rng, tokenizer));
+    VALET_RETURN_IF_ERROR(add_text(rng.Jitter(config.user_tokens, config.user_jitter), w.user_texts));
   }
   constexpr int kDocTexts = 6, kSideTexts = 4;
   for (int i = 0; i < kDocTexts; ++i) {
-    w.doc_texts.push_back(TextOfTokens(rng.Jitter(config.doc_tokens, config.doc_jitter), rng, tokenizer));
+    VALET_RETURN_IF_ERROR(add_text(rng.Jitter(config.doc_tokens, config.doc_jitter), w.doc_texts));
   }
   for (int i = 0; i < kSideTexts; ++i) {
-    w.summary_texts.push_back(TextOfTokens(config.summary_prompt_tokens, rng, tokenizer));
-    w.suggestion_texts.push_back(TextOfTokens(config.suggestion_prompt_tokens, rng, tokenizer));
+    VALET_RETURN_IF_ERROR(add_text(config.summary_prompt_tokens, w.summary_texts));
+    VALET_RETURN_IF_ERROR(add_text(config.suggestion_prompt_tokens, w.suggestion_texts));
   }
   for (int32_t i = 0; i < config.turns; ++i) {
     TurnPlan plan;
@@ -164,6 +172,15 @@ Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterfa
     w.turns.push_back(std::move(plan));
   }
   return w;
+}
+
+TaskRequest WarmUpRequest(const Workload& workload) {
+  TaskRequest r;
+  r.tier = Tier::kForegroundChat;
+  r.system_prompt = workload.system_prompt;
+  r.messages = {{"user", "hi"}};
+  r.max_tokens = 1;
+  return r;
 }
 
 SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config) {
@@ -210,42 +227,11 @@ StatsMark MarkFrom(const SchedulerStats& stats, double time) {
 
 namespace {
 
-// Completions arrive on the inference thread; the driver thread handles them.
-class DoneQueue {
- public:
-  void Push(TaskId id, const TaskResult& result) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_.emplace_back(id, result);
-    }
-    cv_.notify_one();
-  }
-  // Waits until something is queued or `deadline` (steady seconds) passes.
-  std::deque<std::pair<TaskId, TaskResult>> WaitUntil(double deadline) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (deadline == ContentionSession::kNever) {
-      cv_.wait(lock, [&] { return !done_.empty(); });
-    } else {
-      const auto until = std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(deadline)));
-      cv_.wait_until(lock, until, [&] { return !done_.empty(); });
-    }
-    std::deque<std::pair<TaskId, TaskResult>> out;
-    out.swap(done_);
-    return out;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::pair<TaskId, TaskResult>> done_;
-};
-
 class SchedulerSink : public ScenarioSink {
  public:
-  SchedulerSink(Scheduler& scheduler, DoneQueue& done) : scheduler_(scheduler), done_(done) {}
+  SchedulerSink(Scheduler& scheduler, CompletionQueue& done) : scheduler_(scheduler), done_(done) {}
   Result<TaskId> Submit(TaskRequest request) override {
-    DoneQueue* done = &done_;
+    CompletionQueue* done = &done_;
     request.callbacks.on_done = [done](TaskId id, const TaskResult& r) { done->Push(id, r); };
     return scheduler_.Submit(std::move(request));
   }
@@ -254,7 +240,7 @@ class SchedulerSink : public ScenarioSink {
 
  private:
   Scheduler& scheduler_;
-  DoneQueue& done_;
+  CompletionQueue& done_;
 };
 
 class CoreSink : public ScenarioSink {
@@ -272,17 +258,6 @@ class CoreSink : public ScenarioSink {
  private:
   SchedulerCore& core_;
 };
-
-// The system prompt's KV is cached before the arm starts, as on a phone where
-// the assistant has been used before: a one-token turn, not recorded.
-TaskRequest WarmUpRequest(const Workload& workload) {
-  TaskRequest r;
-  r.tier = Tier::kForegroundChat;
-  r.system_prompt = workload.system_prompt;
-  r.messages = {{"user", "hi"}};
-  r.max_tokens = 1;
-  return r;
-}
 
 template <typename TimelineFn>
 void Finalize(ArmRun& run, const SchedulerStats& stats, TimelineFn timeline) {
@@ -307,14 +282,10 @@ Result<ArmRun> RunArmRealTime(EngineInterface& engine, const Workload& workload,
     VALET_RETURN_IF_ERROR(scheduler->Submit(WarmUpRequest(workload)).status());
     scheduler->WaitIdle();
   }
-  DoneQueue done;
+  CompletionQueue done;
   SchedulerSink sink(*scheduler, done);
   ContentionSession session(workload, config, arm, sink);
-  session.Start(SteadySeconds());
-  while (!session.Finished()) {
-    for (auto& [id, result] : done.WaitUntil(session.NextWake())) session.OnDone(id, result, SteadySeconds());
-    session.OnTime(SteadySeconds());
-  }
+  DriveRealTime(session, done);
   scheduler->WaitIdle();
   ArmRun run = std::move(session.run());
   Finalize(run, scheduler->Stats(), [&](TaskId id) { return scheduler->Timeline(id); });

@@ -87,6 +87,14 @@ struct Workload {
 
 // Deterministic for (config, tokenizer).
 Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterface& tokenizer);
+// The same workload for a tokenizer reached some other way (a server's
+// /tokenize): the number of tokens of a text without BOS, or why not.
+using TokenCounter = std::function<Result<int32_t>(const std::string& text)>;
+Result<Workload> BuildWorkload(const ScenarioConfig& config, const TokenCounter& count_tokens);
+
+// Caches the system prompt's KV before an arm starts, as on a phone where the
+// assistant has been used before: a one-token chat turn, not recorded.
+TaskRequest WarmUpRequest(const Workload& workload);
 
 // Scheduler options for an arm (the budget tables are documented in the report).
 SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config);

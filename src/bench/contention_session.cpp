@@ -1,6 +1,7 @@
 #include "bench/contention_session.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace valet {
 
@@ -165,6 +166,41 @@ void ContentionSession::Close(double now) {
   timers_.clear();
   run_.window_end = now;
   run_.at_window_end = MarkFrom(sink_.Stats(), now);
+}
+
+double SteadySeconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+void CompletionQueue::Push(TaskId id, const TaskResult& result) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.emplace_back(id, result);
+  }
+  cv_.notify_one();
+}
+
+std::deque<std::pair<TaskId, TaskResult>> CompletionQueue::WaitUntil(double deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (deadline == ContentionSession::kNever) {
+    cv_.wait(lock, [&] { return !done_.empty(); });
+  } else {
+    const auto until = std::chrono::steady_clock::time_point(
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(deadline)));
+    cv_.wait_until(lock, until, [&] { return !done_.empty(); });
+  }
+  std::deque<std::pair<TaskId, TaskResult>> out;
+  out.swap(done_);
+  return out;
+}
+
+void DriveRealTime(ContentionSession& session, CompletionQueue& done) {
+  session.Start(SteadySeconds());
+  while (!session.Finished()) {
+    for (auto& [id, result] : done.WaitUntil(session.NextWake())) session.OnDone(id, result, SteadySeconds());
+    session.OnTime(SteadySeconds());
+  }
 }
 
 }  // namespace valet

@@ -5,8 +5,12 @@
 // it never reads a clock itself, so both drivers replay the same workload.
 #pragma once
 
+#include <condition_variable>
+#include <deque>
 #include <limits>
+#include <mutex>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "bench/contention_scenario.h"
@@ -72,5 +76,26 @@ class ContentionSession {
   bool closed_ = false;
   ArmRun run_;
 };
+
+// Seconds on std::chrono::steady_clock: the real-time drivers' clock.
+double SteadySeconds();
+
+// Completions reported on other threads (the inference thread, HTTP client
+// threads) for the driver thread to hand to the session.
+class CompletionQueue {
+ public:
+  void Push(TaskId id, const TaskResult& result);
+  // Waits until something is queued or `deadline` (SteadySeconds) passes.
+  std::deque<std::pair<TaskId, TaskResult>> WaitUntil(double deadline);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<TaskId, TaskResult>> done_;
+};
+
+// Runs `session` on the steady clock until it is finished; its sink reports
+// completions to `done`.
+void DriveRealTime(ContentionSession& session, CompletionQueue& done);
 
 }  // namespace valet

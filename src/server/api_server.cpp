@@ -23,7 +23,9 @@ bool SameKey(const std::string& given, const std::string& key) {
   return diff == 0;
 }
 
-bool NeedsKey(const std::string& path) { return path.rfind("/v1/", 0) == 0 || path == "/metrics"; }
+bool NeedsKey(const std::string& path) {
+  return path.rfind("/v1/", 0) == 0 || path == "/metrics" || path == "/tokenize";
+}
 
 // The error body for statuses httplib sets itself (404, 413, 400 on a bad request line).
 ApiError DefaultError(const httplib::Request& req, int status) {
@@ -115,6 +117,8 @@ void ApiServer::Route() {
   http_->Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) { HandleModels(ctx, res); });
   http_->Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) { HandleHealth(ctx, res); });
   http_->Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) { HandleMetrics(ctx, res); });
+  http_->Post("/tokenize",
+              [&ctx](const httplib::Request& req, httplib::Response& res) { HandleTokenize(ctx, req, res); });
 }
 
 Status ApiServer::Start() {

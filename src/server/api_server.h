@@ -3,7 +3,8 @@
 // from a model path, so tests run it over the deterministic fake engine.
 //
 // Endpoints (docs/server.md): POST /v1/chat/completions, POST /v1/completions,
-// POST /v1/lifecycle, GET /v1/tasks, GET /v1/models, GET /health, GET /metrics.
+// POST /v1/lifecycle, GET /v1/tasks, GET /v1/models, GET /health, GET /metrics,
+// POST /tokenize.
 #pragma once
 
 #include <memory>

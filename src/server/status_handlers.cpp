@@ -104,4 +104,19 @@ void HandleMetrics(ServerContext& ctx, httplib::Response& res) {
   res.set_content(ctx.metrics.Render(in), "text/plain; version=0.0.4; charset=utf-8");
 }
 
+void HandleTokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  auto content = body.is_object() ? body.find("content") : body.end();
+  if (!body.is_object() || content == body.end() || !content->is_string()) {
+    return SendError(ctx, res, BadRequest("expected {\"content\": string, \"add_special\": boolean}", "content",
+                                          "invalid_type"));
+  }
+  auto add_special = body.find("add_special");
+  if (add_special != body.end() && !add_special->is_boolean()) {
+    return SendError(ctx, res, BadRequest("'add_special' must be a boolean", "add_special", "invalid_type"));
+  }
+  const bool bos = add_special != body.end() && add_special->get<bool>();
+  SendJson(res, 200, Dump({{"tokens", ctx.vocab.Tokenize(content->get_ref<const std::string&>(), bos)}}));
+}
+
 }  // namespace valet

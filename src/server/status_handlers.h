@@ -1,5 +1,5 @@
-// The small endpoints: lifecycle events, the task list, models, health and
-// Prometheus metrics.
+// The small endpoints: lifecycle events, the task list, models, health,
+// Prometheus metrics and tokenization.
 #pragma once
 
 #include <httplib.h>
@@ -16,5 +16,8 @@ void HandleTasks(ServerContext& ctx, httplib::Response& res);
 void HandleModels(ServerContext& ctx, httplib::Response& res);
 void HandleHealth(ServerContext& ctx, httplib::Response& res);
 void HandleMetrics(ServerContext& ctx, httplib::Response& res);
+// POST /tokenize {"content": "...", "add_special": false} -> {"tokens": [...]},
+// as llama-server has it, so a client can size texts in the model's tokens.
+void HandleTokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
 
 }  // namespace valet

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "support/cli_run.h"
 
@@ -77,10 +79,27 @@ TEST(ServeCliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
   }
 }
 
+// A synthesized tiny model in the temporary directory, removed afterwards.
+class TinyModel {
+ public:
+  explicit TinyModel(const std::string& name)
+      : path_((std::filesystem::temp_directory_path() / (name + "_" + std::to_string(getpid()) + ".gguf")).string()) {
+    const CliRun r = Valet("synth-model --preset tiny -o " + path_);
+    ok_ = r.exit_code == 0;
+  }
+  ~TinyModel() { std::filesystem::remove(path_); }
+  bool ok() const { return ok_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool ok_ = false;
+};
+
 TEST(ServeCliTest, ServesATinyModelUntilSigterm) {
-  const std::string model =
-      (std::filesystem::temp_directory_path() / ("valet_serve_cli_" + std::to_string(getpid()) + ".gguf")).string();
-  ASSERT_EQ(Valet("synth-model --preset tiny -o " + model).exit_code, 0);
+  const TinyModel tiny("valet_serve_cli");
+  ASSERT_TRUE(tiny.ok());
+  const std::string& model = tiny.path();
   {
     ServeProcess serve(model);
     ASSERT_GT(serve.port(), 0) << serve.first_line();
@@ -108,7 +127,61 @@ TEST(ServeCliTest, ServesATinyModelUntilSigterm) {
     EXPECT_NE(res->body.find("data: [DONE]\n\n"), std::string::npos) << res->body;
     EXPECT_EQ(serve.Stop(), 0);
   }
-  std::filesystem::remove(model);
+}
+
+// The tiny model's context (512) holds neither bench-contention's documents
+// nor many turns: small documents, few turns, no think time.
+constexpr const char* kSmallLoad = " --turns 2 --block 1 --think-min 0 --think-max 0.02 --doc-tokens 160";
+
+TEST(BenchServeCliTest, EveryTurnCompletesAgainstValetServeAndTheJsonHasTheKeys) {
+  const TinyModel tiny("valet_bench_serve_cli");
+  ASSERT_TRUE(tiny.ok());
+  ServeProcess serve(tiny.path());
+  ASSERT_GT(serve.port(), 0) << serve.first_line();
+  const std::string url = "http://127.0.0.1:" + std::to_string(serve.port());
+
+  const CliRun r = Valet("bench-serve --url " + url + " --json" + kSmallLoad);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // stderr's progress lines come first; the JSON is the rest.
+  const json report = json::parse(r.out.substr(r.out.find('{')), nullptr, false);
+  ASSERT_TRUE(report.is_object()) << r.out;
+  for (const char* key : {"url", "api", "seed", "turns", "load_average", "shapes", "arms", "ttft_p50_ratio"}) {
+    EXPECT_TRUE(report.contains(key)) << key;
+  }
+  for (const char* arm : {"idle", "under_indexing"}) {
+    const json& a = report["arms"][arm];
+    EXPECT_EQ(a["planned"], 2) << arm;
+    EXPECT_EQ(a["completed"], 2) << arm;
+    EXPECT_EQ(a["failed"], 0) << arm;
+    for (const char* metric : {"ttft_ms", "tpot_ms", "e2el_ms"}) {
+      EXPECT_EQ(a[metric]["count"], 2) << arm << " " << metric;
+      for (const char* p : {"mean", "p50", "p90", "max"}) EXPECT_TRUE(a[metric].contains(p)) << arm << metric << p;
+      EXPECT_FALSE(a[metric].contains("p99")) << "two samples have no p99";
+    }
+    EXPECT_GT(a["total_output_tokens"].get<int>(), 0) << arm;
+  }
+  EXPECT_EQ(report["arms"]["idle"]["indexer_docs_completed"], 0);
+  EXPECT_GE(report["arms"]["under_indexing"]["indexer_docs_completed"].get<int>(), 1);
+
+  // llama-server's flavour (no tier fields) against the same server: the text report.
+  const CliRun text = Valet("bench-serve --url " + url + " --api llamacpp" + kSmallLoad);
+  EXPECT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_NE(text.out.find("Serving Benchmark Result"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Successful requests:                     2 of 2"), std::string::npos) << text.out;
+  EXPECT_EQ(serve.Stop(), 0);
+}
+
+TEST(BenchServeCliTest, BadUrlsAndFlagsAreClearErrors) {
+  for (const auto& [args, code, needle] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"bench-serve", 2, "--url is required"},
+           {"bench-serve --url localhost:8080/v1", 2, "http://HOST:PORT"},
+           {"bench-serve --url ftp://127.0.0.1:1", 2, "http://HOST:PORT"},
+           {"bench-serve --url http://127.0.0.1:1 --api vllm", 2, "unknown API 'vllm'"},
+           {"bench-serve --url http://127.0.0.1:1", 1, "cannot reach http://127.0.0.1:1"}}) {
+    const CliRun r = Valet(args);
+    EXPECT_EQ(r.exit_code, code) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(needle), std::string::npos) << args << "\n" << r.out;
+  }
 }
 
 }  // namespace

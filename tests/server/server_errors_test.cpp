@@ -128,6 +128,7 @@ TEST_F(ServerErrorsTest, ApiKeyIsRequiredWhenSet) {
   ExpectError(Post("/v1/chat/completions", Chat("x", 2), {{"Authorization", "Bearer s3creT"}}), 401);
   ExpectError(Post("/v1/chat/completions", Chat("x", 2), {{"Authorization", "Bearer s3cret2"}}), 401);
   ExpectError(Get("/metrics"), 401);
+  ExpectError(Post("/tokenize", json{{"content", "x"}}), 401);
   EXPECT_EQ(Post("/v1/chat/completions", Chat("x", 2), {{"Authorization", "Bearer s3cret"}})->status, 200);
   EXPECT_EQ(Get("/health")->status, 200);
 }

@@ -273,6 +273,24 @@ TEST_F(ServerHttpTest, ModelsAndHealth) {
   EXPECT_EQ(ParseJson(health->body)["status"], "ok");
 }
 
+TEST_F(ServerHttpTest, TokenizeAnswersAsLlamaServerDoes) {
+  StartServer();
+  const std::string text = "Once upon";
+  for (bool special : {false, true}) {
+    httplib::Result res = Post("/tokenize", json{{"content", text}, {"add_special", special}});
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(ParseJson(res->body)["tokens"].get<std::vector<int32_t>>(), engine_->Tokenize(text, special));
+  }
+  EXPECT_EQ(ParseJson(Post("/tokenize", json{{"content", text}})->body)["tokens"].size(), text.size());
+  for (const json& bad : {json{{"text", text}}, json{{"content", 5}}, json{{"content", text}, {"add_special", "yes"}}}) {
+    httplib::Result res = Post("/tokenize", bad);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << bad.dump();
+    EXPECT_TRUE(ParseJson(res->body)["error"].is_object()) << res->body;
+  }
+}
+
 // Connects, sends a request and closes at once, without reading a reply.
 void SendAndHangUp(int port, const std::string& path, const std::string& body) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
