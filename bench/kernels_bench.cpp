@@ -8,6 +8,7 @@
 
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
 
 namespace valet {
 namespace {
@@ -140,6 +141,43 @@ void MatMulArgs(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_MatMul)->Apply(MatMulArgs)->UseRealTime();
+
+// args: type id, n_tokens, layout (0 rows, 1 row groups). The bench preset's
+// 1024 -> 2816 shape on 1 thread, timed in CPU time so that a loaded machine
+// still compares layouts and kernels fairly.
+void BM_MatMulLayout(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const int64_t n_in = 1024, n_out = 2816, n_tokens = state.range(1);
+  Problem p = MakeProblem(type, n_in, n_out, n_tokens);
+  std::vector<uint8_t> packed;
+  if (state.range(2) == 1) {
+    if (!CanPack(p.w)) {
+      state.SkipWithError("no row-group layout");
+      return;
+    }
+    packed.resize(PackedBytes(p.w));
+    p.w = PackWeights(p.w, packed.data());
+  }
+  ThreadPool pool(1);
+  MatMulScratch scratch;
+  for (auto _ : state) {
+    MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
+                                                benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+void LayoutArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (int64_t tokens : {1, 64}) {
+      for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), tokens, layout});
+    }
+  }
+}
+BENCHMARK(BM_MatMulLayout)->Apply(LayoutArgs);
 
 // args: type id, n_out, n_tokens, backend (1 native, 2 blas); n_in = 2048, 2 threads.
 void BM_MatMulBackend(benchmark::State& state) {

@@ -2,11 +2,13 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 
 #include "kernels/kernels_avx2.h"
 #include "kernels/kernels_neon.h"
 #include "kernels/kernels_scalar.h"
 #include "kernels/kernels_vnni.h"
+#include "kernels/packed_kernels.h"
 
 namespace valet {
 namespace {
@@ -25,6 +27,16 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.gemm = gemm(type);
     k.gemv = gemv(type);
+  }
+}
+
+// The row-group kernels of the types that have a row-group layout.
+using packed_for_fn = TileKernel (*)(GgmlType, int cols);
+void PatchPacked(KernelTable& t, packed_for_fn packed) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    k.packed_gemm = packed(type, 4);
+    k.packed_gemv = packed(type, 1);
   }
 }
 
@@ -56,6 +68,7 @@ KernelTable BuildScalar() {
     t.types[static_cast<uint32_t>(type)].gemm = GemmTile(type);
     t.types[static_cast<uint32_t>(type)].gemv = GemvTile(type);
   }
+  PatchPacked(t, PackedTile);
   t.dot_f32 = DotF32Rows;
   t.vec_mad_f32 = VecMadF32;
   return t;
@@ -88,6 +101,7 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kQ5_K, nullptr, avx2::DotQ5_K);
   patch(GgmlType::kIQ4_XS, nullptr, avx2::DotIQ4_XS);
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
+  PatchPacked(t, avx2::PackedTile);
   t.dot_f32 = avx2::DotF32Rows;
   t.vec_mad_f32 = avx2::VecMadF32;
   return t;
@@ -100,7 +114,9 @@ KernelTable BuildVnni(const KernelTable& avx2) {
     GgmlType type;
     vec_dot_fn dot;
   } dots[] = {
-      {GgmlType::kQ8_0, vnni::DotQ8_0},    {GgmlType::kQ4_0, vnni::DotQ4_0},
+      {GgmlType::kF32, vnni::DotF32},      {GgmlType::kF16, vnni::DotF16},
+      {GgmlType::kBF16, vnni::DotBf16},    {GgmlType::kQ8_0, vnni::DotQ8_0},
+      {GgmlType::kQ4_0, vnni::DotQ4_0},
       {GgmlType::kQ4_1, vnni::DotQ4_1},    {GgmlType::kQ5_0, vnni::DotQ5_0},
       {GgmlType::kQ5_1, vnni::DotQ5_1},    {GgmlType::kIQ4_NL, vnni::DotIQ4_NL},
       {GgmlType::kQ2_K, vnni::DotQ2_K},    {GgmlType::kQ3_K, vnni::DotQ3_K},
@@ -127,6 +143,8 @@ KernelTable BuildNeon() {
   patch(GgmlType::kQ4_0, neon::DotQ4_0);
   t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].from_float = neon::Q8_0FromFloat;
   PatchTiles(t, neon::GemmTile, neon::GemvTile);
+  // No NEON row-group kernels yet: the model keeps rows rather than pack for the scalar loops.
+  for (TypeKernels& k : t.types) k.packed_gemm = k.packed_gemv = TileKernel{};
   t.dot_f32 = neon::DotF32Rows;
   t.vec_mad_f32 = neon::VecMadF32;
   return t;

@@ -46,6 +46,12 @@ struct TypeKernels {
   vec_dot_fn vec_dot = nullptr;  // nullptr for activation-only types (Q8_K)
   TileKernel gemm = {};          // prefill: cols >= 2
   TileKernel gemv = {};          // decode: cols == 1, several rows share the activation loads
+  // Row-group kernels for WeightLayout::kRowGroups matrices (kernels/packed_blocks.h):
+  // x is one row group (ldx unused), y rows of BlockQ8_0S; rows == kPackRows.
+  // Every output is the same per-block float sequence whatever cols is, and
+  // the scalar table's equal the SIMD tables' bit for bit.
+  TileKernel packed_gemm = {};  // cols > 1 tokens
+  TileKernel packed_gemv = {};  // cols == 1
 };
 
 // Indexed by the numeric GgmlType id; ids without kernels hold null functions.

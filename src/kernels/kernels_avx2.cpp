@@ -79,11 +79,6 @@ VALET_AVX2 inline __m256 LoadF16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
 
-VALET_AVX2 inline __m256 LoadBf16(const uint16_t* p) {
-  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
-}
-
 VALET_AVX2 inline __m256i Load256(const void* p) {
   return _mm256_loadu_si256(static_cast<const __m256i*>(p));
 }
@@ -197,9 +192,7 @@ VALET_AVX2 void Q8_KFromFloat(const float* src, void* dst, int64_t n) {
   }
 }
 
-VALET_AVX2 float DotF32(int64_t n, const void* x, const void* y) {
-  const auto* a = static_cast<const float*>(x);
-  const auto* b = static_cast<const float*>(y);
+VALET_AVX2 float DotF32Rows(int64_t n, const float* a, const float* b) {
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
@@ -213,7 +206,6 @@ VALET_AVX2 float DotF32(int64_t n, const void* x, const void* y) {
   return sum;
 }
 
-VALET_AVX2 float DotF32Rows(int64_t n, const float* x, const float* y) { return DotF32(n, x, y); }
 
 VALET_AVX2 void VecMadF32(int64_t n, float a, const float* x, float* y) {
   const __m256 va = _mm256_set1_ps(a);
@@ -226,34 +218,6 @@ VALET_AVX2 void VecMadF32(int64_t n, float a, const float* x, float* y) {
   }
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
   for (; i < n; ++i) y[i] += a * x[i];
-}
-
-VALET_AVX2 float DotF16(int64_t n, const void* x, const void* y) {
-  const auto* a = static_cast<const uint16_t*>(x);
-  const auto* b = static_cast<const uint16_t*>(y);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(LoadF16(a + i + 8 * k), LoadF16(b + i + 8 * k), acc[k]);
-  }
-  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), acc[0]);
-  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (; i < n; ++i) sum += Fp16ToFp32(a[i]) * Fp16ToFp32(b[i]);
-  return sum;
-}
-
-VALET_AVX2 float DotBf16(int64_t n, const void* x, const void* y) {
-  const auto* a = static_cast<const uint16_t*>(x);
-  const auto* b = static_cast<const uint16_t*>(y);
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) acc[k] = _mm256_fmadd_ps(LoadBf16(a + i + 8 * k), LoadBf16(b + i + 8 * k), acc[k]);
-  }
-  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(LoadBf16(a + i), LoadBf16(b + i), acc[0]);
-  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (; i < n; ++i) sum += Bf16ToFp32(a[i]) * Bf16ToFp32(b[i]);
-  return sum;
 }
 
 VALET_AVX2 float DotQ8_0(int64_t n, const void* x, const void* y) {
@@ -294,11 +258,8 @@ void F16FromFloat(const float* src, void* dst, int64_t n) { scalar::F16FromFloat
 void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFloat(src, dst, n); }
 void Q8_1FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_1FromFloat(src, dst, n); }
 void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
-float DotF32(int64_t n, const void* x, const void* y) { return scalar::DotF32(n, x, y); }
-float DotF16(int64_t n, const void* x, const void* y) { return scalar::DotF16(n, x, y); }
 float DotF32Rows(int64_t n, const float* x, const float* y) { return scalar::DotF32Rows(n, x, y); }
 void VecMadF32(int64_t n, float a, const float* x, float* y) { scalar::VecMadF32(n, a, x, y); }
-float DotBf16(int64_t n, const void* x, const void* y) { return scalar::DotBf16(n, x, y); }
 float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
 float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }
 

@@ -18,12 +18,13 @@ void Q8_0FromFloat(const float* src, void* dst, int64_t n);
 void Q8_1FromFloat(const float* src, void* dst, int64_t n);
 void Q8_KFromFloat(const float* src, void* dst, int64_t n);
 
+float DotQ8_0(int64_t n, const void* x, const void* y);
+float DotQ4_0(int64_t n, const void* x, const void* y);
+// The weight types whose vec_dot is the table's 1x1 tile (tiles_x86_k.h), so
+// that MatMul's edge pairs and its tiles compute each output alike.
 float DotF32(int64_t n, const void* x, const void* y);
 float DotF16(int64_t n, const void* x, const void* y);
 float DotBf16(int64_t n, const void* x, const void* y);
-float DotQ8_0(int64_t n, const void* x, const void* y);
-float DotQ4_0(int64_t n, const void* x, const void* y);
-// The weight types whose vec_dot is the table's 1x1 tile (tiles_x86_k.h).
 float DotQ4_1(int64_t n, const void* x, const void* y);
 float DotQ5_0(int64_t n, const void* x, const void* y);
 float DotQ5_1(int64_t n, const void* x, const void* y);

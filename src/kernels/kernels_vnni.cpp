@@ -34,6 +34,9 @@ namespace valet::vnni {
 bool Compiled() { return false; }
 float DotQ8_0(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ4_0(int64_t, const void*, const void*) { return 0.0f; }
+float DotF32(int64_t, const void*, const void*) { return 0.0f; }
+float DotF16(int64_t, const void*, const void*) { return 0.0f; }
+float DotBf16(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ4_K(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ6_K(int64_t, const void*, const void*) { return 0.0f; }
 float DotQ4_1(int64_t, const void*, const void*) { return 0.0f; }

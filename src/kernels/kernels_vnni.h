@@ -17,6 +17,9 @@ bool Compiled();
 float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 // The weight types whose vec_dot is the table's 1x1 tile (tiles_x86_k.h).
+float DotF32(int64_t n, const void* x, const void* y);
+float DotF16(int64_t n, const void* x, const void* y);
+float DotBf16(int64_t n, const void* x, const void* y);
 float DotQ4_1(int64_t n, const void* x, const void* y);
 float DotQ5_0(int64_t n, const void* x, const void* y);
 float DotQ5_1(int64_t n, const void* x, const void* y);

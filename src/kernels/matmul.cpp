@@ -4,6 +4,8 @@
 #include <cassert>
 #include <limits>
 
+#include "kernels/matmul_packed.h"
+
 #if VALET_HAVE_BLAS
 #include <cblas.h>
 #endif
@@ -218,6 +220,10 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   const KernelTable& table = TableFor(options);
   assert(table.SupportsWeight(w.type) && "MatMul on a weight type without kernels");
   if (n_tokens <= 0 || w.n_out <= 0) return;
+  if (w.layout == WeightLayout::kRowGroups) {
+    MatMulPacked(w, x, n_tokens, y, pool, scratch, table);
+    return;
+  }
 #if VALET_HAVE_BLAS
   if (UseBlas(w, n_tokens, options.backend)) {
     MatMulBlas(w, x, n_tokens, y, pool, scratch, table);
@@ -232,6 +238,7 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 void GetRows(const WeightMatrix& w, std::span<const int32_t> ids, float* out) {
   const to_float_fn to_float = ActiveKernels()[w.type].to_float;
   assert(to_float != nullptr && "GetRows on a type without a dequantizer");
+  assert(w.layout == WeightLayout::kRows && "GetRows on a row-group matrix");
   for (size_t i = 0; i < ids.size(); ++i) {
     assert(ids[i] >= 0 && ids[i] < w.n_out && "GetRows id out of range");
     to_float(w.Row(ids[i]), out + static_cast<int64_t>(i) * w.n_in, w.n_in);

@@ -17,17 +17,26 @@
 
 namespace valet {
 
+enum class WeightLayout {
+  kRows,       // row-major, as the file stores it
+  kRowGroups,  // groups of kPackRows rows interleaved block by block (kernels/weight_pack.h)
+};
+
 struct WeightMatrix {
   GgmlType type = GgmlType::kF32;
   int64_t n_in = 0;   // row length, ne[0]
   int64_t n_out = 0;  // rows, ne[1]
   const void* data = nullptr;
   size_t row_bytes = 0;  // stride between rows (GgmlRowSize(type, n_in) for dense tensors)
+  // kRowGroups: group g (rows 8g..8g+7) starts at data + 8g * row_bytes, and
+  // single rows have no address of their own.
+  WeightLayout layout = WeightLayout::kRows;
 
   const void* Row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * static_cast<int64_t>(row_bytes); }
-  // Rows [first, first + count) as a matrix of their own (a fused tensor's parts).
+  // Rows [first, first + count) as a matrix of their own (a fused tensor's
+  // parts); for row groups, first and count are whole groups.
   WeightMatrix Rows(int64_t first, int64_t count) const {
-    return WeightMatrix{type, n_in, count, Row(first), row_bytes};
+    return WeightMatrix{type, n_in, count, Row(first), row_bytes, layout};
   }
 };
 
@@ -63,7 +72,7 @@ bool BlasAvailable();
 int64_t BlasMinTokens(GgmlType type);
 
 // out[i][*] = dequantized row ids[i] of w (out is [ids.size()][n_in]). Every id
-// must be in [0, n_out).
+// must be in [0, n_out), and w row-major.
 void GetRows(const WeightMatrix& w, std::span<const int32_t> ids, float* out);
 
 }  // namespace valet

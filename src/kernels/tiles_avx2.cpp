@@ -23,6 +23,9 @@
 namespace valet::avx2 {
 TileKernel GemmTile(GgmlType) { return {}; }
 TileKernel GemvTile(GgmlType) { return {}; }
+float DotF32(int64_t n, const void* x, const void* y) { return scalar::DotF32(n, x, y); }
+float DotF16(int64_t n, const void* x, const void* y) { return scalar::DotF16(n, x, y); }
+float DotBf16(int64_t n, const void* x, const void* y) { return scalar::DotBf16(n, x, y); }
 float DotQ4_1(int64_t n, const void* x, const void* y) { return scalar::DotQ4_1(n, x, y); }
 float DotQ5_0(int64_t n, const void* x, const void* y) { return scalar::DotQ5_0(n, x, y); }
 float DotQ5_1(int64_t n, const void* x, const void* y) { return scalar::DotQ5_1(n, x, y); }

@@ -344,6 +344,15 @@ TileKernel GemvTile(GgmlType type) {
 }
 
 // The weight types whose vec_dot in this table is the 1x1 tile.
+float DotF32(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmFloat<tiles::F32Elems, 1, 1>>(n, x, y);
+}
+float DotF16(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmFloat<tiles::F16Elems, 1, 1>>(n, x, y);
+}
+float DotBf16(int64_t n, const void* x, const void* y) {
+  return tiles::DotVia1x1<tiles::GemmFloat<tiles::Bf16Elems, 1, 1>>(n, x, y);
+}
 float DotQ4_1(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q4_1Weights, 1, 1>>(n, x, y);
 }

@@ -1,6 +1,13 @@
 #include "model/llama_model.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <initializer_list>
+
 #include "kernels/kernel_table.h"
+#include "kernels/weight_pack.h"
 
 namespace valet {
 namespace {
@@ -11,6 +18,16 @@ std::string Shape(const GgufTensorInfo& t) {
   return s + "]";
 }
 
+// Gives the whole pages inside [p, p + n) of the read-only file mapping back
+// to the kernel: a repacked tensor's file pages are never read again, and
+// touching them would fault them back in from the file.
+void ReleasePages(const void* p, size_t n) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(const std::string& path) {
@@ -18,6 +35,7 @@ Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(const std::string& pa
   std::shared_ptr<LlamaModel> model(new LlamaModel(std::move(file)));
   VALET_ASSIGN_OR_RETURN(model->config_, ModelConfig::FromGguf(model->file_));
   VALET_RETURN_IF_ERROR(model->BindTensors());
+  model->PackMatrices();
   return std::shared_ptr<const LlamaModel>(std::move(model));
 }
 
@@ -120,6 +138,30 @@ Status LlamaModel::BindTensors() {
   }
   for (const GgufTensorInfo& t : file_.tensors()) weight_bytes_ += t.nbytes;
   return Status::Ok();
+}
+
+void LlamaModel::PackMatrices() {
+  const KernelTable& table = ActiveKernels();
+  std::vector<WeightMatrix*> targets;
+  auto consider = [&](WeightMatrix& m) {
+    if (table[m.type].packed_gemm.fn != nullptr && CanPack(m)) targets.push_back(&m);
+  };
+  for (LlamaLayer& l : layers_) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) consider(*m);
+  }
+  // A tied output shares token_embd's rows, which the embedding lookup reads.
+  if (!tied_output_) consider(output_);
+  size_t total = 0;
+  for (const WeightMatrix* m : targets) total += PackedBytes(*m);
+  if (total == 0) return;
+  packed_ = std::make_unique_for_overwrite<uint8_t[]>(total);
+  size_t offset = 0;
+  for (WeightMatrix* m : targets) {
+    const WeightMatrix rows = *m;
+    *m = PackWeights(rows, packed_.get() + offset);
+    offset += PackedBytes(rows);
+    ReleasePages(rows.data, PackedBytes(rows));
+  }
 }
 
 }  // namespace valet

@@ -52,7 +52,8 @@ class LlamaModel {
     return n_ctx > config_.rope_orig_ctx ? rope_long_ : rope_short_;
   }
   const std::vector<LlamaLayer>& layers() const { return layers_; }
-  // Bytes of tensor data in the file (all mapped, none copied).
+  // Bytes of tensor data in the file: mapped, or repacked into row groups
+  // (kernels/weight_pack.h) in place of the mapped pages, never both.
   size_t weight_bytes() const { return weight_bytes_; }
 
  private:
@@ -64,6 +65,8 @@ class LlamaModel {
   Result<const float*> OptionalVector(const std::string& name, int64_t n, bool required) const;
   Status BindAttention(const std::string& prefix, LlamaLayer& l) const;
   Status BindFeedForward(const std::string& prefix, LlamaLayer& l) const;
+  // Repacks the matrices the active kernels multiply as row groups into packed_.
+  void PackMatrices();
 
   GgufFile file_;
   ModelConfig config_;
@@ -75,6 +78,7 @@ class LlamaModel {
   const float* rope_long_ = nullptr;
   const float* rope_short_ = nullptr;
   std::vector<LlamaLayer> layers_;
+  std::unique_ptr<uint8_t[]> packed_;  // the row-group matrices, one after another
   size_t weight_bytes_ = 0;
 };
 

@@ -1,0 +1,142 @@
+// AVX2 row-group kernels: the 8 rows of a group in the 8 lanes of a vector,
+// so a block's int8 products for 8 outputs end in one vector without a
+// horizontal sum, and its float update is one multiply-add per token.
+#include "kernels/packed_kernels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "kernels/packed_blocks.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace valet::avx2 {
+namespace {
+
+inline __m256i Load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+
+// 4 activation quants repeated in every lane.
+inline __m256i Broadcast4(const int8_t* p) {
+  int32_t v;
+  __builtin_memcpy(&v, p, sizeof(v));
+  return _mm256_set1_epi32(v);
+}
+
+// Decode streams one row group per call; prefetching ~1 KiB ahead keeps the
+// next blocks in flight.
+constexpr int kPrefetchBytes = 1024;
+
+// Q4_0: unsigned nibbles u = q + 8 times the activations, 8 products summed
+// in int16 (|u y| pairs <= 2 * 15 * 127, times 8 < 2^15), then the offset
+// 8 * sum(y) subtracted in int32: the exact integer dot of each row.
+template <int C>
+void GemmQ4_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const BlockQ4_0x8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK4_0;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ4_0x8& b = w[l];
+    if constexpr (C == 1) _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes, _MM_HINT_T0);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+    __m256i lo[4], hi[4];  // lanes r: elements 4m..4m+3 / 16+4m..16+4m+3 of row r
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      const __m256i raw = Load256(b.qs + 32 * m);
+      lo[m] = _mm256_and_si256(raw, low4);
+      hi[m] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      const BlockQ8_0S& a = reinterpret_cast<const BlockQ8_0S*>(yb + j * ldy)[l];
+      __m256i s = _mm256_maddubs_epi16(lo[0], Broadcast4(a.qs));
+      s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[0], Broadcast4(a.qs + 16)));
+#pragma GCC unroll 4
+      for (int m = 1; m < 4; ++m) {
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(lo[m], Broadcast4(a.qs + 4 * m)));
+        s = _mm256_add_epi16(s, _mm256_maddubs_epi16(hi[m], Broadcast4(a.qs + 16 + 4 * m)));
+      }
+      const __m256i isum = _mm256_sub_epi32(_mm256_madd_epi16(s, ones), _mm256_set1_epi32(8 * a.sum));
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
+      acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
+// Q8_0: x's sign moves onto y so maddubs sees |x| (each int16 then holds
+// one pair's products, at most 2 * 127 * 127).
+template <int C>
+void GemmQ8_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const BlockQ8_0x8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK8_0;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ8_0x8& b = w[l];
+    if constexpr (C == 1) {
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes, _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(&b) + kPrefetchBytes + 128, _MM_HINT_T0);
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+    __m256i q[8], u[8];
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) {
+      q[m] = Load256(b.qs + 32 * m);
+      u[m] = _mm256_abs_epi8(q[m]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      const BlockQ8_0S& a = reinterpret_cast<const BlockQ8_0S*>(yb + j * ldy)[l];
+      __m256i isum[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        const __m256i p = _mm256_maddubs_epi16(u[m], _mm256_sign_epi8(Broadcast4(a.qs + 4 * m), q[m]));
+        isum[m % 2] = _mm256_add_epi32(isum[m % 2], _mm256_madd_epi16(p, ones));
+      }
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
+      acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(_mm256_add_epi32(isum[0], isum[1])), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
+template <int C>
+TileKernel Make(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return {GemmQ4_0x8<C>, kPackRows, C};
+    case GgmlType::kQ8_0:
+      return {GemmQ8_0x8<C>, kPackRows, C};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+TileKernel PackedTile(GgmlType type, int cols) { return cols == 1 ? Make<1>(type) : Make<4>(type); }
+
+}  // namespace valet::avx2
+
+#pragma GCC pop_options
+
+#else
+
+namespace valet::avx2 {
+TileKernel PackedTile(GgmlType, int) { return {}; }
+}  // namespace valet::avx2
+
+#endif

@@ -1,0 +1,49 @@
+// Weight blocks repacked into row groups, and the activation blocks their
+// kernels read (kernels/weight_pack.h does the repacking).
+//
+// A row group interleaves the blocks of kPackRows = 8 consecutive weight rows
+// at the same position along the row, 4 bytes of quants per row in turn, so
+// one 32-byte load holds 4 quants of each of the 8 rows: an int8 product with
+// one broadcast 4-byte activation group yields the 8 rows' partial dots in the
+// 8 int32 lanes of a vector, and the per-block float update of 8 outputs is
+// one multiply-add. Rows r of the group are lanes r of every vector.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/quant_blocks.h"
+
+namespace valet {
+
+inline constexpr int kPackRows = 8;
+
+// The Q4_0 blocks of 8 rows at one position. d[r] is row r's scale; 32-byte
+// chunk m (0..3) holds bytes 4m..4m+3 of each row's Q4_0 qs in row order:
+// qs[32 * m + 4 * r + b] = row r's qs[4 * m + b] (low nibble element 4m + b,
+// high nibble element 16 + 4m + b).
+struct BlockQ4_0x8 {
+  uint16_t d[kPackRows];
+  uint8_t qs[kPackRows * kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ4_0x8) == kPackRows * sizeof(BlockQ4_0), "8 Q4_0 blocks, repacked");
+
+// The Q8_0 blocks of 8 rows at one position: qs[32 * m + 4 * r + b] = row r's
+// qs[4 * m + b] for chunks m = 0..7.
+struct BlockQ8_0x8 {
+  uint16_t d[kPackRows];
+  int8_t qs[kPackRows * kQK8_0];
+};
+static_assert(sizeof(BlockQ8_0x8) == kPackRows * sizeof(BlockQ8_0), "8 Q8_0 blocks, repacked");
+
+// An activation block for the row-group kernels: the Q8_0 block of the same
+// 32 floats (same quants, same fp16-rounded scale) with the scale widened once
+// and the sum of the quants precomputed, which folds a 4-bit weight's offset
+// out of its unsigned product with one subtraction per block.
+struct BlockQ8_0S {
+  float d;
+  int32_t sum;
+  int8_t qs[kQK8_0];
+};
+static_assert(sizeof(BlockQ8_0S) == 40, "block_q8_0s is 40 bytes");
+
+}  // namespace valet

@@ -1,0 +1,58 @@
+// The reference row-group kernels: one output at a time, quants read through
+// the interleaved layout, the float update a fused multiply-add as the SIMD
+// lanes do it, so the SIMD kernels equal these bit for bit.
+#include <cmath>
+
+#include "kernels/fp16.h"
+#include "kernels/packed_blocks.h"
+#include "kernels/packed_kernels.h"
+
+namespace valet::scalar {
+namespace {
+
+// Element k (0..31) of row r's block, as a signed quant.
+int QuantQ4_0x8(const BlockQ4_0x8& b, int r, int k) {
+  const int byte = k % 16;
+  const uint8_t v = b.qs[32 * (byte / 4) + 4 * r + byte % 4];
+  return (k < 16 ? (v & 0x0f) : (v >> 4)) - 8;
+}
+
+int QuantQ8_0x8(const BlockQ8_0x8& b, int r, int k) { return b.qs[32 * (k / 4) + 4 * r + k % 4]; }
+
+template <class Packed, int (*Quant)(const Packed&, int, int), int C>
+void PackedLoop(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const Packed*>(x);
+  const int64_t nb = n / kQK8_0;
+  for (int j = 0; j < C; ++j) {
+    const auto* a = reinterpret_cast<const BlockQ8_0S*>(static_cast<const uint8_t*>(y) + j * ldy);
+    for (int r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < nb; ++l) {
+        int isum = 0;
+        for (int k = 0; k < kQK8_0; ++k) isum += Quant(w[l], r, k) * a[l].qs[k];
+        const float d = Fp16ToFp32(w[l].d[r]) * a[l].d;
+        acc = std::fma(d, static_cast<float>(isum), acc);
+      }
+      out[j * ldo + r] = acc;
+    }
+  }
+}
+
+template <int C>
+TileKernel Make(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return {PackedLoop<BlockQ4_0x8, QuantQ4_0x8, C>, kPackRows, C};
+    case GgmlType::kQ8_0:
+      return {PackedLoop<BlockQ8_0x8, QuantQ8_0x8, C>, kPackRows, C};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+TileKernel PackedTile(GgmlType type, int cols) { return cols == 1 ? Make<1>(type) : Make<4>(type); }
+
+}  // namespace valet::scalar

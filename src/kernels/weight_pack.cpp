@@ -1,0 +1,56 @@
+#include "kernels/weight_pack.h"
+
+#include <cassert>
+#include <cstring>
+
+#include "kernels/packed_blocks.h"
+
+namespace valet {
+namespace {
+
+// Row group g, block l: the kPackRows blocks of type Block at position l of
+// rows 8g..8g+7, their quants interleaved 4 bytes at a time.
+template <class Block, class Packed>
+void PackGroups(const WeightMatrix& w, Packed* dst) {
+  constexpr int kChunkBytes = 4;
+  constexpr int kQuantBytes = sizeof(Block::qs);
+  const int64_t nb = w.n_in / GetGgmlTypeTraits(w.type).block_size;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      Packed& p = dst[g * nb + l];
+      for (int r = 0; r < kPackRows; ++r) {
+        const Block& b = static_cast<const Block*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        for (int m = 0; m < kQuantBytes / kChunkBytes; ++m) {
+          std::memcpy(&p.qs[kPackRows * kChunkBytes * m + kChunkBytes * r], &b.qs[kChunkBytes * m],
+                      kChunkBytes);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool CanPack(const WeightMatrix& w) {
+  const bool type_ok = w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0;
+  return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
+         w.row_bytes == GgmlRowSize(w.type, w.n_in);
+}
+
+size_t PackedBytes(const WeightMatrix& w) { return w.row_bytes * static_cast<size_t>(w.n_out); }
+
+WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
+  assert(CanPack(w) && "PackWeights on a matrix without a row-group layout");
+  if (w.type == GgmlType::kQ4_0) {
+    PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
+  } else {
+    PackGroups<BlockQ8_0>(w, static_cast<BlockQ8_0x8*>(dst));
+  }
+  WeightMatrix packed = w;
+  packed.data = dst;
+  packed.layout = WeightLayout::kRowGroups;
+  return packed;
+}
+
+}  // namespace valet

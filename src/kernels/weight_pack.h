@@ -1,0 +1,22 @@
+// Repacking weight matrices into row groups (packed_blocks.h) at load time.
+//
+// A packed matrix replaces its row-major original for MatMul: the model keeps
+// one copy, not both. Packing needs whole row groups (n_out % kPackRows == 0)
+// of a type with a row-group layout (Q4_0, Q8_0); other matrices stay rows.
+#pragma once
+
+#include <cstddef>
+
+#include "kernels/matmul.h"
+
+namespace valet {
+
+// True when w is row-major and dense and its type and row count allow a
+// row-group layout.
+bool CanPack(const WeightMatrix& w);
+// Bytes PackWeights writes for w (the same as the rows it replaces).
+size_t PackedBytes(const WeightMatrix& w);
+// Writes w (CanPack(w)) as row groups into dst and returns the matrix viewing dst.
+WeightMatrix PackWeights(const WeightMatrix& w, void* dst);
+
+}  // namespace valet

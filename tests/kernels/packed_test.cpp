@@ -1,0 +1,70 @@
+// Row-group (packed) weights: every table's row-group kernels against the
+// scalar reference, and the packed matrix against its row-major original.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "kernel_test_util.h"
+#include "kernels/matmul.h"
+#include "kernels/weight_pack.h"
+
+namespace valet {
+namespace {
+
+using testing::RandomRow;
+
+const GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ8_0};
+
+class PackedTest : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(PackedTest, EveryTableEqualsScalarAndAgreesWithRows) {
+  const GgmlType type = GetParam();
+  const int64_t n_in = 768, n_out = 48;
+  const auto rows = testing::Encode(ScalarKernels(), type, RandomRow(n_in * n_out, 5, 0.1f));
+  const WeightMatrix w{type, n_in, n_out, rows.data(), GgmlRowSize(type, n_in)};
+  ASSERT_TRUE(CanPack(w));
+  std::vector<uint8_t> packed(PackedBytes(w));
+  ASSERT_EQ(packed.size(), rows.size());
+  const WeightMatrix wp = PackWeights(w, packed.data());
+  ThreadPool pool(2);
+  MatMulScratch scratch;
+  const KernelTable* tables[3];
+  const int n_tables = AvailableKernelTables(tables);
+  for (int64_t n_tokens : {1, 5, 70}) {
+    const auto x = RandomRow(n_tokens * n_in, 9);
+    const size_t n_y = static_cast<size_t>(n_tokens * n_out);
+    std::vector<float> want(n_y), y_rows(n_y), y(n_y);
+    MatMul(wp, x.data(), n_tokens, want.data(), pool, scratch,
+           MatMulOptions{MatMulBackend::kNative, &ScalarKernels()});
+    MatMul(w, x.data(), n_tokens, y_rows.data(), pool, scratch,
+           MatMulOptions{MatMulBackend::kNative, &ScalarKernels()});
+    for (size_t i = 0; i < n_y; ++i) {
+      // Same integers and scales; only the float summation rounds differently.
+      ASSERT_NEAR(want[i], y_rows[i], 1e-5 * (std::fabs(y_rows[i]) + 1.0))
+          << GgmlTypeName(type) << " output " << i << " of " << n_tokens << " tokens";
+    }
+    for (int k = 0; k < n_tables; ++k) {
+      MatMul(wp, x.data(), n_tokens, y.data(), pool, scratch,
+             MatMulOptions{MatMulBackend::kNative, tables[k]});
+      ASSERT_EQ(0, std::memcmp(y.data(), want.data(), n_y * sizeof(float)))
+          << tables[k]->name << " " << GgmlTypeName(type) << " n_tokens=" << n_tokens;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PackedTypes, PackedTest, ::testing::ValuesIn(kPackedTypes),
+                         [](const ::testing::TestParamInfo<GgmlType>& info) {
+                           return std::string(GgmlTypeName(info.param));
+                         });
+
+TEST(WeightPack, RefusesPartialGroupsAndTypesWithoutALayout) {
+  std::vector<uint8_t> q4(GgmlRowSize(GgmlType::kQ4_0, 64) * 12);
+  EXPECT_FALSE(CanPack(WeightMatrix{GgmlType::kQ4_0, 64, 12, q4.data(), GgmlRowSize(GgmlType::kQ4_0, 64)}));
+  EXPECT_TRUE(CanPack(WeightMatrix{GgmlType::kQ4_0, 64, 8, q4.data(), GgmlRowSize(GgmlType::kQ4_0, 64)}));
+  std::vector<uint8_t> f16(GgmlRowSize(GgmlType::kF16, 64) * 8);
+  EXPECT_FALSE(CanPack(WeightMatrix{GgmlType::kF16, 64, 8, f16.data(), GgmlRowSize(GgmlType::kF16, 64)}));
+}
+
+}  // namespace
+}  // namespace valet
