@@ -28,8 +28,9 @@ struct WeightMatrix {
   int64_t n_out = 0;  // rows, ne[1]
   const void* data = nullptr;
   size_t row_bytes = 0;  // stride between rows (GgmlRowSize(type, n_in) for dense tensors)
-  // kRowGroups: group g (rows 8g..8g+7) starts at data + 8g * row_bytes, and
-  // single rows have no address of their own.
+  // kRowGroups: group g (rows 8g..8g+7) starts at data + 8g * row_bytes
+  // (row_bytes then being an eighth of a group's bytes), and single rows have
+  // no address of their own.
   WeightLayout layout = WeightLayout::kRows;
 
   const void* Row(int64_t r) const { return static_cast<const uint8_t*>(data) + r * static_cast<int64_t>(row_bytes); }

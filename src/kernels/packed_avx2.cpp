@@ -113,6 +113,73 @@ void GemmQ8_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
+// Q4_K: per sub-block, 8 nibble products summed in int16 (as Q4_0), then
+// scaled by the rows' 6-bit scales in the int16 -> int32 multiply-add; the
+// mins against the activation block sums, two sub-blocks per multiply-add.
+template <int C>
+void GemmQ4_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const BlockQ4_Kx8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK_K;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ4_Kx8& b = w[l];
+    const BlockQ8_K* a[C];
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
+    __m256i isum[C];
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) isum[j] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+      const uint8_t* qs = b.qs + 256 * (s / 2);
+      if constexpr (C == 1) _mm_prefetch(reinterpret_cast<const char*>(qs) + kPrefetchBytes, _MM_HINT_T0);
+      __m256i q[8];
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        const __m256i raw = Load256(qs + 32 * m);
+        q[m] = _mm256_and_si256(s % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
+      }
+      // Lane r: row r's scale in both int16 halves.
+      const __m256i sc32 =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.sc + 8 * s)));
+      const __m256i sc = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const int8_t* ys = a[j]->qs + 32 * s;
+        __m256i p = _mm256_maddubs_epi16(q[0], Broadcast4(ys));
+#pragma GCC unroll 8
+        for (int m = 1; m < 8; ++m) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[m], Broadcast4(ys + 4 * m)));
+        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+    const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));
+    __m256i mins[4];  // lane r: row r's mins of sub-blocks 2k, 2k + 1 as int16
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      mins[k] = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.mins + 16 * k)));
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      // The 8 sub-block sums of the activations, pairs (2k, 2k + 1) in 32-bit lane k.
+      const __m128i bs = _mm_hadd_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(a[j]->bsums)),
+                                        _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[j]->bsums + 8)));
+      __m256i msum = _mm256_madd_epi16(mins[0], _mm256_broadcastd_epi32(bs));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[1], _mm256_broadcastd_epi32(_mm_shuffle_epi32(bs, 0x55))));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[2], _mm256_broadcastd_epi32(_mm_shuffle_epi32(bs, 0xaa))));
+      msum = _mm256_add_epi32(msum, _mm256_madd_epi16(mins[3], _mm256_broadcastd_epi32(_mm_shuffle_epi32(bs, 0xff))));
+      const __m256 dy = _mm256_set1_ps(a[j]->d);
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+      acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, dy), _mm256_cvtepi32_ps(msum), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -120,6 +187,8 @@ TileKernel Make(GgmlType type) {
       return {GemmQ4_0x8<C>, kPackRows, C};
     case GgmlType::kQ8_0:
       return {GemmQ8_0x8<C>, kPackRows, C};
+    case GgmlType::kQ4_K:
+      return {GemmQ4_Kx8<C>, kPackRows, C};
     default:
       return {};
   }

@@ -1,5 +1,6 @@
 // Weight blocks repacked into row groups, and the activation blocks their
-// kernels read (kernels/weight_pack.h does the repacking).
+// kernels read (kernels/weight_pack.h does the repacking). The K-quant groups
+// read Q8_K activation rows as they are.
 //
 // A row group interleaves the blocks of kPackRows = 8 consecutive weight rows
 // at the same position along the row, 4 bytes of quants per row in turn, so
@@ -34,6 +35,23 @@ struct BlockQ8_0x8 {
   int8_t qs[kPackRows * kQK8_0];
 };
 static_assert(sizeof(BlockQ8_0x8) == kPackRows * sizeof(BlockQ8_0), "8 Q8_0 blocks, repacked");
+
+// The Q4_K super-blocks of 8 rows at one position, scales and mins unpacked
+// from their 6-bit fields (32 bytes more than 8 Q4_K blocks, +2.8%, so that a
+// sub-block's 8 scales are one load). sc[8 * j + r] is row r's scale of
+// sub-block j; mins[16 * k + 2 * r + i] row r's min of sub-block 2k + i.
+// 256-byte chunk c (0..3) holds row r's qs[32c .. 32c + 31] (low nibbles
+// sub-block 2c, high nibbles 2c + 1) interleaved 4 bytes at a time:
+// qs[256 * c + 32 * m + 4 * r + b] = row r's qs[32 * c + 4 * m + b].
+struct BlockQ4_Kx8 {
+  uint16_t d[kPackRows];
+  uint16_t dmin[kPackRows];
+  uint8_t sc[8 * kPackRows];
+  uint8_t mins[8 * kPackRows];
+  uint8_t qs[kPackRows * kQK_K / 2];
+};
+static_assert(sizeof(BlockQ4_Kx8) == kPackRows * sizeof(BlockQ4_K) + 4 * kPackRows,
+              "8 Q4_K blocks, repacked with unpacked scales");
 
 // An activation block for the row-group kernels: the Q8_0 block of the same
 // 32 floats (same quants, same fp16-rounded scale) with the scale widened once

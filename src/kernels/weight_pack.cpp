@@ -30,26 +30,54 @@ void PackGroups(const WeightMatrix& w, Packed* dst) {
   }
 }
 
+void PackQ4_K(const WeightMatrix& w, BlockQ4_Kx8* dst) {
+  const int64_t nb = w.n_in / kQK_K;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      BlockQ4_Kx8& p = dst[g * nb + l];
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ4_K& b = static_cast<const BlockQ4_K*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        p.dmin[r] = b.dmin;
+        for (int j = 0; j < 8; ++j) {
+          UnpackQ4KScaleMin(b.scales, j, &p.sc[8 * j + r], &p.mins[16 * (j / 2) + 2 * r + j % 2]);
+        }
+        for (int c = 0; c < 4; ++c) {
+          for (int m = 0; m < 8; ++m) std::memcpy(&p.qs[256 * c + 32 * m + 4 * r], &b.qs[32 * c + 4 * m], 4);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool CanPack(const WeightMatrix& w) {
-  const bool type_ok = w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0;
+  const bool type_ok =
+      w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K;
   return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
          w.row_bytes == GgmlRowSize(w.type, w.n_in);
 }
 
-size_t PackedBytes(const WeightMatrix& w) { return w.row_bytes * static_cast<size_t>(w.n_out); }
+size_t PackedBytes(const WeightMatrix& w) {
+  if (w.type == GgmlType::kQ4_K)
+    return sizeof(BlockQ4_Kx8) * static_cast<size_t>(w.n_out / kPackRows * (w.n_in / kQK_K));
+  return w.row_bytes * static_cast<size_t>(w.n_out);
+}
 
 WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
   assert(CanPack(w) && "PackWeights on a matrix without a row-group layout");
   if (w.type == GgmlType::kQ4_0) {
     PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
+  } else if (w.type == GgmlType::kQ4_K) {
+    PackQ4_K(w, static_cast<BlockQ4_Kx8*>(dst));
   } else {
     PackGroups<BlockQ8_0>(w, static_cast<BlockQ8_0x8*>(dst));
   }
   WeightMatrix packed = w;
   packed.data = dst;
   packed.layout = WeightLayout::kRowGroups;
+  packed.row_bytes = PackedBytes(w) / static_cast<size_t>(w.n_out);
   return packed;
 }
 
