@@ -70,7 +70,9 @@ int Serve(const Flags& f, const sigset_t& signals) {
   }
   Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(**engine, so);
   if (!scheduler.ok()) return Fail("serve", scheduler.status());
-  Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, **engine, f.server);
+  ServerOptions options = f.server;
+  options.defaults.vocab_size = (*engine)->engine().model().config().n_vocab;
+  Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, **engine, std::move(options));
   if (!server.ok()) return Fail("serve", server.status());
   if (Status s = (*server)->Start(); !s.ok()) return Fail("serve", s);
   if (!IsLoopback(f.server.host) && f.server.api_key.empty()) {

@@ -168,6 +168,9 @@ struct TaskRequest {
   // `prompt` is used as is.
   std::vector<ChatMessage> messages;
   std::string prompt;
+  // Exact prompt token ids, fed as given (no BOS added, no template); when
+  // non-empty, `messages`, `prompt` and `system_prompt` must be empty.
+  std::vector<int32_t> prompt_tokens;
   int32_t max_tokens = 128;
   SamplingParams sampling;
   std::vector<std::string> stop;

@@ -18,7 +18,17 @@ double SteadySeconds() {
 // The checks that need neither a tokenizer nor the chat template.
 Status ValidateFields(const TaskRequest& request, int32_t context_length) {
   if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
-  if (request.messages.empty() && request.prompt.empty()) return InvalidArgument("empty prompt");
+  if (request.messages.empty() && request.prompt.empty() && request.prompt_tokens.empty()) {
+    return InvalidArgument("empty prompt");
+  }
+  if (!request.prompt_tokens.empty()) {
+    if (!request.messages.empty() || !request.prompt.empty() || !request.system_prompt.empty()) {
+      return InvalidArgument("prompt_tokens is the whole prompt: messages, prompt and system_prompt must be empty");
+    }
+    for (int32_t t : request.prompt_tokens) {
+      if (t < 0) return InvalidArgument("negative prompt token id " + std::to_string(t));
+    }
+  }
   if (request.max_tokens <= 0) {
     return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.max_tokens));
   }
@@ -64,7 +74,10 @@ Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
   SequenceSpec spec;
   spec.sampling = request.sampling;
   if (!rendered.shared.empty()) spec.shared_prefix = engine_.Tokenize(rendered.shared, /*add_bos=*/true);
-  std::vector<int32_t> prompt = engine_.Tokenize(rendered.own, /*add_bos=*/spec.shared_prefix.empty());
+  // Token ids are the prompt exactly as given: no BOS, no template.
+  std::vector<int32_t> prompt = !request.prompt_tokens.empty()
+                                    ? request.prompt_tokens
+                                    : engine_.Tokenize(rendered.own, /*add_bos=*/spec.shared_prefix.empty());
   if (prompt.empty()) return InvalidArgument("the prompt tokenizes to nothing");
   const int64_t needed = static_cast<int64_t>(spec.shared_prefix.size() + prompt.size()) + request.max_tokens;
   if (needed > engine_.context_length()) {

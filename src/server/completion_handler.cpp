@@ -175,7 +175,7 @@ void ReplyStream(Job job, httplib::Response& res) {
 void HandleCompletion(const std::shared_ptr<ServerContext>& ctx, Endpoint endpoint, const httplib::Request& req,
                       httplib::Response& res) {
   ParsedCompletion parsed =
-      ParseCompletionRequest(endpoint, req.body, req.get_header_value("X-Valet-Tier"), ctx->vocab, ctx->options.defaults);
+      ParseCompletionRequest(endpoint, req.body, req.get_header_value("X-Valet-Tier"), ctx->options.defaults);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return SendError(*ctx, res, *e);
   CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const bool stream = request.stream;

@@ -211,18 +211,22 @@ MaybeError ReadMessages(const json& body, TaskRequest* task) {
   return std::nullopt;
 }
 
-// Token ids are decoded to text, which the scheduler tokenizes again.
-MaybeError DecodeTokens(const json& ids, const EngineInterface& vocab, std::string* out) {
+// Token ids are the prompt exactly: the scheduler feeds them as given.
+MaybeError ReadTokenIds(const json& ids, int32_t vocab_size, std::vector<int32_t>* out) {
+  const int64_t limit = vocab_size > 0 ? vocab_size : int64_t{std::numeric_limits<int32_t>::max()} + 1;
   for (const json& id : ids) {
-    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
-      return TypeError("prompt", "a string, or an array of non-negative token ids");
+    if (!id.is_number_integer()) return TypeError("prompt", "a string, or an array of token ids");
+    const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < static_cast<uint64_t>(limit)
+                                                  : id.get<int64_t>() >= 0 && id.get<int64_t>() < limit;
+    if (!in_range) {
+      return RangeError("prompt", "token ids in [0, " + std::to_string(limit) + "), got " + id.dump());
     }
-    out->append(vocab.TokenPiece(static_cast<int32_t>(id.get<int64_t>())));
+    out->push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
   return std::nullopt;
 }
 
-MaybeError ReadPrompt(const json& body, const EngineInterface& vocab, TaskRequest* task) {
+MaybeError ReadPrompt(const json& body, int32_t vocab_size, TaskRequest* task) {
   auto it = body.find("prompt");
   if (it == body.end()) return BadRequest("'prompt' is required", "prompt", "missing_field");
   json p = *it;
@@ -234,11 +238,13 @@ MaybeError ReadPrompt(const json& body, const EngineInterface& vocab, TaskReques
   if (p.is_string()) {
     task->prompt = p.get<std::string>();
   } else if (p.is_array()) {
-    if (auto e = DecodeTokens(p, vocab, &task->prompt)) return e;
+    if (auto e = ReadTokenIds(p, vocab_size, &task->prompt_tokens)) return e;
   } else {
     return TypeError("prompt", "a string, or an array of token ids");
   }
-  if (task->prompt.empty()) return BadRequest("the prompt is empty", "prompt", "invalid_value");
+  if (task->prompt.empty() && task->prompt_tokens.empty()) {
+    return BadRequest("the prompt is empty", "prompt", "invalid_value");
+  }
   return std::nullopt;
 }
 
@@ -282,14 +288,14 @@ Tier TierFromPriority(int64_t priority) {
 }
 
 ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body_text, std::string_view tier_header,
-                                        const EngineInterface& vocab, const CompletionDefaults& defaults) {
+                                        const CompletionDefaults& defaults) {
   const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded()) return BadRequest("the request body is not valid JSON", "", "invalid_json");
   if (!body.is_object()) return BadRequest("the request body must be a JSON object", "", "invalid_json");
   CompletionRequest r;
   r.endpoint = endpoint;
   const bool chat = endpoint == Endpoint::kChatCompletions;
-  if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, vocab, &r.task)) return *e;
+  if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;

@@ -14,7 +14,6 @@
 #include <string_view>
 #include <variant>
 
-#include "engine/engine_interface.h"
 #include "server/api_error.h"
 #include "valet/scheduler.h"
 
@@ -36,6 +35,9 @@ using ParsedCompletion = std::variant<CompletionRequest, ApiError>;
 struct CompletionDefaults {
   int32_t chat_max_tokens = 256;
   int32_t completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  // Token-id prompts must be below it (a 400 otherwise); 0: unknown, only
+  // the engine checks them (the task then fails).
+  int32_t vocab_size = 0;
 };
 
 // "foreground_chat", ... (or the upper-case enum names); nullopt otherwise.
@@ -46,8 +48,8 @@ const char* TierApiName(Tier tier);
 // 10..99 background_summary, >= 100 offline_indexing.
 Tier TierFromPriority(int64_t priority);
 
-// `vocab` decodes token-id prompts; it is only read (thread-safe const calls).
+// A token-id prompt becomes TaskRequest::prompt_tokens, fed to the model exactly.
 ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body, std::string_view tier_header,
-                                        const EngineInterface& vocab, const CompletionDefaults& defaults);
+                                        const CompletionDefaults& defaults);
 
 }  // namespace valet

@@ -79,7 +79,9 @@ class HttpScenarioSink : public ScenarioSink {
   static Result<std::unique_ptr<HttpScenarioSink>> Connect(const LoadTarget& target, CompletionQueue& done);
   ~HttpScenarioSink() override;  // Join()
 
-  // Starts the request on its own thread; its result goes to the queue.
+  // Starts the request on its own thread; its result goes to the queue:
+  // DONE with an OK status, DONE with the error of an error event that came
+  // after the answer's text, or FAILED.
   Result<TaskId> Submit(TaskRequest request) override;
   // A server has no app lifecycle to drive: Unsupported.
   Status Lifecycle(LifecycleEvent event) override;

@@ -26,13 +26,14 @@ Workload Slice(const Workload& w, size_t first, size_t count) {
 }
 
 // Caches the shared system prompt before anything is measured.
-Status WarmUp(HttpScenarioSink& sink, CompletionQueue& done, const Workload& workload) {
+Status WarmUp(HttpScenarioSink& sink, CompletionQueue& done, const Workload& workload, const ProgressFn& progress) {
   VALET_RETURN_IF_ERROR(sink.Submit(WarmUpRequest(workload)).status());
   std::deque<std::pair<TaskId, TaskResult>> results;
   while (results.empty()) results = done.WaitUntil(ContentionSession::kNever);
   sink.Join();
   const TaskResult& r = results.front().second;
   if (r.state != TaskState::kDone) return IoError("the warm-up chat request failed: " + r.status.message());
+  if (!r.status.ok()) progress("warm-up: " + r.status.message());
   return Status::Ok();
 }
 
@@ -50,6 +51,10 @@ void AddChat(const TaskRecord& t, ServeArmStats& s, Samples& samples) {
     return;
   }
   ++s.completed;
+  if (!t.result.status.ok()) {
+    ++s.late_errors;
+    if (s.errors.size() < kMaxErrors) s.errors.push_back(t.result.status.ToString());
+  }
   s.input_tokens += m.prompt_tokens;
   s.cached_tokens += m.cached_prompt_tokens;
   s.output_tokens += m.generated_tokens;
@@ -148,7 +153,7 @@ Result<ServeBenchReport> RunServeBench(const ServeBenchOptions& options, const P
   VALET_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(report.config, [&sink](const std::string& text) {
                            return sink->CountTokens(text);
                          }));
-  VALET_RETURN_IF_ERROR(WarmUp(*sink, done, workload));
+  VALET_RETURN_IF_ERROR(WarmUp(*sink, done, workload, progress));
   report.arms.resize(2);
   Samples samples[2];
   const size_t turns = workload.turns.size(), block = static_cast<size_t>(options.block_turns);
@@ -184,6 +189,7 @@ std::string ServeReportText(const ServeBenchReport& report) {
     out += Line("Arm", s.name);
     out += Line("Successful requests", std::to_string(s.completed) + " of " + std::to_string(s.planned));
     out += Line("Failed requests", std::to_string(s.failed));
+    out += Line("Server errors after the answer", std::to_string(s.late_errors));
     out += Line("Benchmark duration (s)", Num(s.duration_s));
     out += Line("Total input tokens", std::to_string(s.input_tokens));
     out += Line("Cached input tokens", std::to_string(s.cached_tokens));
@@ -212,6 +218,7 @@ std::string ServeReportJson(const ServeBenchReport& report) {
     arms[s.name] = {{"completed", s.completed},
                     {"planned", s.planned},
                     {"failed", s.failed},
+                    {"errors_after_answer", s.late_errors},
                     {"errors", s.errors},
                     {"duration_s", s.duration_s},
                     {"total_input_tokens", s.input_tokens},

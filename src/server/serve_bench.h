@@ -40,7 +40,8 @@ struct ServeArmStats {
   int32_t planned = 0;    // chat turns
   int32_t completed = 0;  // chat turns that ended well
   int32_t failed = 0;
-  std::vector<std::string> errors;  // the first few
+  int32_t late_errors = 0;          // completed turns the server flagged after their text
+  std::vector<std::string> errors;  // the first few, of either kind
   double duration_s = 0.0;          // the arm's blocks, think times included
   int64_t input_tokens = 0;         // chat prompt tokens (usage)
   int64_t cached_tokens = 0;

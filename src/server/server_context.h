@@ -37,7 +37,7 @@ struct ServerContext {
       : scheduler(s), vocab(v), options(std::move(o)) {}
 
   Scheduler& scheduler;
-  const EngineInterface& vocab;  // tokenizer only: Tokenize/TokenPiece/context_length
+  const EngineInterface& vocab;  // tokenizer only: Tokenize/context_length
   const ServerOptions options;
   TaskTable tasks;
   ServerMetrics metrics;

@@ -14,14 +14,13 @@ using nlohmann::json;
 class CompletionRequestTest : public ::testing::Test {
  protected:
   ParsedCompletion Parse(Endpoint endpoint, const json& body, std::string_view header = "") {
-    return ParseCompletionRequest(endpoint, body.dump(), header, engine_, defaults_);
+    return ParseCompletionRequest(endpoint, body.dump(), header, defaults_);
   }
   CompletionRequest Ok(Endpoint endpoint, const json& body, std::string_view header = "") {
     ParsedCompletion p = Parse(endpoint, body, header);
     if (const ApiError* e = std::get_if<ApiError>(&p)) ADD_FAILURE() << e->message;
     return std::holds_alternative<CompletionRequest>(p) ? std::get<CompletionRequest>(p) : CompletionRequest{};
   }
-  FakeEngine engine_;
   CompletionDefaults defaults_;
 };
 
@@ -79,11 +78,25 @@ TEST_F(CompletionRequestTest, OnlySystemMessageStaysAMessage) {
   EXPECT_EQ(r.task.messages[0].role, "system");
 }
 
-TEST_F(CompletionRequestTest, TokenIdPromptsDecodeThroughTheVocabulary) {
-  json ids = json::array();
-  for (int32_t t : engine_.Tokenize("hi there", false)) ids.push_back(t);
-  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", ids}}).task.prompt, "hi there");
-  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", json::array({ids})}}).task.prompt, "hi there");
+TEST_F(CompletionRequestTest, TokenIdPromptsAreKeptExactly) {
+  // Ids that no text tokenizes to (a lone BOS mid-prompt) must reach the task as given.
+  const std::vector<int32_t> ids = {7, FakeEngine::kBos, 300, 0};
+  for (const json& prompt : {json(ids), json::array({ids})}) {
+    const CompletionRequest r = Ok(Endpoint::kCompletions, {{"prompt", prompt}});
+    EXPECT_EQ(r.task.prompt_tokens, ids) << prompt.dump();
+    EXPECT_TRUE(r.task.prompt.empty());
+  }
+}
+
+TEST_F(CompletionRequestTest, TokenIdsOutsideTheVocabularyAre400) {
+  defaults_.vocab_size = 301;
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", {300}}}).task.prompt_tokens, std::vector<int32_t>{300});
+  for (const json& bad : {json{301}, json{-1}, json{1, 5000000000LL}, json{1.5}, json::array()}) {
+    ParsedCompletion p = Parse(Endpoint::kCompletions, {{"prompt", bad}});
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << bad.dump();
+    EXPECT_EQ(std::get<ApiError>(p).param, "prompt") << bad.dump();
+    EXPECT_EQ(std::get<ApiError>(p).http_status, 400);
+  }
 }
 
 TEST_F(CompletionRequestTest, TierPrecedenceAndPriorityBands) {

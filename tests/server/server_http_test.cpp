@@ -108,15 +108,17 @@ TEST_F(ServerHttpTest, StreamedChatCarriesTheSameTextAndUsage) {
   EXPECT_EQ(usage_chunk["usage"]["completion_tokens"], 20);
 }
 
-TEST_F(ServerHttpTest, CompletionsTakeTextOrTokenIdsAndMatchTheFakeEngine) {
+std::string TextOf(const FakeEngine& engine, const std::vector<int32_t>& tokens) {
+  std::string text;
+  for (int32_t t : tokens) text += engine.TokenPiece(t);
+  return text;
+}
+
+TEST_F(ServerHttpTest, CompletionsTakeTextAndMatchTheFakeEngine) {
   StartServer();
   const std::string prompt = "Once upon a time";
-  const std::vector<int32_t> want_tokens = ExpectedAlone(*engine_, prompt, 3, 10);
-  std::string want;
-  for (int32_t t : want_tokens) want += engine_->TokenPiece(t);
-  json ids = json::array();
-  for (int32_t t : engine_->Tokenize(prompt, false)) ids.push_back(t);
-  for (const json& p : {json(prompt), ids, json::array({prompt})}) {
+  const std::string want = TextOf(*engine_, ExpectedAlone(*engine_, prompt, 3, 10));
+  for (const json& p : {json(prompt), json::array({prompt})}) {
     httplib::Result res = Post("/v1/completions", json{{"prompt", p}, {"max_tokens", 10}, {"seed", 3}});
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 200) << res->body;
@@ -124,6 +126,26 @@ TEST_F(ServerHttpTest, CompletionsTakeTextOrTokenIdsAndMatchTheFakeEngine) {
     EXPECT_EQ(body["object"], "text_completion");
     EXPECT_EQ(body["choices"][0]["text"], want) << p.dump();
     EXPECT_EQ(body["usage"]["prompt_tokens"], static_cast<int>(prompt.size()) + 1);  // + BOS
+  }
+}
+
+TEST_F(ServerHttpTest, TokenIdPromptsAreFedExactly) {
+  StartServer();
+  // No BOS, and a BOS in the middle: no text tokenizes to these ids.
+  std::vector<int32_t> ids = engine_->Tokenize("Once", false);
+  ids.push_back(FakeEngine::kBos);
+  const std::vector<int32_t> upon = engine_->Tokenize(" upon", false);
+  ids.insert(ids.end(), upon.begin(), upon.end());
+  const std::string want = TextOf(*engine_, ExpectedAlone(*engine_, ids, 3, 10));
+  ASSERT_NE(want, TextOf(*engine_, ExpectedAlone(*engine_, engine_->Tokenize(TextOf(*engine_, ids), true), 3, 10)))
+      << "the fake engine cannot tell re-tokenized text from exact ids here";
+  for (const json& p : {json(ids), json::array({ids})}) {
+    httplib::Result res = Post("/v1/completions", json{{"prompt", p}, {"max_tokens", 10}, {"seed", 3}});
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json body = ParseJson(res->body);
+    EXPECT_EQ(body["choices"][0]["text"], want) << p.dump();
+    EXPECT_EQ(body["usage"]["prompt_tokens"], static_cast<int>(ids.size()));
   }
 }
 
