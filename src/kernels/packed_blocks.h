@@ -53,6 +53,23 @@ struct BlockQ4_Kx8 {
 static_assert(sizeof(BlockQ4_Kx8) == kPackRows * sizeof(BlockQ4_K) + 4 * kPackRows,
               "8 Q4_K blocks, repacked with unpacked scales");
 
+// The Q6_K super-blocks of 8 rows at one position, the same bytes as 8 Q6_K
+// blocks. u(e) = q(e) + 32 in 0..63 is element e's 6-bit quant; sub-block s
+// (elements 32s..32s+31) is read from 32-byte chunks m (0..7), each 4
+// elements of every row: row r's byte b of
+//   ql[256 * (s / 2) + 32 * m + 4 * r + b]: u(32s + 4m + b) & 15 in the low
+//     nibble for even s, the high nibble for odd s;
+//   qh[256 * (s / 4) + 32 * m + 4 * r + b]: u(32s + 4m + b) >> 4 in bits
+//     2 (s % 4) .. 2 (s % 4) + 1.
+// sc[16 * s + 2 * r + i] is row r's scale of group 2s + i (16 elements).
+struct BlockQ6_Kx8 {
+  uint16_t d[kPackRows];
+  int8_t sc[16 * kPackRows];
+  uint8_t ql[kPackRows * kQK_K / 2];
+  uint8_t qh[kPackRows * kQK_K / 4];
+};
+static_assert(sizeof(BlockQ6_Kx8) == kPackRows * sizeof(BlockQ6_K), "8 Q6_K blocks, repacked");
+
 // An activation block for the row-group kernels: the Q8_0 block of the same
 // 32 floats (same quants, same fp16-rounded scale) with the scale widened once
 // and the sum of the quants precomputed, which folds a 4-bit weight's offset

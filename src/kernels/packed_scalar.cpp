@@ -69,6 +69,36 @@ void PackedQ4_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   }
 }
 
+// Per super-block: isum = sum_g sc_g sum_{e in g} (u_e - 32) y_e;
+// acc = fma(d dy, isum, acc).
+template <int C>
+void PackedQ6_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const BlockQ6_Kx8*>(x);
+  const int64_t nb = n / kQK_K;
+  for (int j = 0; j < C; ++j) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
+    for (int r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < nb; ++l) {
+        const BlockQ6_Kx8& b = w[l];
+        int isum = 0;
+        for (int g = 0; g < 16; ++g) {
+          int dot = 0;
+          for (int e = 16 * g; e < 16 * g + 16; ++e) {
+            const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+            const int lo = (b.ql[256 * (s / 2) + 32 * m + 4 * r + k] >> (4 * (s % 2))) & 15;
+            const int hi = (b.qh[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
+            dot += ((lo | (hi << 4)) - 32) * a[l].qs[e];
+          }
+          isum += b.sc[16 * (g / 2) + 2 * r + g % 2] * dot;
+        }
+        acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
+      }
+      out[j * ldo + r] = acc;
+    }
+  }
+}
+
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -78,6 +108,8 @@ TileKernel Make(GgmlType type) {
       return {PackedLoop<BlockQ8_0x8, QuantQ8_0x8, C>, kPackRows, C};
     case GgmlType::kQ4_K:
       return {PackedQ4_K<C>, kPackRows, C};
+    case GgmlType::kQ6_K:
+      return {PackedQ6_K<C>, kPackRows, C};
     default:
       return {};
   }

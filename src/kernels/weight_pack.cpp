@@ -50,11 +50,48 @@ void PackQ4_K(const WeightMatrix& w, BlockQ4_Kx8* dst) {
   }
 }
 
+// The 256 6-bit quants (q + 32) of a Q6_K block in element order.
+void Q6KQuants(const BlockQ6_K& b, uint8_t* u) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* ql = b.ql + 64 * h;
+    const uint8_t* qh = b.qh + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      u[128 * h + l] = static_cast<uint8_t>((ql[l] & 0x0f) | ((qh[l] & 3) << 4));
+      u[128 * h + 32 + l] = static_cast<uint8_t>((ql[l + 32] & 0x0f) | (((qh[l] >> 2) & 3) << 4));
+      u[128 * h + 64 + l] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      u[128 * h + 96 + l] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+  }
+}
+
+void PackQ6_K(const WeightMatrix& w, BlockQ6_Kx8* dst) {
+  const int64_t nb = w.n_in / kQK_K;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      BlockQ6_Kx8& p = dst[g * nb + l];
+      std::memset(&p, 0, sizeof(p));
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ6_K& b = static_cast<const BlockQ6_K*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        for (int grp = 0; grp < 16; ++grp) p.sc[16 * (grp / 2) + 2 * r + grp % 2] = b.scales[grp];
+        uint8_t u[kQK_K];
+        Q6KQuants(b, u);
+        for (int e = 0; e < kQK_K; ++e) {
+          const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+          p.ql[256 * (s / 2) + 32 * m + 4 * r + k] |= static_cast<uint8_t>((u[e] & 15) << (4 * (s % 2)));
+          p.qh[256 * (s / 4) + 32 * m + 4 * r + k] |= static_cast<uint8_t>((u[e] >> 4) << (2 * (s % 4)));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool CanPack(const WeightMatrix& w) {
   const bool type_ok =
-      w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K;
+      w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K ||
+      w.type == GgmlType::kQ6_K;
   return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
          w.row_bytes == GgmlRowSize(w.type, w.n_in);
 }
@@ -71,6 +108,8 @@ WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
     PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
   } else if (w.type == GgmlType::kQ4_K) {
     PackQ4_K(w, static_cast<BlockQ4_Kx8*>(dst));
+  } else if (w.type == GgmlType::kQ6_K) {
+    PackQ6_K(w, static_cast<BlockQ6_Kx8*>(dst));
   } else {
     PackGroups<BlockQ8_0>(w, static_cast<BlockQ8_0x8*>(dst));
   }
