@@ -63,6 +63,39 @@ const char* LifecycleStateName(LifecycleState state);
 // (ON_CREATE from DESTROYED only, ON_START from CREATED, ON_RESUME from
 // STARTED, ON_PAUSE from RESUMED, ON_STOP from STARTED, ON_DESTROY from CREATED).
 Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event);
+// Until the first accepted event the state is only the app's guess
+// (SchedulerOptions::initial_state), and androidx brings an observer added to
+// a Lifecycle up to date with ON_CREATE (then ON_START, ON_RESUME as due): so
+// the first event may be ON_CREATE from any state. After that, the strict order.
+enum class LifecycleHistory : int32_t { kNoEventYet, kEventsSeen };
+Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event, LifecycleHistory history);
+
+// Android's PowerManager.THERMAL_STATUS_* values.
+enum class ThermalStatus : int32_t { kNone = 0, kLight, kModerate, kSevere, kCritical, kEmergency, kShutdown };
+inline constexpr int kNumThermalStatuses = 7;
+const char* ThermalStatusName(ThermalStatus status);
+// InvalidArgument outside 0..6.
+Result<ThermalStatus> ThermalStatusFromInt(int value);
+// PowerManager.getThermalHeadroom() reaches 1.0 where SEVERE throttling
+// starts, so a forecast at or above 1.0 counts as at least SEVERE. Negative or
+// NaN headroom is unknown and changes nothing.
+ThermalStatus EffectiveThermalStatus(ThermalStatus status, float headroom);
+
+// Android's ComponentCallbacks2.onTrimMemory levels. What each one frees is
+// in docs/memory.md; none ever cancels a task.
+enum class TrimLevel : int32_t {
+  kRunningModerate = 5,   // deprecated in API 34, still sent by older devices
+  kRunningLow = 10,
+  kRunningCritical = 15,
+  kUiHidden = 20,
+  kBackground = 40,
+  kModerate = 60,
+  kComplete = 80,
+};
+const char* TrimLevelName(TrimLevel level);
+// The highest named level at or below `value` (a level a newer Android adds
+// is treated as the one below it); InvalidArgument below 5.
+Result<TrimLevel> TrimLevelFromInt(int value);
 
 // What a tier may do while the app is in one lifecycle state.
 inline constexpr int64_t kUnlimitedTokens = -1;
@@ -73,8 +106,21 @@ struct TierBudget {
   int32_t threads = 0;                          // engine compute threads; 0: all hardware threads
 };
 
+// What heat allows, on top of the lifecycle budgets (the smaller wins). Heat
+// throttles, it never cancels: a tier below lowest_running_tier stays parked
+// until the phone cools.
+struct ThermalCaps {
+  int32_t threads = 0;             // engine threads for every tier; 0: no cap
+  int32_t background_threads = 0;  // for BACKGROUND_SUMMARY and OFFLINE_INDEXING; 0: no cap
+  Tier lowest_running_tier = Tier::kOfflineIndexing;
+};
+
 struct BudgetTable {
   std::array<std::array<TierBudget, kNumTiers>, kNumLifecycleStates> budgets;
+  std::array<ThermalCaps, kNumThermalStatuses> thermal;
+
+  const ThermalCaps& caps(ThermalStatus s) const { return thermal[static_cast<size_t>(s)]; }
+  ThermalCaps& caps(ThermalStatus s) { return thermal[static_cast<size_t>(s)]; }
 
   const TierBudget& at(LifecycleState s, Tier t) const {
     return budgets[static_cast<size_t>(s)][static_cast<size_t>(t)];
@@ -85,6 +131,9 @@ struct BudgetTable {
   // small turns and chunks. STARTED: like RESUMED, background a little more.
   // CREATED (ON_STOP): background tiers get their normal budget back.
   // DESTROYED: nothing runs (state cap 0); everything is parked to disk.
+  // Thermal: NONE no caps; LIGHT background tiers on 1 thread; MODERATE also
+  // OFFLINE_INDEXING parked; SEVERE also BACKGROUND_SUMMARY parked and at most
+  // 2 threads; CRITICAL 1 thread; EMERGENCY and SHUTDOWN only FOREGROUND_CHAT.
   static BudgetTable Defaults();
 };
 
@@ -92,8 +141,12 @@ struct BudgetTable {
 //   {"RESUMED": {"OFFLINE_INDEXING": {"turn_tokens": 8, "state_cap_tokens": -1,
 //                                     "prefill_chunk": 32, "threads": 1}}, ...}
 // States: RESUMED STARTED CREATED DESTROYED; tiers: FOREGROUND_CHAT
-// INLINE_SUGGESTION BACKGROUND_SUMMARY OFFLINE_INDEXING. Unknown names and
-// out-of-range values are InvalidArgument.
+// INLINE_SUGGESTION BACKGROUND_SUMMARY OFFLINE_INDEXING. The thermal column:
+//   {"thermal": {"MODERATE": {"threads": 0, "background_threads": 1,
+//                             "lowest_running_tier": "BACKGROUND_SUMMARY"}}}
+// with NONE LIGHT MODERATE SEVERE CRITICAL EMERGENCY SHUTDOWN; a
+// lowest_running_tier below FOREGROUND_CHAT is impossible (chat always runs).
+// Unknown names and out-of-range values are InvalidArgument.
 Result<BudgetTable> ParseBudgetTable(std::string_view json);
 Result<BudgetTable> LoadBudgetTable(const std::string& path);
 
@@ -230,8 +283,27 @@ struct TimelineEvent {
   int32_t tokens = 0;
 };
 
+// Tasks of one tier, as the threaded Scheduler sees them through callbacks.
+struct TierTaskCounts {
+  int64_t active = 0;  // accepted, not finished
+  int64_t parked = 0;  // of which parked now
+  int64_t done = 0;
+  int64_t cancelled = 0;
+  int64_t failed = 0;
+};
+
+// The engine's memory as of the end of the last step (the threaded Scheduler
+// samples it on the inference thread).
+struct MemoryStats {
+  size_t pool_used_bytes = 0;
+  size_t pool_capacity_bytes = 0;
+  size_t snapshot_ram_bytes = 0;
+  size_t snapshot_disk_bytes = 0;
+};
+
 struct SchedulerStats {
   LifecycleState lifecycle = LifecycleState::kResumed;
+  ThermalStatus thermal = ThermalStatus::kNone;  // effective (headroom applied)
   int64_t submitted = 0;
   int64_t rejected = 0;  // failed validation
   int64_t done = 0;
@@ -255,6 +327,9 @@ struct SchedulerStats {
   int64_t aborted_steps = 0;     // background steps stopped between layers for an arrival
   std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds
   double busy_seconds = 0.0;                 // engine step + park/resume time
+  // Filled by Scheduler::Stats() only (SchedulerCore leaves them zero).
+  std::array<TierTaskCounts, kNumTiers> tasks_by_tier{};
+  MemoryStats memory;
 };
 
 class SchedulerCore;
@@ -265,7 +340,11 @@ class SchedulerCore;
 class Scheduler {
  public:
   static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
-  ~Scheduler();  // stops after the current step; unfinished tasks stay unfinished
+  // Stops after the current step, then cancels every unfinished task (queued,
+  // parked or running): each gets on_done with kCancelled and status
+  // kAborted "scheduler destroyed", on the destroying thread. Submit from
+  // those callbacks is refused.
+  ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
@@ -276,6 +355,10 @@ class Scheduler {
   Status Cancel(TaskId id);
   // InvalidArgument when out of order; the scheduler's state is then unchanged.
   Status OnLifecycleEvent(LifecycleEvent event);
+  // PowerManager's thermal status (0..6, else InvalidArgument) and an optional
+  // getThermalHeadroom() forecast (negative or NaN: unknown). Applies the
+  // budget table's thermal caps; never cancels.
+  Status OnThermalStatus(ThermalStatus status, float headroom = -1.0f);
 
   // Blocks until every task submitted so far is finished (no timeout).
   void WaitIdle();

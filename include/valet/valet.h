@@ -1,11 +1,18 @@
-/* valet C API: a priority scheduler for on-device LLM inference.
+/* valet C API v2: a priority scheduler for on-device LLM inference.
  *
  * One valet_scheduler owns a model, its engine and the scheduler's inference
  * thread. All functions may be called from any thread; callbacks run on the
  * inference thread (never under a scheduler lock) and may call valet_submit,
- * valet_cancel and valet_send_lifecycle_event, but not valet_wait_idle or
- * valet_destroy. No C++ exception crosses this boundary: failures are status
+ * valet_cancel, valet_send_lifecycle_event and valet_on_thermal_status, but
+ * not valet_wait_idle or valet_destroy. No C++ exception crosses this boundary: failures are status
  * values, with a message from valet_last_error() on the calling thread.
+ *
+ * Versioning: every struct starts with struct_size. The library reads (or,
+ * for valet_stats, writes) only the fields that lie wholly within it, and
+ * gives the rest their defaults, so a caller built against an older, shorter
+ * struct keeps working. A struct_size that is not the end of one of the
+ * struct's fields, or is larger than the library's struct, is
+ * VALET_INVALID_ARGUMENT. The _default_*() functions set it.
  *
  * Usage:
  *   valet_params p = valet_default_params();
@@ -29,19 +36,22 @@
 extern "C" {
 #endif
 
+#define VALET_API_VERSION 2
+
 typedef struct valet_scheduler valet_scheduler;
 typedef int64_t valet_task_id;
 
 typedef enum valet_status {
   VALET_OK = 0,
-  VALET_INVALID_ARGUMENT = 1, /* bad tier, empty prompt, max_tokens <= 0, event out of order, ... */
+  VALET_INVALID_ARGUMENT = 1, /* bad tier, empty prompt, max_tokens <= 0, event out of order, bad struct_size, ... */
   VALET_NOT_FOUND = 2,        /* unknown task id, missing model file */
   VALET_CORRUPT = 3,          /* the model file is malformed */
   VALET_UNSUPPORTED = 4,
   VALET_OUT_OF_RANGE = 5,     /* past the context */
   VALET_RESOURCE_EXHAUSTED = 6,
   VALET_IO = 7,
-  VALET_INTERNAL = 8
+  VALET_INTERNAL = 8,
+  VALET_ABORTED = 9           /* a task cancelled because the scheduler was destroyed */
 } valet_status;
 
 typedef enum valet_tier {
@@ -50,6 +60,7 @@ typedef enum valet_tier {
   VALET_TIER_BACKGROUND_SUMMARY = 2,
   VALET_TIER_OFFLINE_INDEXING = 3
 } valet_tier;
+#define VALET_NUM_TIERS 4
 
 typedef enum valet_task_state {
   VALET_TASK_QUEUED = 0,
@@ -61,6 +72,16 @@ typedef enum valet_task_state {
   VALET_TASK_FAILED = 6
 } valet_task_state;
 
+/* androidx.lifecycle.Lifecycle.Event. The scheduler accepts every order
+ * androidx can send: ON_CREATE -> ON_START -> ON_RESUME -> ON_PAUSE ->
+ * ON_STOP -> ON_DESTROY, moving back up from any stop (ON_START after ON_STOP,
+ * ON_RESUME after ON_PAUSE, ON_CREATE after ON_DESTROY for a recreated
+ * Activity). ProcessLifecycleOwner sends ON_CREATE once, never ON_DESTROY,
+ * and ON_PAUSE/ON_STOP only after a delay. valet_params.initial_state is a
+ * guess until the first event, so the first event may be ON_CREATE from any
+ * state (an observer added late is brought up to date from ON_CREATE). A
+ * repeated or out-of-order event is VALET_INVALID_ARGUMENT and changes
+ * nothing. */
 typedef enum valet_lifecycle_event {
   VALET_ON_CREATE = 0,
   VALET_ON_START = 1,
@@ -77,9 +98,21 @@ typedef enum valet_lifecycle_state {
   VALET_STATE_RESUMED = 3
 } valet_lifecycle_state;
 
+/* android.os.PowerManager.THERMAL_STATUS_*. */
+typedef enum valet_thermal_status {
+  VALET_THERMAL_NONE = 0,
+  VALET_THERMAL_LIGHT = 1,
+  VALET_THERMAL_MODERATE = 2,
+  VALET_THERMAL_SEVERE = 3,
+  VALET_THERMAL_CRITICAL = 4,
+  VALET_THERMAL_EMERGENCY = 5,
+  VALET_THERMAL_SHUTDOWN = 6
+} valet_thermal_status;
+
 typedef enum valet_batch_mode { VALET_BATCH_STRICT = 0, VALET_BATCH_FILL = 1 } valet_batch_mode;
 
 typedef struct valet_params {
+  size_t struct_size;              /* sizeof(valet_params) as the caller was built */
   const char* model_path;          /* GGUF file; required */
   int32_t n_threads;               /* 0: all cores */
   int32_t n_ctx;                   /* 0: the model's training context */
@@ -87,10 +120,11 @@ typedef struct valet_params {
   size_t kv_capacity_bytes;        /* KV pool budget */
   size_t snapshot_ram_bytes;       /* RAM tier of the snapshot store */
   const char* snapshot_dir;        /* disk tier directory; NULL: none */
-  const char* budget_table_path;   /* governor budgets as JSON; NULL: defaults */
+  const char* budget_table_path;   /* governor budgets as a JSON file; NULL: defaults */
   valet_lifecycle_state initial_state;
   valet_batch_mode batch_mode;
   double fill_max_cost_fraction;
+  const char* budget_table_json;   /* the same as a JSON string (not with budget_table_path); NULL: none */
 } valet_params;
 
 typedef struct valet_chat_message {
@@ -98,17 +132,52 @@ typedef struct valet_chat_message {
   const char* content;
 } valet_chat_message;
 
+typedef enum valet_park_kind {
+  VALET_PARK_RESIDENT = 0,
+  VALET_PARK_SNAPSHOT_RAM = 1,
+  VALET_PARK_SNAPSHOT_DISK = 2,
+  VALET_PARK_PARTIAL = 3,
+  VALET_PARK_FULL = 4
+} valet_park_kind;
+#define VALET_NUM_PARK_KINDS 5
+
+typedef struct valet_task_metrics {
+  double ttft_seconds;       /* submit to first token; -1: no token */
+  double tpot_seconds;       /* per output token after the first; -1: fewer than two */
+  double e2e_seconds;        /* submit to finish */
+  int32_t prompt_tokens;     /* including the shared prefix */
+  int32_t cached_prompt_tokens;
+  int32_t generated_tokens;
+  int32_t parks;
+  int32_t parks_by_kind[VALET_NUM_PARK_KINDS]; /* indexed by valet_park_kind */
+  int32_t tokens_recomputed;
+  uint64_t park_bytes;
+} valet_task_metrics;
+
+/* What on_done receives; valid only during the call. */
+typedef struct valet_task_result {
+  size_t struct_size;       /* the library's sizeof; read only fields within it */
+  valet_task_state state;   /* DONE, CANCELLED or FAILED */
+  valet_status status;      /* FAILED: why; CANCELLED: VALET_OK (the app) or VALET_ABORTED (destroyed) */
+  const char* message;      /* the failure message, "scheduler destroyed", or "" */
+  const char* text;         /* the generated text */
+  int32_t n_tokens;         /* generated tokens */
+  valet_task_metrics metrics;
+} valet_task_result;
+
 /* `text` is NUL-terminated and valid only during the call. */
 typedef void (*valet_token_fn)(void* user_data, valet_task_id id, int32_t token, const char* text);
 typedef void (*valet_state_fn)(void* user_data, valet_task_id id, valet_task_state state);
-/* Exactly once per accepted task. `status` says why a FAILED task failed. */
-typedef void (*valet_done_fn)(void* user_data, valet_task_id id, valet_task_state state, valet_status status,
-                              const char* text, int32_t n_tokens);
+/* Exactly once per accepted task: when it finishes, fails, is cancelled, or
+ * is still unfinished when valet_destroy runs (then on the destroying
+ * thread, CANCELLED with VALET_ABORTED), so user_data may be freed here. */
+typedef void (*valet_done_fn)(void* user_data, valet_task_id id, const valet_task_result* result);
 
 typedef struct valet_task_params {
+  size_t struct_size;                 /* sizeof(valet_task_params) as the caller was built */
   int32_t tier;                       /* a valet_tier value */
   const char* system_prompt;          /* shared prefix (KV shared between tasks); NULL: none */
-  const valet_chat_message* messages; /* chat form, rendered by the plain template; or */
+  const valet_chat_message* messages; /* chat form, rendered by the model's template; or */
   size_t n_messages;
   const char* prompt;                 /* raw prompt, used when n_messages == 0 */
   int32_t max_tokens;
@@ -126,19 +195,44 @@ typedef struct valet_task_params {
   void* user_data;
 } valet_task_params;
 
+typedef struct valet_tier_stats {
+  int64_t active;    /* accepted, not finished */
+  int64_t parked;    /* of which parked now */
+  int64_t done, cancelled, failed;
+  int64_t generated_tokens;
+  int64_t prefill_tokens; /* prompt tokens fed (recompute excluded) */
+  double busy_seconds;    /* engine time charged to the tier */
+} valet_tier_stats;
+
+/* As of the end of the last engine step. */
+typedef struct valet_memory_stats {
+  uint64_t pool_used_bytes;
+  uint64_t pool_capacity_bytes;
+  uint64_t snapshot_ram_bytes;
+  uint64_t snapshot_disk_bytes;
+} valet_memory_stats;
+
 typedef struct valet_stats {
+  size_t struct_size; /* set by the caller (valet_default_stats()); fields beyond it are not written */
   int64_t submitted, done, cancelled, failed, rejected;
   int64_t steps, prefill_tokens, decode_tokens, tokens_recomputed;
-  int64_t parks_by_kind[5]; /* resident, snapshot_ram, snapshot_disk, partial, full */
+  int64_t parks_by_kind[VALET_NUM_PARK_KINDS];
   int64_t preemptions;
   valet_lifecycle_state lifecycle;
+  valet_thermal_status thermal; /* effective: a headroom forecast >= 1.0 counts as SEVERE */
+  valet_tier_stats tiers[VALET_NUM_TIERS];
+  valet_memory_stats memory;
 } valet_stats;
 
 valet_params valet_default_params(void);
 valet_task_params valet_default_task_params(void);
+valet_stats valet_default_stats(void);
 
 valet_status valet_create(const valet_params* params, valet_scheduler** out);
-/* Stops after the current step; unfinished tasks get no callback. NULL is a no-op. */
+/* Stops after the current step, then cancels every unfinished task: each
+ * gets its on_done (CANCELLED, VALET_ABORTED, "scheduler destroyed") on this
+ * thread before valet_destroy returns; calls on this scheduler from those
+ * callbacks return VALET_INVALID_ARGUMENT. NULL is a no-op. */
 void valet_destroy(valet_scheduler* scheduler);
 
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
@@ -146,8 +240,14 @@ valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* p
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);
 /* VALET_INVALID_ARGUMENT when out of order (the state is then unchanged). */
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event);
+/* PowerManager's thermal status (0..6, else VALET_INVALID_ARGUMENT) and
+ * getThermalHeadroom() (negative or NaN: unknown). Applies the budget
+ * table's thermal column: background tiers get fewer threads, then park
+ * (never cancelled) until it cools; see "thermal" in scheduler.h. */
+valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status, float headroom);
 /* Blocks until every task submitted so far has finished. */
 valet_status valet_wait_idle(valet_scheduler* scheduler);
+/* out->struct_size must be set (valet_default_stats()). */
 valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out);
 /* Chrome trace-event JSON of the run so far; free with valet_free_string. */
 valet_status valet_chrome_trace(const valet_scheduler* scheduler, char** out_json);

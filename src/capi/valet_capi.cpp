@@ -3,6 +3,10 @@
 // into C, and reports errors as valet_status plus a thread-local message.
 #include "valet/valet.h"
 
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -15,6 +19,8 @@
 struct valet_scheduler {
   std::unique_ptr<valet::RealEngine> engine;
   std::unique_ptr<valet::Scheduler> scheduler;  // declared last: stops before the engine goes
+  // Set by valet_destroy: the on_done callbacks it runs may call back in.
+  std::atomic<bool> closing{false};
 };
 
 namespace {
@@ -32,7 +38,7 @@ valet_status ToC(valet::StatusCode code) {
     case valet::StatusCode::kResourceExhausted: return VALET_RESOURCE_EXHAUSTED;
     case valet::StatusCode::kIo: return VALET_IO;
     case valet::StatusCode::kInternal: return VALET_INTERNAL;
-    case valet::StatusCode::kAborted: return VALET_INTERNAL;  // steps abort inside the scheduler only
+    case valet::StatusCode::kAborted: return VALET_ABORTED;  // tasks cut short by valet_destroy
   }
   return VALET_INTERNAL;
 }
@@ -59,12 +65,82 @@ valet_status Guard(F&& body) {
   }
 }
 
+valet_status CheckLive(const valet_scheduler* s) {
+  if (s == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
+  if (s->closing.load()) return Fail(VALET_INVALID_ARGUMENT, "the scheduler is being destroyed");
+  return VALET_OK;
+}
+
 std::string Str(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+
+// Where each field of a versioned struct ends: the sizes an older caller may
+// pass (fields are only ever appended).
+#define VALET_END(T, f) (offsetof(T, f) + sizeof(T::f))
+constexpr std::array kParamsEnds = {
+    VALET_END(valet_params, struct_size),       VALET_END(valet_params, model_path),
+    VALET_END(valet_params, n_threads),         VALET_END(valet_params, n_ctx),
+    VALET_END(valet_params, max_batch_tokens),  VALET_END(valet_params, kv_capacity_bytes),
+    VALET_END(valet_params, snapshot_ram_bytes), VALET_END(valet_params, snapshot_dir),
+    VALET_END(valet_params, budget_table_path), VALET_END(valet_params, initial_state),
+    VALET_END(valet_params, batch_mode),        VALET_END(valet_params, fill_max_cost_fraction),
+    VALET_END(valet_params, budget_table_json), sizeof(valet_params)};
+constexpr std::array kTaskParamsEnds = {
+    VALET_END(valet_task_params, struct_size), VALET_END(valet_task_params, tier),
+    VALET_END(valet_task_params, system_prompt), VALET_END(valet_task_params, messages),
+    VALET_END(valet_task_params, n_messages),  VALET_END(valet_task_params, prompt),
+    VALET_END(valet_task_params, max_tokens),  VALET_END(valet_task_params, temperature),
+    VALET_END(valet_task_params, top_k),       VALET_END(valet_task_params, top_p),
+    VALET_END(valet_task_params, min_p),       VALET_END(valet_task_params, repeat_penalty),
+    VALET_END(valet_task_params, seed),        VALET_END(valet_task_params, stop),
+    VALET_END(valet_task_params, n_stop),      VALET_END(valet_task_params, on_token),
+    VALET_END(valet_task_params, on_state),    VALET_END(valet_task_params, on_done),
+    VALET_END(valet_task_params, user_data),   sizeof(valet_task_params)};
+constexpr std::array kStatsEnds = {
+    VALET_END(valet_stats, struct_size), VALET_END(valet_stats, rejected),
+    VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
+    VALET_END(valet_stats, preemptions), VALET_END(valet_stats, lifecycle),
+    VALET_END(valet_stats, thermal),     VALET_END(valet_stats, tiers),
+    VALET_END(valet_stats, memory),      sizeof(valet_stats)};
+#undef VALET_END
+
+template <typename Ends>
+valet::Status CheckSize(size_t size, const Ends& ends, const char* name) {
+  if (std::find(ends.begin(), ends.end(), size) != ends.end()) return valet::Status::Ok();
+  return valet::InvalidArgument(std::string(name) + ".struct_size " + std::to_string(size) +
+                                " is not the size of any version of the struct (this library's: " +
+                                std::to_string(ends.back()) + ")");
+}
+
+// The caller's struct over the defaults: fields past its struct_size keep
+// their default values.
+template <typename T, typename Ends>
+valet::Result<T> ReadVersioned(const T& in, T defaults, const Ends& ends, const char* name) {
+  VALET_RETURN_IF_ERROR(CheckSize(in.struct_size, ends, name));
+  std::memcpy(static_cast<void*>(&defaults), &in, in.struct_size);
+  defaults.struct_size = sizeof(T);
+  return defaults;
+}
+
+// Writes the fields of `full` that lie within the caller's out->struct_size.
+template <typename T, typename Ends>
+valet::Status WriteVersioned(T* out, const T& full, const Ends& ends, const char* name) {
+  const size_t caller_size = out->struct_size;
+  VALET_RETURN_IF_ERROR(CheckSize(caller_size, ends, name));
+  std::memcpy(static_cast<void*>(out), &full, caller_size);
+  out->struct_size = caller_size;
+  return valet::Status::Ok();
+}
 
 valet::Result<valet::SchedulerOptions> SchedulerOptionsFrom(const valet_params& p) {
   valet::SchedulerOptions o;
+  if (p.budget_table_path != nullptr && p.budget_table_json != nullptr) {
+    return valet::InvalidArgument("budget_table_path and budget_table_json are exclusive");
+  }
   if (p.budget_table_path != nullptr) {
     VALET_ASSIGN_OR_RETURN(o.budgets, valet::LoadBudgetTable(p.budget_table_path));
+  }
+  if (p.budget_table_json != nullptr) {
+    VALET_ASSIGN_OR_RETURN(o.budgets, valet::ParseBudgetTable(p.budget_table_json));
   }
   if (p.initial_state < VALET_STATE_DESTROYED || p.initial_state > VALET_STATE_RESUMED) {
     return valet::InvalidArgument("unknown initial lifecycle state");
@@ -76,6 +152,36 @@ valet::Result<valet::SchedulerOptions> SchedulerOptionsFrom(const valet_params& 
   o.batch_mode = static_cast<valet::BatchMode>(p.batch_mode);
   o.fill_max_cost_fraction = p.fill_max_cost_fraction;
   return o;
+}
+
+valet_task_metrics MetricsToC(const valet::TaskMetrics& m) {
+  valet_task_metrics c;
+  std::memset(&c, 0, sizeof c);
+  c.ttft_seconds = m.ttft();
+  c.tpot_seconds = m.tpot();
+  c.e2e_seconds = m.e2e();
+  c.prompt_tokens = m.prompt_tokens;
+  c.cached_prompt_tokens = m.cached_prompt_tokens;
+  c.generated_tokens = m.generated_tokens;
+  c.parks = m.parks;
+  for (int k = 0; k < VALET_NUM_PARK_KINDS; ++k) c.parks_by_kind[k] = m.parks_by_kind[static_cast<size_t>(k)];
+  c.tokens_recomputed = m.tokens_recomputed;
+  c.park_bytes = m.park_bytes;
+  return c;
+}
+
+// Points into `r`: valid while `r` is.
+valet_task_result ResultToC(const valet::TaskResult& r) {
+  valet_task_result c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.state = static_cast<valet_task_state>(r.state);
+  c.status = ToC(r.status.code());
+  c.message = r.status.message().c_str();
+  c.text = r.text.c_str();
+  c.n_tokens = static_cast<int32_t>(r.tokens.size());
+  c.metrics = MetricsToC(r.metrics);
+  return c;
 }
 
 valet::TaskCallbacks CallbacksFrom(const valet_task_params& p) {
@@ -94,8 +200,8 @@ valet::TaskCallbacks CallbacksFrom(const valet_task_params& p) {
   }
   if (p.on_done != nullptr) {
     cb.on_done = [fn = p.on_done, user](valet::TaskId id, const valet::TaskResult& r) {
-      fn(user, id, static_cast<valet_task_state>(r.state), ToC(r.status.code()), r.text.c_str(),
-         static_cast<int32_t>(r.tokens.size()));
+      const valet_task_result result = ResultToC(r);
+      fn(user, id, &result);
     };
   }
   return cb;
@@ -123,6 +229,33 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
   return r;
 }
 
+valet_stats StatsToC(const valet::SchedulerStats& s, valet::LifecycleState lifecycle) {
+  valet_stats c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.submitted = s.submitted;
+  c.done = s.done;
+  c.cancelled = s.cancelled;
+  c.failed = s.failed;
+  c.rejected = s.rejected;
+  c.steps = s.steps;
+  c.prefill_tokens = s.prefill_tokens;
+  c.decode_tokens = s.decode_tokens;
+  c.tokens_recomputed = s.tokens_recomputed;
+  for (int k = 0; k < VALET_NUM_PARK_KINDS; ++k) c.parks_by_kind[k] = s.parks_by_kind[static_cast<size_t>(k)];
+  c.preemptions = s.preemptions;
+  c.lifecycle = static_cast<valet_lifecycle_state>(lifecycle);
+  c.thermal = static_cast<valet_thermal_status>(s.thermal);
+  for (size_t t = 0; t < VALET_NUM_TIERS; ++t) {
+    const valet::TierTaskCounts& n = s.tasks_by_tier[t];
+    c.tiers[t] = {n.active, n.parked, n.done, n.cancelled, n.failed, s.generated_by_tier[t], s.prefill_by_tier[t],
+                  s.busy_seconds_by_tier[t]};
+  }
+  c.memory = {s.memory.pool_used_bytes, s.memory.pool_capacity_bytes, s.memory.snapshot_ram_bytes,
+              s.memory.snapshot_disk_bytes};
+  return c;
+}
+
 }  // namespace
 
 extern "C" {
@@ -130,6 +263,7 @@ extern "C" {
 valet_params valet_default_params(void) {
   valet_params p;
   std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
   const valet::EngineOptions e;
   p.max_batch_tokens = e.max_batch_tokens;
   p.kv_capacity_bytes = e.kv_capacity_bytes;
@@ -144,6 +278,7 @@ valet_params valet_default_params(void) {
 valet_task_params valet_default_task_params(void) {
   valet_task_params p;
   std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
   const valet::TaskRequest r;
   p.tier = static_cast<int32_t>(r.tier);
   p.max_tokens = r.max_tokens;
@@ -156,10 +291,21 @@ valet_task_params valet_default_task_params(void) {
   return p;
 }
 
-valet_status valet_create(const valet_params* params, valet_scheduler** out) {
+valet_stats valet_default_stats(void) {
+  valet_stats s;
+  std::memset(&s, 0, sizeof s);
+  s.struct_size = sizeof s;
+  return s;
+}
+
+valet_status valet_create(const valet_params* caller_params, valet_scheduler** out) {
   return Guard([&]() -> valet_status {
-    if (params == nullptr || out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "params and out are required");
+    if (caller_params == nullptr || out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "params and out are required");
     *out = nullptr;
+    valet::Result<valet_params> read =
+        ReadVersioned(*caller_params, valet_default_params(), kParamsEnds, "valet_params");
+    if (!read.ok()) return Report(read.status());
+    const valet_params* params = &*read;
     if (params->model_path == nullptr) return Fail(VALET_INVALID_ARGUMENT, "model_path is required");
     valet::Result<valet::SchedulerOptions> options = SchedulerOptionsFrom(*params);
     if (!options.ok()) return Report(options.status());
@@ -187,7 +333,8 @@ valet_status valet_create(const valet_params* params, valet_scheduler** out) {
 void valet_destroy(valet_scheduler* scheduler) {
   try {
     if (scheduler == nullptr) return;
-    scheduler->scheduler.reset();  // joins the inference thread first
+    scheduler->closing.store(true);
+    scheduler->scheduler.reset();  // joins the inference thread, then cancels what is left
     delete scheduler;
   } catch (...) {
     // Nothing sensible remains to do; never unwind into C.
@@ -196,10 +343,12 @@ void valet_destroy(valet_scheduler* scheduler) {
 
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr || params == nullptr || out_id == nullptr) {
-      return Fail(VALET_INVALID_ARGUMENT, "scheduler, params and out_id are required");
-    }
-    valet::Result<valet::TaskRequest> request = RequestFrom(*params);
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (params == nullptr || out_id == nullptr) return Fail(VALET_INVALID_ARGUMENT, "params and out_id are required");
+    valet::Result<valet_task_params> read =
+        ReadVersioned(*params, valet_default_task_params(), kTaskParamsEnds, "valet_task_params");
+    if (!read.ok()) return Report(read.status());
+    valet::Result<valet::TaskRequest> request = RequestFrom(*read);
     if (!request.ok()) return Report(request.status());
     valet::Result<valet::TaskId> id = scheduler->scheduler->Submit(std::move(request).value());
     if (!id.ok()) return Report(id.status());
@@ -210,21 +359,30 @@ valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* p
 
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->Cancel(id));
   });
 }
 
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->OnLifecycleEvent(static_cast<valet::LifecycleEvent>(event)));
+  });
+}
+
+valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status, float headroom) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    valet::Result<valet::ThermalStatus> checked = valet::ThermalStatusFromInt(status);
+    if (!checked.ok()) return Report(checked.status());
+    return Report(scheduler->scheduler->OnThermalStatus(*checked, headroom));
   });
 }
 
 valet_status valet_wait_idle(valet_scheduler* scheduler) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
     scheduler->scheduler->WaitIdle();
     return Report(valet::Status::Ok());
   });
@@ -232,28 +390,17 @@ valet_status valet_wait_idle(valet_scheduler* scheduler) {
 
 valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr || out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler and out are required");
-    const valet::SchedulerStats s = scheduler->scheduler->Stats();
-    std::memset(out, 0, sizeof *out);
-    out->submitted = s.submitted;
-    out->done = s.done;
-    out->cancelled = s.cancelled;
-    out->failed = s.failed;
-    out->rejected = s.rejected;
-    out->steps = s.steps;
-    out->prefill_tokens = s.prefill_tokens;
-    out->decode_tokens = s.decode_tokens;
-    out->tokens_recomputed = s.tokens_recomputed;
-    for (int k = 0; k < 5; ++k) out->parks_by_kind[k] = s.parks_by_kind[static_cast<size_t>(k)];
-    out->preemptions = s.preemptions;
-    out->lifecycle = static_cast<valet_lifecycle_state>(scheduler->scheduler->lifecycle_state());
-    return Report(valet::Status::Ok());
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
+    const valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
+    return Report(WriteVersioned(out, full, kStatsEnds, "valet_stats"));
   });
 }
 
 valet_status valet_chrome_trace(const valet_scheduler* scheduler, char** out_json) {
   return Guard([&]() -> valet_status {
-    if (scheduler == nullptr || out_json == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler and out are required");
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (out_json == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out_json is required");
     const std::string json = scheduler->scheduler->ChromeTraceJson();
     char* copy = static_cast<char*>(std::malloc(json.size() + 1));
     if (copy == nullptr) return Fail(VALET_RESOURCE_EXHAUSTED, "out of memory");
@@ -276,6 +423,7 @@ const char* valet_status_name(valet_status status) {
     case VALET_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
     case VALET_IO: return "IO";
     case VALET_INTERNAL: return "INTERNAL";
+    case VALET_ABORTED: return "ABORTED";
   }
   return "UNKNOWN_STATUS";
 }

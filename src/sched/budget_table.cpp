@@ -12,6 +12,9 @@ namespace {
 constexpr const char* kStateKeys[kNumLifecycleStates] = {"DESTROYED", "CREATED", "STARTED", "RESUMED"};
 constexpr const char* kTierKeys[kNumTiers] = {"FOREGROUND_CHAT", "INLINE_SUGGESTION", "BACKGROUND_SUMMARY",
                                               "OFFLINE_INDEXING"};
+constexpr const char* kThermalKeys[kNumThermalStatuses] = {"NONE",     "LIGHT",     "MODERATE", "SEVERE",
+                                                           "CRITICAL", "EMERGENCY", "SHUTDOWN"};
+constexpr const char* kThermalKey = "thermal";
 
 int IndexOf(const char* const* names, int n, const std::string& key) {
   for (int i = 0; i < n; ++i) {
@@ -55,6 +58,53 @@ Status ParseTierBudget(const JsonValue& obj, const std::string& where, TierBudge
   return Status::Ok();
 }
 
+Status ParseThermalCaps(const JsonValue& obj, const std::string& where, ThermalCaps& out) {
+  if (!obj.is_object()) return InvalidArgument(where + " must be an object");
+  for (size_t i = 0; i < obj.size(); ++i) {
+    const std::string& key = obj.keys()[i];
+    const JsonValue& v = obj.items()[i];
+    const std::string field = where + "." + key;
+    if (key == "threads" || key == "background_threads") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1024));
+      (key == "threads" ? out.threads : out.background_threads) = static_cast<int32_t>(x);
+    } else if (key == "lowest_running_tier") {
+      const int tier = v.is_string() ? IndexOf(kTierKeys, kNumTiers, v.AsString()) : -1;
+      if (tier < 0) return InvalidArgument(field + " must be a tier name");
+      out.lowest_running_tier = static_cast<Tier>(tier);
+    } else {
+      return InvalidArgument("unknown thermal field " + field);
+    }
+  }
+  return Status::Ok();
+}
+
+Status ParseThermalColumn(const JsonValue& obj, BudgetTable& table) {
+  if (!obj.is_object()) return InvalidArgument("budget table: thermal must be an object");
+  for (size_t i = 0; i < obj.size(); ++i) {
+    const std::string& key = obj.keys()[i];
+    const int status = IndexOf(kThermalKeys, kNumThermalStatuses, key);
+    if (status < 0) return InvalidArgument("budget table: unknown thermal status " + key);
+    VALET_RETURN_IF_ERROR(ParseThermalCaps(obj.items()[i], "budget table: thermal." + key,
+                                           table.caps(static_cast<ThermalStatus>(status))));
+  }
+  return Status::Ok();
+}
+
+// Heat throttles background tiers first: fewer threads, then parked from the
+// bottom tier up; the foreground chat keeps running at any status.
+void SetThermalDefaults(BudgetTable& t) {
+  constexpr ThermalCaps kDefaults[kNumThermalStatuses] = {
+      {0, 0, Tier::kOfflineIndexing},     // NONE
+      {0, 1, Tier::kOfflineIndexing},     // LIGHT
+      {0, 1, Tier::kBackgroundSummary},   // MODERATE
+      {2, 1, Tier::kInlineSuggestion},    // SEVERE
+      {1, 1, Tier::kInlineSuggestion},    // CRITICAL
+      {1, 1, Tier::kForegroundChat},      // EMERGENCY
+      {1, 1, Tier::kForegroundChat},      // SHUTDOWN
+  };
+  for (int i = 0; i < kNumThermalStatuses; ++i) t.thermal[static_cast<size_t>(i)] = kDefaults[i];
+}
+
 }  // namespace
 
 BudgetTable BudgetTable::Defaults() {
@@ -77,6 +127,7 @@ BudgetTable BudgetTable::Defaults() {
     d.prefill_chunk = 256;
     d.threads = 1;
   }
+  SetThermalDefaults(t);
   return t;
 }
 
@@ -87,6 +138,10 @@ Result<BudgetTable> BudgetTableFromJson(const JsonValue& root) {
   BudgetTable table = BudgetTable::Defaults();
   for (size_t i = 0; i < root.size(); ++i) {
     const std::string& state_key = root.keys()[i];
+    if (state_key == kThermalKey) {
+      VALET_RETURN_IF_ERROR(ParseThermalColumn(root.items()[i], table));
+      continue;
+    }
     const int state = IndexOf(kStateKeys, kNumLifecycleStates, state_key);
     if (state < 0) return InvalidArgument("budget table: unknown lifecycle state " + state_key);
     const JsonValue& tiers = root.items()[i];

@@ -1,5 +1,6 @@
 // The token budget governor: app lifecycle events move a small state machine,
-// and the state picks each tier's budget from the table. It also counts the
+// and the state picks each tier's budget from the table; the phone's thermal
+// status caps those budgets (threads, which tiers run). It also counts the
 // tokens each tier generated in the current state, for the state caps. Pure
 // bookkeeping: no clock, no timers; the scheduler asks it on every decision.
 #pragma once
@@ -16,14 +17,20 @@ class Governor {
   Governor(BudgetTable table, LifecycleState initial);
 
   // Moves to the next state and resets the per-state token counts (a new
-  // state gives its caps afresh). InvalidArgument when out of order; nothing
+  // state gives its caps afresh). The first event may be ON_CREATE from any
+  // state (LifecycleHistory). InvalidArgument when out of order; nothing
   // changes then.
   Status OnLifecycleEvent(LifecycleEvent event);
+  // InvalidArgument for a status outside 0..6; nothing changes then. The
+  // token counts carry on: heat is not a new app state.
+  Status OnThermalStatus(ThermalStatus status, float headroom);
 
-  const TierBudget& Budget(Tier tier) const { return table_.at(state_, tier); }
+  // The lifecycle state's budget under the thermal caps.
+  TierBudget Budget(Tier tier) const;
   LifecycleState state() const { return state_; }
+  ThermalStatus thermal_status() const { return thermal_; }
 
-  // False once the tier has used its state cap.
+  // False once the tier has used its state cap, or while heat parks it.
   bool MayRun(Tier tier) const;
   void Charge(Tier tier, int32_t generated_tokens);
   int64_t used(Tier tier) const { return used_[static_cast<size_t>(tier)]; }
@@ -31,6 +38,8 @@ class Governor {
  private:
   BudgetTable table_;
   LifecycleState state_;
+  LifecycleHistory history_ = LifecycleHistory::kNoEventYet;
+  ThermalStatus thermal_ = ThermalStatus::kNone;
   std::array<int64_t, kNumTiers> used_{};
 };
 

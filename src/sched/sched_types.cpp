@@ -93,6 +93,38 @@ Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent e
                          " is out of order in state " + LifecycleStateName(state));
 }
 
+Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event, LifecycleHistory history) {
+  if (history == LifecycleHistory::kNoEventYet && event == LifecycleEvent::kOnCreate) return LifecycleState::kCreated;
+  return NextLifecycleState(state, event);
+}
+
+const char* ThermalStatusName(ThermalStatus status) {
+  switch (status) {
+    case ThermalStatus::kNone: return "NONE";
+    case ThermalStatus::kLight: return "LIGHT";
+    case ThermalStatus::kModerate: return "MODERATE";
+    case ThermalStatus::kSevere: return "SEVERE";
+    case ThermalStatus::kCritical: return "CRITICAL";
+    case ThermalStatus::kEmergency: return "EMERGENCY";
+    case ThermalStatus::kShutdown: return "SHUTDOWN";
+  }
+  return "UNKNOWN_THERMAL_STATUS";
+}
+
+Result<ThermalStatus> ThermalStatusFromInt(int value) {
+  if (value < 0 || value >= kNumThermalStatuses) {
+    return InvalidArgument("unknown thermal status " + std::to_string(value) + " (expected 0.." +
+                           std::to_string(kNumThermalStatuses - 1) + ")");
+  }
+  return static_cast<ThermalStatus>(value);
+}
+
+ThermalStatus EffectiveThermalStatus(ThermalStatus status, float headroom) {
+  // NaN compares false, so it is unknown like a negative value.
+  if (headroom >= 1.0f && status < ThermalStatus::kSevere) return ThermalStatus::kSevere;
+  return status;
+}
+
 const char* TimelineKindName(TimelineKind kind) {
   switch (kind) {
     case TimelineKind::kSubmitted: return "submitted";

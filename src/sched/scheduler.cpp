@@ -4,7 +4,9 @@
 // "a command or shutdown" - an event, never a timeout.
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -14,23 +16,37 @@
 namespace valet {
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
     TaskRequest request;
     LifecycleEvent event = LifecycleEvent::kOnCreate;
+    ThermalStatus thermal = ThermalStatus::kNone;
+    float headroom = -1.0f;
   };
 
   Impl(EngineInterface& engine, SchedulerOptions options)
-      : context_length(engine.context_length()), lifecycle(options.initial_state), core(engine, std::move(options)) {
+      : engine(engine),
+        context_length(engine.context_length()),
+        lifecycle(options.initial_state),
+        core(engine, std::move(options)) {
     core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived});
   }
 
   void Loop();
   void Apply(Command& command);
-  void TaskFinished();
+  // Wraps the task's callbacks to keep the per-tier counts and to finish
+  // the task's bookkeeping after its on_done.
+  void Track(TaskRequest& request);
+  void NoteState(Tier tier, TaskState from, TaskState to);
+  void TaskFinished(TaskId id, Tier tier, TaskState state);
+  void SampleMemory();
+  // The destructor's second half: the inference thread has stopped, so the
+  // core belongs to the destroying thread.
+  void CancelUnfinished();
 
+  EngineInterface& engine;
   const int32_t context_length;
   mutable std::mutex mu;
   std::condition_variable work_cv;  // inbox non-empty or stop
@@ -43,14 +59,78 @@ struct Scheduler::Impl {
   std::atomic<bool> chat_or_suggestion_arrived{false};
   bool stop = false;
   LifecycleState lifecycle;  // as of the last accepted event
+  LifecycleHistory history = LifecycleHistory::kNoEventYet;
   int64_t outstanding = 0;   // accepted tasks not yet finished
+  std::set<TaskId> unfinished;
+  std::array<TierTaskCounts, kNumTiers> tier_counts{};
+  MemoryStats memory;
+  // Set after the inference thread has joined; read by callbacks that run
+  // on the destroying thread from then on.
+  bool destroying = false;
   SchedulerCore core;        // inference thread only (its recorder is thread-safe)
   std::thread thread;
 };
 
-void Scheduler::Impl::TaskFinished() {
+void Scheduler::Impl::Track(TaskRequest& request) {
+  const Tier tier = request.tier;
+  auto last = std::make_shared<TaskState>(TaskState::kQueued);
+  auto user_state = std::move(request.callbacks.on_state);
+  request.callbacks.on_state = [this, tier, last, user_state](TaskId id, TaskState state) {
+    NoteState(tier, *last, state);
+    *last = state;
+    if (user_state) user_state(id, state);
+  };
+  auto user_done = std::move(request.callbacks.on_done);
+  request.callbacks.on_done = [this, tier, last, user_done](TaskId id, const TaskResult& result) {
+    if (user_done && destroying) {
+      TaskResult cancelled = result;
+      cancelled.status = Status(StatusCode::kAborted, "scheduler destroyed");
+      user_done(id, cancelled);
+    } else if (user_done) {
+      user_done(id, result);
+    }
+    TaskFinished(id, tier, result.state);
+  };
+}
+
+void Scheduler::Impl::NoteState(Tier tier, TaskState from, TaskState to) {
+  if ((from == TaskState::kParked) == (to == TaskState::kParked)) return;
   std::lock_guard<std::mutex> lock(mu);
+  tier_counts[static_cast<size_t>(tier)].parked += to == TaskState::kParked ? 1 : -1;
+}
+
+void Scheduler::Impl::TaskFinished(TaskId id, Tier tier, TaskState state) {
+  std::lock_guard<std::mutex> lock(mu);
+  TierTaskCounts& c = tier_counts[static_cast<size_t>(tier)];
+  --c.active;
+  if (state == TaskState::kDone) ++c.done;
+  if (state == TaskState::kCancelled) ++c.cancelled;
+  if (state == TaskState::kFailed) ++c.failed;
+  unfinished.erase(id);
   if (--outstanding == 0) idle_cv.notify_all();
+}
+
+void Scheduler::Impl::SampleMemory() {
+  const EngineMemory m = engine.memory();
+  std::lock_guard<std::mutex> lock(mu);
+  memory = {m.pool_used_bytes, m.pool_capacity_bytes, m.snapshot_ram_bytes, m.snapshot_disk_bytes};
+}
+
+void Scheduler::Impl::CancelUnfinished() {
+  destroying = true;
+  std::deque<Command> rest;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    rest.swap(inbox);
+  }
+  // Admitting the last submits lets one path cancel every task.
+  for (Command& command : rest) Apply(command);
+  std::vector<TaskId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    ids.assign(unfinished.begin(), unfinished.end());
+  }
+  for (TaskId id : ids) (void)core.Cancel(id).ok();
 }
 
 void Scheduler::Impl::Apply(Command& command) {
@@ -66,6 +146,10 @@ void Scheduler::Impl::Apply(Command& command) {
     case CommandKind::kLifecycle:
       // Validated in order when posted, so it applies in order here.
       (void)core.OnLifecycleEvent(command.event).ok();
+      break;
+    case CommandKind::kThermal:
+      // Validated when posted.
+      (void)core.OnThermalStatus(command.thermal, command.headroom).ok();
       break;
   }
 }
@@ -85,6 +169,7 @@ void Scheduler::Impl::Loop() {
     }
     for (Command& command : batch) Apply(command);
     has_work = core.RunOneStep();
+    SampleMemory();
   }
 }
 
@@ -94,6 +179,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
   if (!(options.fill_max_cost_fraction >= 0.0)) return InvalidArgument("fill_max_cost_fraction must be >= 0");
   auto impl = std::make_unique<Impl>(engine, std::move(options));
   Impl* raw = impl.get();
+  raw->SampleMemory();
   std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(impl)));
   raw->thread = std::thread([raw] { raw->Loop(); });
   return scheduler;
@@ -106,6 +192,7 @@ Scheduler::~Scheduler() {
   }
   impl_->work_cv.notify_one();
   impl_->thread.join();
+  impl_->CancelUnfinished();
 }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
@@ -114,17 +201,16 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
     return s;
   }
   Impl* impl = impl_.get();
-  auto user_done = std::move(request.callbacks.on_done);
-  request.callbacks.on_done = [impl, user_done](TaskId id, const TaskResult& result) {
-    if (user_done) user_done(id, result);
-    impl->TaskFinished();
-  };
+  impl->Track(request);
   TaskId id = 0;
   {
     // Registering under the inbox lock keeps id order equal to arrival order.
     std::lock_guard<std::mutex> lock(impl->mu);
+    if (impl->stop) return InvalidArgument("the scheduler is being destroyed");
     id = impl->core.recorder().Register(request.tier, impl->core.Now());
     ++impl->outstanding;
+    impl->unfinished.insert(id);
+    ++impl->tier_counts[static_cast<size_t>(request.tier)].active;
     Impl::Command command;
     command.kind = Impl::CommandKind::kSubmit;
     command.id = id;
@@ -159,11 +245,26 @@ Status Scheduler::Cancel(TaskId id) {
 Status Scheduler::OnLifecycleEvent(LifecycleEvent event) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
-    VALET_ASSIGN_OR_RETURN(LifecycleState next, NextLifecycleState(impl_->lifecycle, event));
+    VALET_ASSIGN_OR_RETURN(LifecycleState next, NextLifecycleState(impl_->lifecycle, event, impl_->history));
     impl_->lifecycle = next;
+    impl_->history = LifecycleHistory::kEventsSeen;
     Impl::Command command;
     command.kind = Impl::CommandKind::kLifecycle;
     command.event = event;
+    impl_->inbox.push_back(std::move(command));
+  }
+  impl_->work_cv.notify_one();
+  return Status::Ok();
+}
+
+Status Scheduler::OnThermalStatus(ThermalStatus status, float headroom) {
+  VALET_ASSIGN_OR_RETURN(ThermalStatus checked, ThermalStatusFromInt(static_cast<int>(status)));
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    Impl::Command command;
+    command.kind = Impl::CommandKind::kThermal;
+    command.thermal = checked;
+    command.headroom = headroom;
     impl_->inbox.push_back(std::move(command));
   }
   impl_->work_cv.notify_one();
@@ -180,7 +281,13 @@ LifecycleState Scheduler::lifecycle_state() const {
   return impl_->lifecycle;
 }
 
-SchedulerStats Scheduler::Stats() const { return impl_->core.recorder().Stats(); }
+SchedulerStats Scheduler::Stats() const {
+  SchedulerStats stats = impl_->core.recorder().Stats();
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  stats.tasks_by_tier = impl_->tier_counts;
+  stats.memory = impl_->memory;
+  return stats;
+}
 
 Result<std::vector<TimelineEvent>> Scheduler::Timeline(TaskId id) const { return impl_->core.recorder().Timeline(id); }
 

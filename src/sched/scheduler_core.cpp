@@ -183,6 +183,14 @@ Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
   return Status::Ok();
 }
 
+Status SchedulerCore::OnThermalStatus(ThermalStatus status, float headroom) {
+  VALET_RETURN_IF_ERROR(governor_.OnThermalStatus(status, headroom));
+  recorder_.UpdateStats([&](SchedulerStats& s) { s.thermal = governor_.thermal_status(); });
+  ReleaseHeld();
+  Deliver();
+  return Status::Ok();
+}
+
 void SchedulerCore::ReleaseHeld() {
   for (TaskId id : held_) {
     Task* task = Find(id);

@@ -67,6 +67,9 @@ class SchedulerCore {
   // NotFound for an unknown id, InvalidArgument for a finished task.
   Status Cancel(TaskId id);
   Status OnLifecycleEvent(LifecycleEvent event);
+  // Heat caps from the budget table's thermal column; tiers it parks wait in
+  // held_ like state-capped ones and come back on the next status change.
+  Status OnThermalStatus(ThermalStatus status, float headroom);
 
   // Flags another thread raises when a task arrives that may preempt: under
   // kValet a running step of a lower tier then stops between layers instead

@@ -1,6 +1,8 @@
 /* The C API, compiled as C11: create from a model path, submit with
- * callbacks, cancel, lifecycle events, errors as status values, destroy.
+ * callbacks, cancel, lifecycle events, errors as status values, struct
+ * versions, budget tables from JSON strings, thermal status, destroy.
  * Exits 77 (skipped) when ../shared/models is absent. */
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,6 +23,9 @@ typedef struct {
   int done_tokens;
   valet_task_state final_state;
   valet_status final_status;
+  char message[64];
+  valet_task_metrics metrics;
+  size_t result_size;
   int parked_seen;
 } task_log;
 
@@ -38,39 +43,45 @@ static void on_state(void* user, valet_task_id id, valet_task_state state) {
   if (state == VALET_TASK_PARKED) log->parked_seen = 1;
 }
 
-static void on_done(void* user, valet_task_id id, valet_task_state state, valet_status status, const char* text,
-                    int32_t n_tokens) {
+static void on_done(void* user, valet_task_id id, const valet_task_result* r) {
   task_log* log = (task_log*)user;
   (void)id;
-  (void)text;
   log->done_calls++;
-  log->done_tokens = n_tokens;
-  log->final_state = state;
-  log->final_status = status;
+  log->result_size = r->struct_size;
+  log->done_tokens = r->n_tokens;
+  log->final_state = r->state;
+  log->final_status = r->status;
+  snprintf(log->message, sizeof log->message, "%s", r->message);
+  log->metrics = r->metrics;
 }
 
-int main(void) {
-  char model[1024];
-  snprintf(model, sizeof model, "%s/models/stories260K.gguf", VALET_SHARED_DIR);
+static char g_model[1024];
 
+static valet_params model_params(void) {
+  valet_params p = valet_default_params();
+  p.model_path = g_model;
+  p.n_threads = 1;
+  p.kv_capacity_bytes = 4u << 20;
+  return p;
+}
+
+static int test_errors_without_model(void) {
   valet_params params = valet_default_params();
   valet_scheduler* s = NULL;
+  CHECK(params.struct_size == sizeof(valet_params));
   CHECK(valet_create(NULL, &s) == VALET_INVALID_ARGUMENT);
   CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT); /* no model path */
   params.model_path = "/nonexistent/model.gguf";
   CHECK(valet_create(&params, &s) != VALET_OK);
   CHECK(strlen(valet_last_error()) > 0);
   CHECK(s == NULL);
+  return 0;
+}
 
-  FILE* f = fopen(model, "rb");
-  if (f == NULL) {
-    printf("skipped: %s not found\n", model);
-    return 77;
-  }
-  fclose(f);
-  params.model_path = model;
-  params.n_threads = 1;
-  params.kv_capacity_bytes = 4u << 20;
+/* Two tiers, bad input, lifecycle, on_done's result and metrics, stats. */
+static int test_run(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
   CHECK(valet_create(&params, &s) == VALET_OK);
 
   task_log bg_log = {0}, fg_log = {0};
@@ -114,20 +125,36 @@ int main(void) {
   CHECK(valet_cancel(s, 987654) == VALET_NOT_FOUND);
   CHECK(valet_send_lifecycle_event(s, VALET_ON_START) == VALET_INVALID_ARGUMENT);
   CHECK(valet_send_lifecycle_event(s, VALET_ON_PAUSE) == VALET_OK);
+  CHECK(valet_send_lifecycle_event(s, VALET_ON_PAUSE) == VALET_INVALID_ARGUMENT); /* repeated */
 
   CHECK(valet_wait_idle(s) == VALET_OK);
   CHECK(valet_cancel(s, bg_id) == VALET_INVALID_ARGUMENT); /* finished */
   CHECK(bg_log.done_calls == 1 && fg_log.done_calls == 1);
+  CHECK(bg_log.result_size == sizeof(valet_task_result));
   CHECK(bg_log.final_state == VALET_TASK_DONE && bg_log.final_status == VALET_OK);
+  CHECK(strcmp(bg_log.message, "") == 0);
   CHECK(fg_log.final_state == VALET_TASK_DONE);
   CHECK(bg_log.tokens == bg_log.done_tokens && bg_log.tokens > 0);
   CHECK(fg_log.tokens == fg_log.done_tokens && fg_log.tokens > 0);
+  CHECK(bg_log.metrics.generated_tokens == bg_log.tokens && fg_log.metrics.generated_tokens == fg_log.tokens);
+  CHECK(fg_log.metrics.ttft_seconds >= 0.0 && fg_log.metrics.e2e_seconds >= fg_log.metrics.ttft_seconds);
+  CHECK(fg_log.metrics.prompt_tokens > 0);
+  int parks = 0;
+  for (int k = 0; k < VALET_NUM_PARK_KINDS; ++k) parks += bg_log.metrics.parks_by_kind[k];
+  CHECK(parks == bg_log.metrics.parks);
+  CHECK((bg_log.metrics.parks > 0) == (bg_log.parked_seen != 0));
 
-  valet_stats stats;
+  valet_stats stats = valet_default_stats();
   CHECK(valet_get_stats(s, &stats) == VALET_OK);
   /* The unknown tier is refused by the C layer before it reaches the scheduler. */
   CHECK(stats.done == 2 && stats.cancelled == 0 && stats.failed == 0 && stats.rejected == 3);
   CHECK(stats.lifecycle == VALET_STATE_STARTED);
+  CHECK(stats.thermal == VALET_THERMAL_NONE);
+  CHECK(stats.tiers[VALET_TIER_OFFLINE_INDEXING].done == 1 && stats.tiers[VALET_TIER_FOREGROUND_CHAT].done == 1);
+  CHECK(stats.tiers[VALET_TIER_OFFLINE_INDEXING].generated_tokens == bg_log.tokens);
+  CHECK(stats.tiers[VALET_TIER_OFFLINE_INDEXING].active == 0 && stats.tiers[VALET_TIER_OFFLINE_INDEXING].parked == 0);
+  CHECK(stats.memory.pool_capacity_bytes > 0 && stats.memory.pool_capacity_bytes <= params.kv_capacity_bytes);
+  CHECK(stats.memory.pool_used_bytes <= stats.memory.pool_capacity_bytes);
 
   char* trace = NULL;
   CHECK(valet_chrome_trace(s, &trace) == VALET_OK);
@@ -136,7 +163,225 @@ int main(void) {
 
   valet_destroy(s);
   valet_destroy(NULL);
+  return 0;
+}
+
+/* struct_size: older (shorter) structs take defaults for what they lack;
+ * sizes that are no version of the struct are refused. */
+static int test_struct_versions(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  params.struct_size = 3;
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT);
+  params.struct_size = sizeof(valet_params) + 8;
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT);
+  params.struct_size = offsetof(valet_params, model_path) + 1;
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT);
+  /* A caller built before budget_table_json existed: the bytes there are not read. */
+  params.struct_size = offsetof(valet_params, budget_table_json);
+  params.budget_table_json = "{ not json";
+  CHECK(valet_create(&params, &s) == VALET_OK);
+
+  valet_task_params t = valet_default_task_params();
+  valet_task_id id = 0;
+  t.prompt = "Once upon a time";
+  t.max_tokens = 4;
+  t.struct_size = 2;
+  CHECK(valet_submit(s, &t, &id) == VALET_INVALID_ARGUMENT);
+  /* Ends before max_tokens: the default max_tokens applies, not this one. */
+  t.struct_size = offsetof(valet_task_params, max_tokens);
+  t.max_tokens = -5;
+  CHECK(valet_submit(s, &t, &id) == VALET_OK);
+  CHECK(valet_wait_idle(s) == VALET_OK);
+
+  valet_stats stats = valet_default_stats();
+  stats.struct_size = offsetof(valet_stats, rejected) + 1;
+  CHECK(valet_get_stats(s, &stats) == VALET_INVALID_ARGUMENT);
+  /* An older, shorter valet_stats: nothing past it is written. */
+  valet_stats old = valet_default_stats();
+  old.struct_size = offsetof(valet_stats, thermal);
+  old.thermal = (valet_thermal_status)77;
+  CHECK(valet_get_stats(s, &old) == VALET_OK);
+  CHECK(old.struct_size == offsetof(valet_stats, thermal) && old.done == 1);
+  CHECK((int)old.thermal == 77);
+  valet_destroy(s);
+  return 0;
+}
+
+static int test_budget_json(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  params.budget_table_json = "{\"RESUMED\": {\"OFFLINE_INDEXING\": {\"turn_tokens\": 4}}, \"thermal\": "
+                             "{\"LIGHT\": {\"lowest_running_tier\": \"INLINE_SUGGESTION\"}}}";
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  valet_destroy(s);
+  s = NULL;
+  params.budget_table_json = "{\"RESUMED\": {\"OFFLINE_INDEXING\": {\"turn_tokens\": -4}}}";
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT);
+  CHECK(strstr(valet_last_error(), "turn_tokens") != NULL);
+  params.budget_table_json = "{\"thermal\": {\"WARM\": {}}}";
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT);
+  params.budget_table_json = "{}";
+  params.budget_table_path = "/nonexistent.json";
+  CHECK(valet_create(&params, &s) == VALET_INVALID_ARGUMENT); /* one source only */
+  CHECK(s == NULL);
+  return 0;
+}
+
+typedef struct {
+  valet_scheduler* s;
+  task_log chat;
+  int background_tokens_at_chat_done;
+  task_log* background;
+} thermal_ctx;
+
+/* The chat finishes while background work is held by the heat; cooling
+ * down from the chat's on_done lets the background task run to the end. */
+static void chat_done_cools(void* user, valet_task_id id, const valet_task_result* r) {
+  thermal_ctx* ctx = (thermal_ctx*)user;
+  on_done(&ctx->chat, id, r);
+  ctx->background_tokens_at_chat_done = ctx->background->tokens;
+  valet_on_thermal_status(ctx->s, VALET_THERMAL_NONE, -1.0f);
+}
+
+static int test_thermal(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  CHECK(valet_on_thermal_status(s, 7, -1.0f) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_on_thermal_status(s, -1, -1.0f) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_on_thermal_status(s, VALET_THERMAL_EMERGENCY, -1.0f) == VALET_OK);
+
+  task_log bg_log = {0};
+  thermal_ctx ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.s = s;
+  ctx.background = &bg_log;
+  valet_task_params bg = valet_default_task_params();
+  bg.tier = VALET_TIER_BACKGROUND_SUMMARY;
+  bg.prompt = "Once upon a time";
+  bg.max_tokens = 6;
+  bg.on_token = on_token;
+  bg.on_state = on_state;
+  bg.on_done = on_done;
+  bg.user_data = &bg_log;
+  valet_task_params fg = valet_default_task_params();
+  fg.prompt = "Tell me";
+  fg.max_tokens = 6;
+  fg.on_done = chat_done_cools;
+  fg.user_data = &ctx;
+  valet_task_id id = 0;
+  CHECK(valet_submit(s, &bg, &id) == VALET_OK);
+  CHECK(valet_submit(s, &fg, &id) == VALET_OK);
+  CHECK(valet_wait_idle(s) == VALET_OK);
+  CHECK(ctx.chat.done_calls == 1 && ctx.chat.final_state == VALET_TASK_DONE);
+  CHECK(ctx.background_tokens_at_chat_done == 0);
+  CHECK(bg_log.done_calls == 1 && bg_log.final_state == VALET_TASK_DONE && bg_log.tokens > 0);
+
+  /* A headroom forecast at 1.0 or above counts as SEVERE. Events apply in
+   * order, so a task submitted after one finishes after it took effect. */
+  valet_stats stats = valet_default_stats();
+  fg.on_done = on_done;
+  fg.user_data = &ctx.chat;
+  CHECK(valet_on_thermal_status(s, VALET_THERMAL_LIGHT, 1.25f) == VALET_OK);
+  CHECK(valet_submit(s, &fg, &id) == VALET_OK);
+  CHECK(valet_wait_idle(s) == VALET_OK);
+  CHECK(valet_get_stats(s, &stats) == VALET_OK);
+  CHECK(stats.thermal == VALET_THERMAL_SEVERE);
+  CHECK(valet_on_thermal_status(s, VALET_THERMAL_LIGHT, 0.5f) == VALET_OK);
+  CHECK(valet_submit(s, &fg, &id) == VALET_OK);
+  CHECK(valet_wait_idle(s) == VALET_OK);
+  CHECK(valet_get_stats(s, &stats) == VALET_OK);
+  CHECK(stats.thermal == VALET_THERMAL_LIGHT && stats.cancelled == 0);
+  valet_destroy(s);
+  return 0;
+}
+
+/* What an Android app sends: an observer attached to ProcessLifecycleOwner
+ * while the app is in the foreground is brought up from ON_CREATE. */
+static int test_lifecycle(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  CHECK(params.initial_state == VALET_STATE_RESUMED);
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  const valet_lifecycle_event attach[] = {VALET_ON_CREATE, VALET_ON_START, VALET_ON_RESUME,
+                                          VALET_ON_PAUSE,  VALET_ON_STOP,  VALET_ON_START};
+  for (size_t i = 0; i < sizeof attach / sizeof attach[0]; ++i) CHECK(valet_send_lifecycle_event(s, attach[i]) == VALET_OK);
+  valet_stats stats = valet_default_stats();
+  CHECK(valet_send_lifecycle_event(s, VALET_ON_CREATE) == VALET_INVALID_ARGUMENT); /* only once */
+  CHECK(valet_send_lifecycle_event(s, VALET_ON_START) == VALET_INVALID_ARGUMENT);  /* repeated */
+  CHECK(valet_send_lifecycle_event(s, (valet_lifecycle_event)42) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_get_stats(s, &stats) == VALET_OK);
+  CHECK(stats.lifecycle == VALET_STATE_STARTED);
+  valet_destroy(s);
+  return 0;
+}
+
+typedef struct {
+  valet_scheduler* s;
+  int done_calls;
+  int aborted;
+  int done;
+  int submit_refused;
+} destroy_log;
+
+static void count_done(void* user, valet_task_id id, const valet_task_result* r) {
+  destroy_log* log = (destroy_log*)user;
+  valet_task_params again = valet_default_task_params();
+  valet_task_id ignored = 0;
+  (void)id;
+  log->done_calls++;
+  if (r->state == VALET_TASK_DONE) log->done++;
+  if (r->state == VALET_TASK_CANCELLED && r->status == VALET_ABORTED &&
+      strcmp(r->message, "scheduler destroyed") == 0) {
+    log->aborted++;
+    again.prompt = "too late";
+    if (valet_submit(log->s, &again, &ignored) == VALET_INVALID_ARGUMENT) log->submit_refused++;
+  }
+}
+
+/* Destroy with tasks queued, parked and running: every on_done, once. */
+static int test_destroy_in_flight(void) {
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  destroy_log log = {0};
+  log.s = s;
+  /* Only the chat runs: the other tiers are surely unfinished (held). */
+  CHECK(valet_on_thermal_status(s, VALET_THERMAL_EMERGENCY, -1.0f) == VALET_OK);
+  enum { kTasks = 12 };
+  for (int i = 0; i < kTasks; ++i) {
+    valet_task_params t = valet_default_task_params();
+    t.tier = i % VALET_NUM_TIERS;
+    t.prompt = "Once upon a time, there was a little dog.";
+    t.max_tokens = 200;
+    t.on_done = count_done;
+    t.user_data = &log;
+    valet_task_id id = 0;
+    CHECK(valet_submit(s, &t, &id) == VALET_OK);
+  }
+  valet_destroy(s);
+  CHECK(log.done_calls == kTasks);
+  CHECK(log.done + log.aborted == kTasks);
+  CHECK(log.aborted >= kTasks * 3 / 4 && log.submit_refused == log.aborted);
+  return 0;
+}
+
+int main(void) {
+  snprintf(g_model, sizeof g_model, "%s/models/stories260K.gguf", VALET_SHARED_DIR);
+  if (test_errors_without_model() != 0) return 1;
+  FILE* f = fopen(g_model, "rb");
+  if (f == NULL) {
+    printf("skipped: %s not found\n", g_model);
+    return 77;
+  }
+  fclose(f);
+  if (test_run() != 0 || test_struct_versions() != 0 || test_budget_json() != 0 || test_thermal() != 0 ||
+      test_lifecycle() != 0 || test_destroy_in_flight() != 0) {
+    return 1;
+  }
   CHECK(strcmp(valet_status_name(VALET_OUT_OF_RANGE), "OUT_OF_RANGE") == 0);
+  CHECK(strcmp(valet_status_name(VALET_ABORTED), "ABORTED") == 0);
   printf("capi_c_test: ok\n");
   return 0;
 }

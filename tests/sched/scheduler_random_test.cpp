@@ -74,6 +74,7 @@ void RunSequence(uint64_t seed) {
   Harness h(eo, so);
   std::map<TaskId, Model> models;
   LifecycleState state = so.initial_state;
+  LifecycleHistory history = LifecycleHistory::kNoEventYet;
   const std::string systems[] = {"system prompt one", "another system prompt"};
   const int events = 20 + static_cast<int>(rng() % 40);
   for (int e = 0; e < events; ++e) {
@@ -116,9 +117,10 @@ void RunSequence(uint64_t seed) {
       }
     } else if (kind < 6) {
       const LifecycleEvent ev = static_cast<LifecycleEvent>(rng() % 6);
-      Result<LifecycleState> next = NextLifecycleState(state, ev);
+      Result<LifecycleState> next = NextLifecycleState(state, ev, history);
       ASSERT_EQ(h.core.OnLifecycleEvent(ev).ok(), next.ok());
       if (next.ok()) state = *next;
+      if (next.ok()) history = LifecycleHistory::kEventsSeen;
       if (next.ok() && state == LifecycleState::kDestroyed) ++g_coverage.destroyed;
       ASSERT_EQ(h.core.lifecycle_state(), state);
     } else {
