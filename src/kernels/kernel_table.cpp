@@ -104,6 +104,8 @@ KernelTable BuildAvx2() {
   PatchPacked(t, avx2::PackedTile);
   t.dot_f32 = avx2::DotF32Rows;
   t.vec_mad_f32 = avx2::VecMadF32;
+  t.dot_f16_f32 = avx2::DotF16F32Rows;
+  t.vec_mad_f16 = avx2::VecMadF16;
   return t;
 }
 

@@ -283,9 +283,11 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   });
 
   // softmax(q·Kᵀ · scale) · V per (token, head), causal within the sequence.
-  // F16 rows are widened into a per-thread row buffer first; the products
-  // and sums stay in F32.
-  const to_float_fn load_row = kv_type == KvType::kF16 ? kernels[GgmlType::kF16].to_float : nullptr;
+  // F16 rows are widened as the table's f16 row kernels load them, or else
+  // into a per-thread row buffer first; the products and sums stay in F32.
+  const bool f16 = kv_type == KvType::kF16;
+  const bool f16_rows = f16 && kernels.dot_f16_f32 != nullptr && kernels.vec_mad_f16 != nullptr;
+  const to_float_fn load_row = f16 && !f16_rows ? kernels[GgmlType::kF16].to_float : nullptr;
   const int64_t n_items = static_cast<int64_t>(n) * c.n_head;
   pool_.Run([&](int ith, int nth) {
     float* p = scores_.data() + static_cast<size_t>(ith) * options_.n_ctx;
@@ -295,6 +297,17 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       if (load_row == nullptr) return static_cast<const float*>(row);
       load_row(row, wide, hd);
       return wide;
+    };
+    auto dot_k = [&](KvSequence& seq, int32_t kvh, int32_t pos, const float* q) {
+      if (f16_rows) return kernels.dot_f16_f32(hd, static_cast<const uint16_t*>(seq.row(il, 0, kvh, pos)), q);
+      return kernels.dot_f32(hd, kv_row(seq, 0, kvh, pos), q);
+    };
+    auto mad_v = [&](KvSequence& seq, int32_t kvh, int32_t pos, float w, float* out) {
+      if (f16_rows) {
+        kernels.vec_mad_f16(hd, w, static_cast<const uint16_t*>(seq.row(il, 1, kvh, pos)), out);
+      } else {
+        kernels.vec_mad_f32(hd, w, kv_row(seq, 1, kvh, pos), out);
+      }
     };
     Range r = SplitRange(n_items, ith, nth);
     for (int64_t item = r.begin; item < r.end; ++item) {
@@ -306,7 +319,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       const float* qh = q_.data() + t * q_dim + h * hd;
       float max = -INFINITY;
       for (int32_t j = 0; j < n_pos; ++j) {
-        p[j] = kernels.dot_f32(hd, kv_row(seq, 0, kvh, j), qh) * scale;
+        p[j] = dot_k(seq, kvh, j, qh) * scale;
         max = std::max(max, p[j]);
       }
       double sum = 0.0;
@@ -318,7 +331,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       float* out = attn_.data() + t * q_dim + h * hd;
       std::fill_n(out, hd, 0.0f);
       for (int32_t j = 0; j < n_pos; ++j) {
-        kernels.vec_mad_f32(hd, p[j] * inv, kv_row(seq, 1, kvh, j), out);
+        mad_v(seq, kvh, j, p[j] * inv, out);
       }
     }
   });
