@@ -3,8 +3,10 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
+#include <thread>
 
 #include "kernels/kernel_table.h"
 #include "kernels/weight_pack.h"
@@ -155,13 +157,26 @@ void LlamaModel::PackMatrices() {
   for (const WeightMatrix* m : targets) total += PackedBytes(*m);
   if (total == 0) return;
   packed_ = std::make_unique_for_overwrite<uint8_t[]>(total);
+  std::vector<size_t> offsets;
   size_t offset = 0;
-  for (WeightMatrix* m : targets) {
-    const WeightMatrix rows = *m;
-    *m = PackWeights(rows, packed_.get() + offset);
-    offset += PackedBytes(rows);
-    ReleasePages(rows.data, PackedBytes(rows));
+  for (const WeightMatrix* m : targets) {
+    offsets.push_back(offset);
+    offset += PackedBytes(*m);
   }
+  // Matrices pack independently into their own ranges: one per thread at a
+  // time, so a large model's load takes a fraction of the single-core time.
+  const size_t n_threads = std::min<size_t>(targets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  auto pack_some = [&](size_t first) {
+    for (size_t i = first; i < targets.size(); i += n_threads) {
+      const WeightMatrix rows = *targets[i];
+      *targets[i] = PackWeights(rows, packed_.get() + offsets[i]);
+      ReleasePages(rows.data, PackedBytes(rows));
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < n_threads; ++t) workers.emplace_back(pack_some, t);
+  pack_some(0);
+  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace valet
