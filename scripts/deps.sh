@@ -3,7 +3,9 @@
 # Sourced by build.sh and test.sh; safe to run any number of times.
 set -euo pipefail
 
-VALET_PACKAGES=(g++ cmake ninja-build libgtest-dev libbenchmark-dev libopenblas-dev clang libclang-rt-14-dev libzstd-dev liblz4-dev pkg-config libcpp-httplib-dev nlohmann-json3-dev unicode-data python3)
+VALET_PACKAGES=(g++ cmake ninja-build libgtest-dev libbenchmark-dev libopenblas-dev clang libclang-rt-14-dev libzstd-dev liblz4-dev pkg-config libcpp-httplib-dev nlohmann-json3-dev unicode-data python3
+  # The Java binding and its JUnit 5 tests (bindings/java).
+  openjdk-17-jdk-headless junit5)
 
 valet_install_deps() {
   local missing=()

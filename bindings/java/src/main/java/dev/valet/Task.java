@@ -1,0 +1,86 @@
+package dev.valet;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+
+/** A submitted task: its id, a cancel, and its result as a future. */
+public final class Task {
+  private final Valet valet;
+  private final Tier tier;
+  private final TokenListener listener;
+  private final CountDownLatch submitted = new CountDownLatch(1);
+  private final CompletableFuture<TaskResult> result = new CompletableFuture<>();
+  private volatile long id = -1;
+
+  Task(Valet valet, Tier tier, TokenListener listener) {
+    this.valet = valet;
+    this.tier = tier;
+    this.listener = listener;
+  }
+
+  /** The scheduler's id; callbacks may run before submit returns, so this waits for it. */
+  public long id() {
+    boolean interrupted = false;
+    while (true) {
+      try {
+        submitted.await();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true;
+      }
+    }
+    if (interrupted) Thread.currentThread().interrupt();
+    return id;
+  }
+
+  public Tier tier() {
+    return tier;
+  }
+
+  /** Completes exactly once, after the listener's onDone. */
+  public CompletableFuture<TaskResult> result() {
+    return result;
+  }
+
+  /** False when the task had already finished. */
+  public boolean cancel() {
+    return valet.cancel(this);
+  }
+
+  void setId(long value) {
+    id = value;
+    submitted.countDown();
+  }
+
+  // Called from native code (valet_jni.cpp).
+  void onNativeToken(int token, byte[] utf8) {
+    if (listener != null) listener.onToken(this, token, new String(utf8, StandardCharsets.UTF_8));
+  }
+
+  void onNativeState(int state) {
+    if (listener != null) listener.onState(this, TaskState.of(state));
+  }
+
+  void onNativeDone(int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
+    final TaskResult r =
+        new TaskResult(
+            TaskState.of(state),
+            status,
+            new String(message, StandardCharsets.UTF_8),
+            new String(text, StandardCharsets.UTF_8),
+            tokens,
+            d[0],
+            d[1],
+            d[2],
+            i[0],
+            i[3],
+            new int[] {i[4], i[5], i[6], i[7], i[8]},
+            i[9]);
+    try {
+      if (listener != null) listener.onDone(this, r);
+    } finally {
+      result.complete(r);
+    }
+  }
+}
