@@ -6,15 +6,16 @@ namespace valet {
 namespace {
 
 constexpr uint32_t kMagic = 0x51455356;  // "VSEQ"
-constexpr uint32_t kVersion = 2;  // 2: the KV element type joined the layout
+constexpr uint32_t kVersion = 3;  // 2: the KV element type joined the layout; 3: generated tokens
 
-// Fixed part, then history, recent tokens, rows; every field is 4-byte
-// aligned so the rows can be read in place.
+// Fixed part, then history, recent tokens, generated tokens, rows; every
+// field is 4-byte aligned so the rows can be read in place.
 struct Fixed {
   uint32_t magic;
   uint32_t version;
   int32_t n_layer, n_kv_head, head_dim, block_tokens;
-  int32_t kv_type, unused;  // KvType; `unused` keeps the fields free of padding
+  int32_t kv_type;  // KvType
+  uint32_t n_generated;
   int32_t kv_begin, kv_end;
   uint32_t n_history, n_recent;
   uint64_t rng[4];
@@ -26,10 +27,11 @@ static_assert(sizeof(Fixed) == 80, "no padding bytes: the header is copied out w
 std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSequence& seq) {
   const KvLayout& l = seq.pool().layout();
   Fixed f{kMagic, kVersion, l.n_layer, l.n_kv_head, l.head_dim, l.block_tokens, static_cast<int32_t>(l.type),
-          0, h.kv_begin, h.kv_end,
+          static_cast<uint32_t>(h.sampler.generated.size()), h.kv_begin, h.kv_end,
           static_cast<uint32_t>(h.history.size()), static_cast<uint32_t>(h.sampler.recent_tokens.size()),
           {h.sampler.rng.words[0], h.sampler.rng.words[1], h.sampler.rng.words[2], h.sampler.rng.words[3]}};
-  const size_t ints = (h.history.size() + h.sampler.recent_tokens.size()) * sizeof(int32_t);
+  const size_t ints =
+      (h.history.size() + h.sampler.recent_tokens.size() + h.sampler.generated.size()) * sizeof(int32_t);
   const size_t rows = seq.rows_bytes(h.kv_end - h.kv_begin);
   std::vector<uint8_t> out(sizeof(f) + ints + rows);
   uint8_t* p = out.data();
@@ -39,6 +41,8 @@ std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSeq
   p += h.history.size() * sizeof(int32_t);
   std::memcpy(p, h.sampler.recent_tokens.data(), h.sampler.recent_tokens.size() * sizeof(int32_t));
   p += h.sampler.recent_tokens.size() * sizeof(int32_t);
+  std::memcpy(p, h.sampler.generated.data(), h.sampler.generated.size() * sizeof(int32_t));
+  p += h.sampler.generated.size() * sizeof(int32_t);
   seq.ExportRows(h.kv_begin, h.kv_end, p);
   return out;
 }
@@ -55,7 +59,7 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   if (f.kv_begin < 0 || f.kv_end < f.kv_begin || static_cast<uint32_t>(f.kv_end) > f.n_history) {
     return Corrupt("sequence snapshot has inconsistent positions");
   }
-  const size_t ints = (static_cast<size_t>(f.n_history) + f.n_recent) * sizeof(int32_t);
+  const size_t ints = (static_cast<size_t>(f.n_history) + f.n_recent + f.n_generated) * sizeof(int32_t);
   const size_t rows = static_cast<size_t>(f.kv_end - f.kv_begin) * l.token_bytes();
   if (bytes.size() != sizeof(f) + ints + rows) return Corrupt("sequence snapshot has the wrong size");
   DecodedSnapshot d;
@@ -68,6 +72,9 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   d.header.sampler.recent_tokens.resize(f.n_recent);
   std::memcpy(d.header.sampler.recent_tokens.data(), p, f.n_recent * sizeof(int32_t));
   p += f.n_recent * sizeof(int32_t);
+  d.header.sampler.generated.resize(f.n_generated);
+  std::memcpy(d.header.sampler.generated.data(), p, f.n_generated * sizeof(int32_t));
+  p += f.n_generated * sizeof(int32_t);
   for (int i = 0; i < 4; ++i) d.header.sampler.rng.words[i] = f.rng[i];
   if (d.header.sampler.rng == RngState{}) return Corrupt("sequence snapshot has an all-zero RNG state");
   d.rows = p;

@@ -140,6 +140,18 @@ void ApplyRepetitionPenalty(CandidateList& list, std::span<const int32_t> distin
   }
 }
 
+void ApplyOccurrencePenalties(CandidateList& list, std::span<const TokenCount> counts, float presence,
+                              float frequency) {
+  if (presence == 0.0f && frequency == 0.0f) return;
+  assert(!list.sorted && "occurrence penalties index candidates by id");
+  for (const TokenCount& tc : counts) {
+    if (tc.count <= 0 || tc.token < 0 || static_cast<size_t>(tc.token) >= list.items.size()) continue;
+    Candidate& c = list.items[static_cast<size_t>(tc.token)];
+    assert(c.id == tc.token);
+    c.logit -= presence + frequency * static_cast<float>(tc.count);
+  }
+}
+
 void ApplyTopK(CandidateList& list, int32_t k) {
   if (k <= 0 || list.items.empty()) return;
   const size_t keep = std::min(static_cast<size_t>(k), list.items.size());

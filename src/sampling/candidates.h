@@ -45,6 +45,17 @@ inline bool CandidateBefore(const Candidate& a, const Candidate& b) {
 void ApplyRepetitionPenalty(CandidateList& list, std::span<const int32_t> distinct_tokens,
                             float penalty);
 
+struct TokenCount {
+  int32_t token = 0;
+  int32_t count = 0;
+};
+
+// OpenAI's presence and frequency penalties: each listed token's logit drops
+// by presence (it occurred) plus frequency times its count. Precondition:
+// `list` is still in id order. Ids outside the list are ignored.
+void ApplyOccurrencePenalties(CandidateList& list, std::span<const TokenCount> counts, float presence,
+                              float frequency);
+
 // Keeps the k best (k <= 0 disables) and leaves them sorted; for small k one
 // cheap scan with a k-element heap, then a sort of only the k survivors.
 // Ties at the cut go to the lowest ids (an unsorted list is in id order).

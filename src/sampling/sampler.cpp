@@ -20,6 +20,12 @@ Status ValidateParams(const SamplingParams& p, int32_t n_vocab) {
     return InvalidArgument("repeat_penalty must be finite and > 0 (1 disables it)");
   }
   if (p.repeat_last_n < 0) return InvalidArgument("repeat_last_n must be >= 0");
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f)) {
+    return InvalidArgument("presence_penalty must be in [-2, 2]");
+  }
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
+    return InvalidArgument("frequency_penalty must be in [-2, 2]");
+  }
   return Status::Ok();
 }
 
@@ -52,6 +58,7 @@ SamplerState Sampler::state() const {
   for (size_t i = 0; i < history_size_; ++i) {
     s.recent_tokens.push_back(history_[(history_next_ + cap - history_size_ + i) % cap]);
   }
+  s.generated = generated_;
   s.rng = rng_.state();
   return s;
 }
@@ -62,7 +69,18 @@ void Sampler::set_state(const SamplerState& state) {
   const size_t n = state.recent_tokens.size();
   const size_t skip = n > history_.size() ? n - history_.size() : 0;
   for (size_t i = skip; i < n; ++i) Accept(state.recent_tokens[i]);
+  generated_.clear();
+  generated_counts_.clear();
+  for (int32_t t : state.generated) CountGenerated(t);
   rng_.set_state(state.rng);
+}
+
+void Sampler::CountGenerated(int32_t token) {
+  generated_.push_back(token);
+  auto it = std::lower_bound(generated_counts_.begin(), generated_counts_.end(), token,
+                             [](const TokenCount& c, int32_t t) { return c.token < t; });
+  if (it == generated_counts_.end() || it->token != token) it = generated_counts_.insert(it, TokenCount{token, 0});
+  ++it->count;
 }
 
 void Sampler::ApplyPenalty() {
@@ -81,6 +99,7 @@ std::span<const Candidate> Sampler::Filter(std::span<const float> logits) {
   assert(logits.size() == static_cast<size_t>(n_vocab_));
   candidates_.Reset(logits);
   ApplyPenalty();
+  ApplyOccurrencePenalties(candidates_, generated_counts_, params_.presence_penalty, params_.frequency_penalty);
   if (greedy()) {
     KeepArgmax(candidates_);
     return candidates_.items;
@@ -96,8 +115,9 @@ std::span<const Candidate> Sampler::Filter(std::span<const float> logits) {
 int32_t Sampler::Sample(std::span<const float> logits) {
   std::span<const Candidate> kept = Filter(logits);
   if (kept.empty()) return -1;  // only reachable with empty logits
-  if (greedy()) return kept.front().id;
-  return kept[DrawIndex(candidates_, rng_.NextDouble())].id;
+  const int32_t token = greedy() ? kept.front().id : kept[DrawIndex(candidates_, rng_.NextDouble())].id;
+  CountGenerated(token);
+  return token;
 }
 
 }  // namespace valet

@@ -23,12 +23,18 @@ struct SamplingParams {
   float min_p = 0.05f;          // 0: disabled
   float repeat_penalty = 1.0f;  // 1: disabled
   int32_t repeat_last_n = 64;   // accepted tokens the penalty looks back over; 0: none
+  // OpenAI's penalties over the tokens generated so far, in [-2, 2]; 0: off.
+  // A token's logit drops by presence_penalty once it has been generated and
+  // by frequency_penalty times the number of times it was.
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
   uint64_t seed = kDefaultSamplingSeed;
 };
 
 // Everything that makes two samplers with equal params produce the same tokens.
 struct SamplerState {
   std::vector<int32_t> recent_tokens;  // oldest first, at most repeat_last_n
+  std::vector<int32_t> generated;      // every token Sample drew, oldest first
   RngState rng;
 
   bool operator==(const SamplerState&) const = default;
@@ -47,7 +53,8 @@ class Sampler {
   // (after temperature). Valid until the next Sample/Filter call.
   std::span<const Candidate> Filter(std::span<const float> logits);
 
-  // Records a token that became part of the sequence (for the penalty).
+  // Records a token that became part of the sequence (for the repetition
+  // penalty). The presence/frequency penalties count what Sample drew instead.
   void Accept(int32_t token);
 
   SamplerState state() const;
@@ -62,6 +69,7 @@ class Sampler {
 
   bool greedy() const { return params_.temperature <= 0.0f; }
   void ApplyPenalty();
+  void CountGenerated(int32_t token);
 
   SamplingParams params_;
   int32_t n_vocab_;
@@ -70,6 +78,8 @@ class Sampler {
   size_t history_next_ = 0;       // slot the next accepted token goes to
   size_t history_size_ = 0;
   std::vector<int32_t> distinct_scratch_;
+  std::vector<int32_t> generated_;
+  std::vector<TokenCount> generated_counts_;  // by ascending token
   CandidateList candidates_;
 };
 

@@ -78,14 +78,8 @@ MaybeError ReadSampling(const json& body, SamplingParams* s) {
     return e;
   }
   if (seed) s->seed = static_cast<uint64_t>(*seed);
-  // The sampler has no presence/frequency penalties; silently ignoring a
-  // non-zero value would give different text than the client asked for.
-  for (const char* key : {"presence_penalty", "frequency_penalty"}) {
-    float v = 0.0f;
-    if (auto e = ReadNumber(body, key, -2.0, 2.0, &v)) return e;
-    if (v != 0.0f) return BadRequest(std::string("'") + key + "' other than 0 is not supported", key, "unsupported_value");
-  }
-  return std::nullopt;
+  if (auto e = ReadNumber(body, "presence_penalty", -2.0, 2.0, &s->presence_penalty)) return e;
+  return ReadNumber(body, "frequency_penalty", -2.0, 2.0, &s->frequency_penalty);
 }
 
 MaybeError ReadMaxTokens(const json& body, int32_t fallback, int32_t* out) {

@@ -185,6 +185,18 @@ TEST(CandidatesTest, RepetitionPenaltyDividesPositiveAndMultipliesNegative) {
   EXPECT_EQ(list.items[3].logit, 3.0f);
 }
 
+TEST(CandidatesTest, OccurrencePenaltiesSubtractPresenceOnceAndFrequencyPerCount) {
+  CandidateList list = ListOf({2.0f, -1.0f, 0.5f, 3.0f});
+  const std::vector<TokenCount> counts = {{1, 3}, {3, 1}, {9, 4} /* out of range: ignored */};
+  ApplyOccurrencePenalties(list, counts, 0.5f, 0.25f);
+  EXPECT_EQ(list.items[0].logit, 2.0f);
+  EXPECT_EQ(list.items[1].logit, -1.0f - 0.5f - 3 * 0.25f);
+  EXPECT_EQ(list.items[2].logit, 0.5f);
+  EXPECT_EQ(list.items[3].logit, 3.0f - 0.5f - 0.25f);
+  ApplyOccurrencePenalties(list, counts, -1.0f, 0.0f);  // negative: encourages repeats
+  EXPECT_EQ(list.items[3].logit, 3.0f - 0.5f - 0.25f + 1.0f);
+}
+
 TEST(CandidatesTest, SoftmaxAndTemperature) {
   CandidateList list = ListOf({0.0f, std::log(3.0f)});
   ApplySoftmax(list);

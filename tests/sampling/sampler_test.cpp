@@ -193,6 +193,52 @@ TEST(SamplerTest, StateRestoreGivesIdenticalContinuation) {
   EXPECT_EQ(Generate(b, 25, 60), continuation);
 }
 
+// Greedy over fixed logits, so only the penalties change the choice.
+std::vector<int32_t> GreedyRun(const SamplingParams& p, const std::vector<float>& logits, int steps) {
+  Sampler s = MakeSampler(p, static_cast<int32_t>(logits.size()));
+  for (int i = 0; i < 5; ++i) s.Accept(0);  // prompt tokens: never penalized
+  std::vector<int32_t> out;
+  for (int i = 0; i < steps; ++i) {
+    out.push_back(s.Sample(logits));
+    s.Accept(out.back());
+  }
+  return out;
+}
+
+TEST(SamplerTest, PresencePenaltyCountsGeneratedTokensOnce) {
+  const std::vector<float> logits = {3.0f, 2.0f, 1.5f, 0.0f};
+  SamplingParams p = NoFilters(0.0f);
+  EXPECT_EQ(GreedyRun(p, logits, 3), (std::vector<int32_t>{0, 0, 0}));
+  p.presence_penalty = 2.0f;
+  // 0 (3) -> 1 (2 beats 3-2) -> 2 (1.5 beats 1 and 0) -> 0 (3-2 = 1 beats 0, -0.5, 0) -> 0 again.
+  EXPECT_EQ(GreedyRun(p, logits, 5), (std::vector<int32_t>{0, 1, 2, 0, 0}));
+}
+
+TEST(SamplerTest, FrequencyPenaltyGrowsWithEachRepeat) {
+  const std::vector<float> logits = {3.0f, 1.6f, 0.0f};
+  SamplingParams p = NoFilters(0.0f);
+  p.frequency_penalty = 0.5f;
+  // 0 stays best while 3 - 0.5 n > 1.6, i.e. for n = 0, 1, 2; then 1 (1.6 > 1.5).
+  EXPECT_EQ(GreedyRun(p, logits, 4), (std::vector<int32_t>{0, 0, 0, 1}));
+}
+
+TEST(SamplerTest, PenaltyCountsSurviveStateRestore) {
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.presence_penalty = 1.5f;
+  p.frequency_penalty = 0.7f;
+  p.seed = 11;
+  Sampler a = MakeSampler(p, 50);
+  const std::vector<int32_t> first = Generate(a, 0, 30);
+  const SamplerState snapshot = a.state();
+  EXPECT_EQ(snapshot.generated, first);
+  const std::vector<int32_t> continuation = Generate(a, 30, 40);
+  Sampler b = MakeSampler(p, 50);
+  b.set_state(snapshot);
+  EXPECT_EQ(b.state(), snapshot);
+  EXPECT_EQ(Generate(b, 30, 40), continuation);
+}
+
 TEST(SamplerTest, StateListsRecentTokensOldestFirst) {
   SamplingParams p = NoFilters(1.0f);
   p.repeat_last_n = 3;
@@ -309,6 +355,14 @@ TEST(SamplerTest, InvalidParamsAreRejected) {
   p = ok;
   p.repeat_last_n = -1;
   EXPECT_TRUE(rejected(p));
+  for (float bad : {2.5f, -2.01f, NAN}) {
+    p = ok;
+    p.presence_penalty = bad;
+    EXPECT_TRUE(rejected(p)) << bad;
+    p = ok;
+    p.frequency_penalty = bad;
+    EXPECT_TRUE(rejected(p)) << bad;
+  }
 }
 
 }  // namespace

@@ -38,6 +38,8 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
                      {"top_k", 3},
                      {"min_p", 0.1},
                      {"seed", -1},
+                     {"presence_penalty", 0.5},
+                     {"frequency_penalty", -1.25},
                      {"stream", true},
                      {"stream_options", {{"include_usage", true}}},
                      {"logit_bias", {{"5", 1}}}};
@@ -54,6 +56,8 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
   EXPECT_EQ(r.task.sampling.top_k, 3);
   EXPECT_FLOAT_EQ(r.task.sampling.min_p, 0.1f);
   EXPECT_EQ(r.task.sampling.seed, ~uint64_t{0});
+  EXPECT_EQ(r.task.sampling.presence_penalty, 0.5f);
+  EXPECT_EQ(r.task.sampling.frequency_penalty, -1.25f);
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.task.tier, Tier::kForegroundChat);
@@ -132,7 +136,7 @@ TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
                         {"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13",
                                               "14", "15", "16", "17"})},
                         {"max_tokens", 0}, {"max_tokens", 3000000000LL}, {"model", 1},
-                        {"frequency_penalty", -3}, {"frequency_penalty", 1}};
+                        {"frequency_penalty", -3}, {"presence_penalty", 2.5}, {"presence_penalty", "1"}};
   for (const Case& c : cases) {
     json b = chat;
     b[c.key] = c.value;

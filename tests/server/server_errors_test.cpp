@@ -56,7 +56,7 @@ TEST_F(ServerErrorsTest, MalformedJsonAndWrongTypesAre400) {
       {R"({"messages": [{"role": "user", "content": 5}]})", "messages[0].content"},
       {R"({"messages": [{"role": "user", "content": "x"}], "tier": "urgent"})", "tier"},
       {R"({"messages": [{"role": "user", "content": "x"}], "priority": "high"})", "priority"},
-      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 0.5})", "presence_penalty"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "presence_penalty": 2.5})", "presence_penalty"},
       {R"({"messages": [{"role": "user", "content": "x"}], "seed": 1e3})", "seed"},
   };
   for (const auto& [body, param] : chat_cases) {
