@@ -19,9 +19,9 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/engine_interface.h"
-#include "sampling/sampler.h"
-#include "sampling/stop_condition.h"
+#include "valet/engine_interface.h"
+#include "valet/export.h"
+#include "valet/sampling.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -36,9 +36,9 @@ enum class Tier : int32_t {
   kOfflineIndexing = 3,
 };
 inline constexpr int kNumTiers = 4;
-const char* TierName(Tier tier);
+VALET_API const char* TierName(Tier tier);
 // InvalidArgument for values outside the four tiers.
-Result<Tier> TierFromInt(int value);
+VALET_API Result<Tier> TierFromInt(int value);
 
 // Ordered: a task only moves forward, or between PREFILLING/DECODING and PARKED.
 enum class TaskState : int32_t {
@@ -50,19 +50,19 @@ enum class TaskState : int32_t {
   kCancelled,  // only ever by the app
   kFailed,     // invalid request found late, or an engine error
 };
-const char* TaskStateName(TaskState state);
+VALET_API const char* TaskStateName(TaskState state);
 inline bool IsTerminal(TaskState s) { return s >= TaskState::kDone; }
 
 // Android's lifecycle events and the states they lead to.
 enum class LifecycleEvent : int32_t { kOnCreate, kOnStart, kOnResume, kOnPause, kOnStop, kOnDestroy };
 enum class LifecycleState : int32_t { kDestroyed = 0, kCreated, kStarted, kResumed };
 inline constexpr int kNumLifecycleStates = 4;
-const char* LifecycleEventName(LifecycleEvent event);
-const char* LifecycleStateName(LifecycleState state);
+VALET_API const char* LifecycleEventName(LifecycleEvent event);
+VALET_API const char* LifecycleStateName(LifecycleState state);
 // The state `event` leads to from `state`; InvalidArgument when out of order
 // (ON_CREATE from DESTROYED only, ON_START from CREATED, ON_RESUME from
 // STARTED, ON_PAUSE from RESUMED, ON_STOP from STARTED, ON_DESTROY from CREATED).
-Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event);
+VALET_API Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event);
 // Until the first accepted event the state is only the app's guess
 // (SchedulerOptions::initial_state), and androidx brings an observer added to
 // a Lifecycle up to date with ON_CREATE (then ON_START, ON_RESUME as due): so
@@ -115,7 +115,7 @@ struct ThermalCaps {
   Tier lowest_running_tier = Tier::kOfflineIndexing;
 };
 
-struct BudgetTable {
+struct VALET_API BudgetTable {
   std::array<std::array<TierBudget, kNumTiers>, kNumLifecycleStates> budgets;
   std::array<ThermalCaps, kNumThermalStatuses> thermal;
 
@@ -147,8 +147,8 @@ struct BudgetTable {
 // with NONE LIGHT MODERATE SEVERE CRITICAL EMERGENCY SHUTDOWN; a
 // lowest_running_tier below FOREGROUND_CHAT is impossible (chat always runs).
 // Unknown names and out-of-range values are InvalidArgument.
-Result<BudgetTable> ParseBudgetTable(std::string_view json);
-Result<BudgetTable> LoadBudgetTable(const std::string& path);
+VALET_API Result<BudgetTable> ParseBudgetTable(std::string_view json);
+VALET_API Result<BudgetTable> LoadBudgetTable(const std::string& path);
 
 // How lower tiers share a step with the highest runnable tier.
 enum class BatchMode : int32_t {
@@ -176,7 +176,7 @@ enum class QueuePolicy : int32_t {
   kBatchAll,           // every admitted task advances in every step (llama-server's parallel
                        // slots): decode tokens first, then prompt chunks fill the step
 };
-const char* QueuePolicyName(QueuePolicy policy);
+VALET_API const char* QueuePolicyName(QueuePolicy policy);
 
 struct SchedulerOptions {
   QueuePolicy queue_policy = QueuePolicy::kValet;
@@ -272,7 +272,7 @@ enum class TimelineKind : int32_t {
   kCancelled,
   kFailed,
 };
-const char* TimelineKindName(TimelineKind kind);
+VALET_API const char* TimelineKindName(TimelineKind kind);
 
 struct TimelineEvent {
   double time = 0.0;
@@ -337,7 +337,7 @@ class SchedulerCore;
 // The threaded scheduler: a mutex-protected inbox drained by the inference
 // thread between steps. The engine must outlive the Scheduler and must not be
 // used by anyone else while the Scheduler runs.
-class Scheduler {
+class VALET_API Scheduler {
  public:
   static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
   // Stops after the current step, then cancels every unfinished task (queued,

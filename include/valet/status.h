@@ -8,6 +8,8 @@
 #include <string>
 #include <utility>
 
+#include "valet/export.h"
+
 namespace valet {
 
 enum class StatusCode {
@@ -23,9 +25,9 @@ enum class StatusCode {
   kAborted,           // stopped early on request; nothing changed, safe to redo
 };
 
-const char* StatusCodeName(StatusCode code);
+VALET_API const char* StatusCodeName(StatusCode code);
 
-class [[nodiscard]] Status {
+class [[nodiscard]] VALET_API Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}

@@ -36,6 +36,10 @@
 extern "C" {
 #endif
 
+/* Everything declared here is libvalet.so's exported C API (the library is
+ * built with -fvisibility=hidden; see valet/export.h). */
+#pragma GCC visibility push(default)
+
 #define VALET_API_VERSION 2
 
 typedef struct valet_scheduler valet_scheduler;
@@ -256,6 +260,8 @@ void valet_free_string(char* s);
 const char* valet_status_name(valet_status status);
 /* The message of the last failed call on this thread ("" if none). */
 const char* valet_last_error(void);
+
+#pragma GCC visibility pop
 
 #ifdef __cplusplus
 }

@@ -10,26 +10,10 @@
 
 #include "sampling/candidates.h"
 #include "sampling/rng.h"
+#include "valet/sampling.h"
 #include "valet/status.h"
 
 namespace valet {
-
-inline constexpr uint64_t kDefaultSamplingSeed = 0x5eed5eed5eed5eedULL;
-
-struct SamplingParams {
-  float temperature = 0.8f;     // <= 0: greedy (argmax, ties to the lowest id)
-  int32_t top_k = 40;           // 0: disabled
-  float top_p = 0.95f;          // 1: disabled
-  float min_p = 0.05f;          // 0: disabled
-  float repeat_penalty = 1.0f;  // 1: disabled
-  int32_t repeat_last_n = 64;   // accepted tokens the penalty looks back over; 0: none
-  // OpenAI's penalties over the tokens generated so far, in [-2, 2]; 0: off.
-  // A token's logit drops by presence_penalty once it has been generated and
-  // by frequency_penalty times the number of times it was.
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  uint64_t seed = kDefaultSamplingSeed;
-};
 
 // Everything that makes two samplers with equal params produce the same tokens.
 struct SamplerState {

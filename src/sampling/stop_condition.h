@@ -9,13 +9,10 @@
 #include <string_view>
 #include <vector>
 
+#include "valet/sampling.h"
 #include "valet/status.h"
 
 namespace valet {
-
-enum class StopReason { kNone, kEos, kMaxTokens, kStopString };
-
-const char* StopReasonName(StopReason reason);
 
 struct StopOptions {
   std::vector<int32_t> eos_token_ids;

@@ -1,0 +1,166 @@
+// The engine as the scheduler sees it, and nothing more. Public so that an
+// app may drive the Scheduler with an engine of its own.
+//
+// The scheduler (sched/) depends on this header only: the real engine (model +
+// KV pool + snapshot store) and the deterministic fake engine used by the
+// scheduler's tests both implement it. Every call is made from the one
+// inference thread that owns the engine; implementations need no locking.
+//
+// A sequence is a token history plus whatever KV state the engine keeps for
+// it. Steps append tokens; parking releases some or all of the KV state
+// (never the history), so a parked sequence can always be resumed exactly.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "valet/export.h"
+#include "valet/sampling.h"
+#include "valet/status.h"
+
+namespace valet {
+
+using SequenceId = int64_t;
+
+// How a paused sequence leaves (or keeps) its KV state, cheapest resume first.
+enum class ParkKind {
+  kResident,      // KV stays in the pool; resume is free
+  kSnapshotRam,   // own blocks copied to the RAM tier of the snapshot store, then freed
+  kSnapshotDisk,  // own blocks written to the disk tier, then freed
+  kPartial,       // own blocks dropped; a shared system-prompt prefix stays cached
+  kFull,          // everything dropped; resume re-prefills the whole history
+};
+inline const char* ParkKindName(ParkKind kind) {
+  switch (kind) {
+    case ParkKind::kResident: return "resident";
+    case ParkKind::kSnapshotRam: return "snapshot_ram";
+    case ParkKind::kSnapshotDisk: return "snapshot_disk";
+    case ParkKind::kPartial: return "partial";
+    case ParkKind::kFull: return "full";
+  }
+  return "unknown";
+}
+
+struct SequenceSpec {
+  // Tokens of a static system prompt that many sequences start with. When its
+  // KV is cached, the sequence references those blocks and starts after them.
+  std::vector<int32_t> shared_prefix;
+  SamplingParams sampling;
+};
+
+// One sequence's share of a step. Exactly one of `tokens` (new input: a
+// prompt chunk, or the previously sampled token) and `recompute` (history to
+// re-prefill after a partial/full park or a failed restore) is non-empty.
+struct StepItem {
+  SequenceId seq = 0;
+  std::span<const int32_t> tokens;
+  int32_t recompute = 0;
+  bool sample = false;  // sample the next token after this item (the sequence must then be fully computed)
+};
+
+struct StepOutput {
+  SequenceId seq = 0;
+  int32_t token = -1;  // the sampled token, for items with sample = true
+};
+
+struct StepResult {
+  std::vector<StepOutput> outputs;  // one per sampling item, in item order
+  int32_t tokens_computed = 0;      // new + recomputed tokens run through the model
+  double seconds = 0.0;             // wall (real engine) or virtual (fake engine) time of the step
+};
+
+struct ParkReport {
+  ParkKind kind = ParkKind::kResident;
+  size_t bytes = 0;               // bytes copied out (snapshots) or freed from the pool
+  int32_t tokens_dropped = 0;     // tokens whose KV must be recomputed on resume
+  double seconds = 0.0;
+};
+
+struct ResumeReport {
+  ParkKind kind = ParkKind::kResident;  // how it had been parked
+  size_t bytes = 0;                     // bytes restored
+  int32_t tokens_to_recompute = 0;      // pending recompute; run it with StepItem::recompute
+  bool fell_back = false;               // a snapshot was missing or corrupt: recompute instead
+  double seconds = 0.0;
+};
+
+struct SequenceInfo {
+  int32_t n_tokens = 0;         // history length (prompt + generated tokens fed so far)
+  int32_t n_cached = 0;         // of which have KV in the pool
+  int32_t n_shared = 0;         // of which are referenced from a shared prefix
+  int32_t pending_recompute = 0;
+  bool parked = false;
+  ParkKind park_kind = ParkKind::kResident;
+  size_t own_kv_bytes = 0;      // pool bytes this sequence alone holds
+};
+
+struct EngineMemory {
+  size_t pool_capacity_bytes = 0;
+  size_t pool_used_bytes = 0;
+  size_t snapshot_ram_bytes = 0;
+  size_t snapshot_disk_bytes = 0;
+};
+
+// Measured (real engine) or modelled (fake) costs, for choosing how to park.
+struct EngineCosts {
+  double prefill_seconds_per_token = 0.0;
+  double decode_seconds_per_token = 0.0;
+  double ram_bytes_per_second = 0.0;   // snapshot copy bandwidth
+  double disk_bytes_per_second = 0.0;  // snapshot write+read bandwidth
+};
+
+// How the model writes a conversation: its Jinja chat template (GGUF
+// tokenizer.chat_template; empty: the scheduler's built-in ChatML) and the
+// texts the template knows as bos_token and eos_token.
+struct ChatFormat {
+  std::string template_source;
+  std::string bos_token;
+  std::string eos_token;
+};
+
+class VALET_API EngineInterface {
+ public:
+  virtual ~EngineInterface() = default;
+
+  // Text <-> tokens, with the model's vocabulary.
+  virtual std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const = 0;
+  virtual std::string TokenPiece(int32_t token) const = 0;
+  virtual int32_t eos_token() const = 0;
+  // Every token that ends generation (EOS, end of turn "<|eot_id|>", "<|im_end|>" ...).
+  virtual std::vector<int32_t> eog_tokens() const { return {eos_token()}; }
+  virtual ChatFormat chat_format() const { return {}; }
+  virtual int32_t context_length() const = 0;    // positions per sequence
+  virtual int32_t max_step_tokens() const = 0;   // tokens one Step may compute
+
+  virtual Result<SequenceId> OpenSequence(const SequenceSpec& spec) = 0;
+  virtual Status CloseSequence(SequenceId seq) = 0;
+  virtual Result<SequenceInfo> Info(SequenceId seq) const = 0;
+
+  // One forward pass over the batch (each sequence at most once). On error no
+  // sequence changes.
+  virtual Result<StepResult> Step(std::span<const StepItem> items) = 0;
+
+  virtual Result<ParkReport> Park(SequenceId seq, ParkKind kind) = 0;
+  virtual Result<ResumeReport> Resume(SequenceId seq) = 0;
+  // The cheapest way to park `seq` now that keeps `bytes_needed` free in the
+  // pool for others (0: no pressure), from measured costs.
+  virtual ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const = 0;
+
+  // Lets Step stop early (between layers) while *flag is true: it then
+  // returns kAborted and changes no sequence, so the step can simply be redone
+  // later. nullptr: steps run to the end. The flag may be set from any thread.
+  virtual void SetAbortFlag(const std::atomic<bool>* flag) { (void)flag; }
+
+  // Compute threads to use from the next step on (the governor's knob).
+  virtual Status SetThreads(int n_threads) = 0;
+
+  virtual EngineMemory memory() const = 0;
+  virtual EngineCosts costs() const = 0;
+};
+
+}  // namespace valet
