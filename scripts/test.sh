@@ -15,6 +15,9 @@ echo "== release build + tests"
 valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
 
+echo "== aarch64 cross build + tests under qemu"
+bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
+
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   echo "== ASan+UBSan build + tests"
   valet_build "$VALET_ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=address -DVALET_BUILD_BENCH=OFF

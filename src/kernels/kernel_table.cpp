@@ -151,6 +151,29 @@ KernelTable BuildNeon() {
   t.vec_mad_f32 = neon::VecMadF32;
   return t;
 }
+
+// SDOT dots and tiles for Q8_0 and Q4_0; every other type as the base table.
+KernelTable BuildNeonDotprod(const KernelTable& neon) {
+  KernelTable t = neon;
+  t.name = "neon_dotprod";
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    TypeKernels& k = t.types[static_cast<uint32_t>(type)];
+    k.vec_dot = neon::DotprodVecDot(type);
+    k.gemm = neon::DotprodTile(type, 2);
+    k.gemv = neon::DotprodTile(type, 1);
+  }
+  return t;
+}
+
+// SMMLA gemm tiles; decode keeps SDOT, where SMMLA's second token would be wasted.
+KernelTable BuildNeonI8mm(const KernelTable& dotprod) {
+  KernelTable t = dotprod;
+  t.name = "neon_i8mm";
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
+    t.types[static_cast<uint32_t>(type)].gemm = neon::I8mmGemmTile(type);
+  }
+  return t;
+}
 #endif
 
 bool CpuHasAvx2() {
@@ -178,8 +201,12 @@ bool Forced(const char* forced, const char* name) {
 const KernelTable& ChooseActive() {
   const char* forced = std::getenv("VALET_KERNELS");
   if (Forced(forced, "scalar")) return ScalarKernels();
-  // NEON is the only SIMD table on AArch64 and x86 has none, so "neon" needs no check.
-  if (NeonKernels() != nullptr) return *NeonKernels();
+  // The NEON tables exist only on AArch64 builds, the x86 ones only on x86-64.
+  if (NeonKernels() != nullptr) {
+    if (Forced(forced, "neon")) return *NeonKernels();
+    if (!Forced(forced, "neon_dotprod") && NeonI8mmKernels() != nullptr) return *NeonI8mmKernels();
+    return NeonDotprodKernels() != nullptr ? *NeonDotprodKernels() : *NeonKernels();
+  }
   if (!Forced(forced, "avx2") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
   return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
 }
@@ -211,12 +238,40 @@ const KernelTable* NeonKernels() {
 #endif
 }
 
+const KernelTable* NeonDotprodKernels() {
+#if VALET_NEON_COMPILED
+  static const KernelTable* table =
+      neon::CpuHasDotprod() ? new KernelTable(BuildNeonDotprod(*NeonKernels())) : nullptr;
+  return table;
+#else
+  return nullptr;
+#endif
+}
+
+const KernelTable* NeonI8mmKernels() {
+#if VALET_NEON_COMPILED
+  static const KernelTable* table =
+      neon::CpuHasI8mm() ? new KernelTable(BuildNeonI8mm(*NeonDotprodKernels())) : nullptr;
+  return table;
+#else
+  return nullptr;
+#endif
+}
+
 int AvailableKernelTables(const KernelTable* out[3]) {
   int n = 0;
   out[n++] = &ScalarKernels();
   if (Avx2Kernels() != nullptr) out[n++] = Avx2Kernels();
   if (AvxVnniKernels() != nullptr) out[n++] = AvxVnniKernels();
   if (NeonKernels() != nullptr) out[n++] = NeonKernels();
+  // Only the best extension table, like VNNI over AVX2: the dotprod table's
+  // own gemm tiles are covered on a CPU with dotprod but not i8mm (the qemu
+  // runs in scripts/test.sh emulate both).
+  if (NeonI8mmKernels() != nullptr) {
+    out[n++] = NeonI8mmKernels();
+  } else if (NeonDotprodKernels() != nullptr) {
+    out[n++] = NeonDotprodKernels();
+  }
   return n;
 }
 

@@ -76,9 +76,10 @@ struct KernelTable {
 };
 
 // The table chosen once, at first use. On x86-64, from CPUID: AVX-VNNI when
-// present, else AVX2, else scalar; on AArch64, NEON. VALET_KERNELS=scalar|avx2|
-// vnni|neon in the environment forces one (an unavailable choice falls back to
-// the best remaining table of this build).
+// present, else AVX2, else scalar; on AArch64, from HWCAP: NEON with i8mm,
+// else with dotprod, else plain NEON. VALET_KERNELS=scalar|avx2|vnni|neon|
+// neon_dotprod|neon_i8mm in the environment forces one (an unavailable choice
+// falls back to the best remaining table of this build).
 const KernelTable& ActiveKernels();
 const char* ActiveKernelsName();
 
@@ -90,7 +91,12 @@ const KernelTable* Avx2Kernels();
 const KernelTable* AvxVnniKernels();
 // The AArch64 NEON variants, or nullptr on builds for other architectures.
 const KernelTable* NeonKernels();
-// Every table this CPU can run (at most 3: x86 and ARM tables never coexist), scalar first (for tests and benchmarks).
+// NEON plus SDOT (FEAT_DotProd) for Q8_0/Q4_0, or nullptr when the CPU lacks it.
+const KernelTable* NeonDotprodKernels();
+// NEON dotprod plus SMMLA (FEAT_I8MM) gemm tiles, or nullptr when the CPU lacks it.
+const KernelTable* NeonI8mmKernels();
+// For tests and benchmarks: scalar first, then this CPU's base SIMD table and
+// its best extension table (AVX2 then VNNI, or NEON then i8mm or dotprod): at most 3.
 int AvailableKernelTables(const KernelTable* out[3]);
 
 }  // namespace valet

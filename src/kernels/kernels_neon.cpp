@@ -19,15 +19,12 @@
 namespace valet::neon {
 namespace {
 
-// Sum of x[k] * y[k] over 16 int8 lanes, accumulated into 4 int32 lanes.
+// Sum of x[k] * y[k] over 16 int8 lanes, accumulated into 4 int32 lanes, in
+// base armv8-a (SDOT is a separate table, kernels_neon_ext.cpp).
 inline int32x4_t DotI8(int32x4_t acc, int8x16_t x, int8x16_t y) {
-#if defined(__ARM_FEATURE_DOTPROD)
-  return vdotq_s32(acc, x, y);
-#else
   // int8 x int8 fits in int16 (|p| <= 2^14), and pairwise widening adds keep it exact.
   acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(x), vget_low_s8(y)));
   return vpadalq_s16(acc, vmull_high_s8(x, y));
-#endif
 }
 
 inline float BlockScale(uint16_t a, uint16_t b) { return Fp16ToFp32(a) * Fp16ToFp32(b); }

@@ -1,6 +1,7 @@
 // Internal: AArch64 NEON variants. Compiled only where the compiler targets
-// AArch64 with NEON (mandatory there, so no run-time check is needed); other
-// builds see only the VALET_NEON_COMPILED macro being 0 and must not call them.
+// AArch64 with NEON (mandatory there, so the base table needs no run-time
+// check; the dotprod and i8mm ones do); other builds see only the
+// VALET_NEON_COMPILED macro being 0 and must not call them.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,18 @@ void VecMadF32(int64_t n, float a, const float* x, float* y);
 // without a NEON dot); fn == nullptr for types without one.
 TileKernel GemmTile(GgmlType type);
 TileKernel GemvTile(GgmlType type);
+
+// What the running CPU reports (Linux HWCAP bits; false elsewhere).
+bool CpuHasDotprod();
+bool CpuHasI8mm();
+
+// SDOT variants (kernels_neon_ext.cpp), bit-exact with the scalar reference;
+// nullptr / fn == nullptr for types without one (all but Q8_0 and Q4_0). Only
+// callable when CpuHasDotprod().
+vec_dot_fn DotprodVecDot(GgmlType type);
+TileKernel DotprodTile(GgmlType type, int cols);
+// The SMMLA gemm tile (4 x 4), bit-exact too; only callable when CpuHasI8mm().
+TileKernel I8mmGemmTile(GgmlType type);
 
 }  // namespace valet::neon
 

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string_view>
 
 #include "kernel_test_util.h"
 #include "kernels/kernel_table.h"
@@ -37,7 +38,7 @@ std::vector<int64_t> LengthsFor(GgmlType type) {
 // the reference's per-block float updates for the 32-element block types.
 bool SimdBitExact(const KernelTable& table, GgmlType type) {
   if (testing::BlockSize(type) == 256) return true;
-  return &table == NeonKernels() && (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0);
+  return std::string_view(table.name).starts_with("neon") && (type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0);
 }
 
 struct DotCase {
@@ -114,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDotTest, ::testing::ValuesIn(testing
 TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   const KernelTable& active = ActiveKernels();
   EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels() ||
-              &active == AvxVnniKernels() || &active == NeonKernels());
+              &active == AvxVnniKernels() || &active == NeonKernels() || &active == NeonDotprodKernels() ||
+              &active == NeonI8mmKernels());
   EXPECT_STREQ(ActiveKernelsName(), active.name);
   for (GgmlType t : testing::kWeightTypes) {
     EXPECT_TRUE(active.SupportsWeight(t)) << GgmlTypeName(t);
