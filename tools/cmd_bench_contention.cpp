@@ -33,7 +33,7 @@ constexpr FlagSpec kFlags[] = {
     {"--md", nullptr, true, "write the Markdown table to this file"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1280: parked work must sometimes leave)"},
-    {"--bg-chunk", nullptr, true, "valet: prefill chunk of non-chat tiers while RESUMED (default 16)"},
+    {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
     {"--background-s", nullptr, true, "how long the app stays in the background midway (seconds)"},
@@ -83,7 +83,7 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
   VALET_ASSIGN_OR_RETURN(c.turns, a.Int("--turns", d.turns, 1, 10000));
   VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 1, 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
-  VALET_ASSIGN_OR_RETURN(c.valet_bg_chunk, a.Int("--bg-chunk", c.valet_bg_chunk, 1, 4096));
+  VALET_ASSIGN_OR_RETURN(c.valet_bg_chunk, a.Int("--bg-chunk", c.valet_bg_chunk, 0, 4096));
   VALET_ASSIGN_OR_RETURN(c.think_min_s, a.Double("--think-min", d.think_min_s, 0.0, 3600.0));
   VALET_ASSIGN_OR_RETURN(c.think_max_s, a.Double("--think-max", std::max(c.think_min_s, d.think_max_s), c.think_min_s, 3600.0));
   VALET_ASSIGN_OR_RETURN(c.background_s, a.Double("--background-s", d.background_s, 0.0, 3600.0));

@@ -106,6 +106,12 @@ struct EngineMemory {
   size_t snapshot_disk_bytes = 0;
 };
 
+// The memory the engine may use; the app may change it at run time.
+struct MemoryBudgets {
+  size_t pool_bytes = 0;          // KV pool capacity (whole blocks)
+  size_t snapshot_ram_bytes = 0;  // RAM tier of the snapshot store; snapshots beyond it go to disk
+};
+
 // Measured (real engine) or modelled (fake) costs, for choosing how to park.
 struct EngineCosts {
   double prefill_seconds_per_token = 0.0;
@@ -145,6 +151,9 @@ class VALET_API EngineInterface {
   // sequence changes.
   virtual Result<StepResult> Step(std::span<const StepItem> items) = 0;
 
+  // Parks a running sequence. kFull on a sequence already parked drops what
+  // it still holds (a snapshot, the shared prefix's reference): the last
+  // resort when the pool or the snapshot store must give everything back.
   virtual Result<ParkReport> Park(SequenceId seq, ParkKind kind) = 0;
   virtual Result<ResumeReport> Resume(SequenceId seq) = 0;
   // The cheapest way to park `seq` now that keeps `bytes_needed` free in the
@@ -160,6 +169,18 @@ class VALET_API EngineInterface {
   virtual Status SetThreads(int n_threads) = 0;
 
   virtual EngineMemory memory() const = 0;
+  virtual MemoryBudgets memory_budgets() const = 0;
+  // A pool smaller than what is in use takes effect as blocks are released;
+  // InvalidArgument under one block, OutOfRange over what was reserved at start-up.
+  virtual Status SetMemoryBudgets(const MemoryBudgets& budgets) = 0;
+  // Pool bytes a sequence of `n_tokens` positions takes (whole blocks).
+  virtual size_t KvBytesFor(int32_t n_tokens) const = 0;
+  // Moves every RAM-tier snapshot to the disk tier (none without one); returns
+  // the bytes moved. Parked sequences stay parked, their snapshots intact.
+  virtual size_t DemoteSnapshots() = 0;
+  // Drops cached shared prefixes that no sequence references; returns the
+  // pool bytes freed.
+  virtual size_t DropUnusedPrefixes() = 0;
   virtual EngineCosts costs() const = 0;
 };
 

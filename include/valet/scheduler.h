@@ -68,18 +68,19 @@ VALET_API Result<LifecycleState> NextLifecycleState(LifecycleState state, Lifecy
 // a Lifecycle up to date with ON_CREATE (then ON_START, ON_RESUME as due): so
 // the first event may be ON_CREATE from any state. After that, the strict order.
 enum class LifecycleHistory : int32_t { kNoEventYet, kEventsSeen };
-Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event, LifecycleHistory history);
+VALET_API Result<LifecycleState> NextLifecycleState(LifecycleState state, LifecycleEvent event,
+                                                    LifecycleHistory history);
 
 // Android's PowerManager.THERMAL_STATUS_* values.
 enum class ThermalStatus : int32_t { kNone = 0, kLight, kModerate, kSevere, kCritical, kEmergency, kShutdown };
 inline constexpr int kNumThermalStatuses = 7;
-const char* ThermalStatusName(ThermalStatus status);
+VALET_API const char* ThermalStatusName(ThermalStatus status);
 // InvalidArgument outside 0..6.
-Result<ThermalStatus> ThermalStatusFromInt(int value);
+VALET_API Result<ThermalStatus> ThermalStatusFromInt(int value);
 // PowerManager.getThermalHeadroom() reaches 1.0 where SEVERE throttling
 // starts, so a forecast at or above 1.0 counts as at least SEVERE. Negative or
 // NaN headroom is unknown and changes nothing.
-ThermalStatus EffectiveThermalStatus(ThermalStatus status, float headroom);
+VALET_API ThermalStatus EffectiveThermalStatus(ThermalStatus status, float headroom);
 
 // Android's ComponentCallbacks2.onTrimMemory levels. What each one frees is
 // in docs/memory.md; none ever cancels a task.
@@ -92,16 +93,18 @@ enum class TrimLevel : int32_t {
   kModerate = 60,
   kComplete = 80,
 };
-const char* TrimLevelName(TrimLevel level);
+VALET_API const char* TrimLevelName(TrimLevel level);
 // The highest named level at or below `value` (a level a newer Android adds
 // is treated as the one below it); InvalidArgument below 5.
-Result<TrimLevel> TrimLevelFromInt(int value);
+VALET_API Result<TrimLevel> TrimLevelFromInt(int value);
 
 // What a tier may do while the app is in one lifecycle state.
 inline constexpr int64_t kUnlimitedTokens = -1;
 struct TierBudget {
-  int32_t turn_tokens = 0;                      // generated per turn before yielding to equal tiers; 0: no limit
-  int64_t state_cap_tokens = kUnlimitedTokens;  // generated while in this state; over it the tier parks
+  // Budgets count generated tokens plus prompt tokens weighted by
+  // SchedulerOptions::prompt_token_weight.
+  int32_t turn_tokens = 0;                      // per turn before yielding to equal tiers; 0: no limit
+  int64_t state_cap_tokens = kUnlimitedTokens;  // while in this state; over it the tier parks
   int32_t prefill_chunk = 256;                  // prompt/recompute tokens per step
   int32_t threads = 0;                          // engine compute threads; 0: all hardware threads
 };
@@ -186,6 +189,10 @@ struct SchedulerOptions {
   // kFill: riders join while their measured marginal step cost stays below
   // this fraction of a solo decode step.
   double fill_max_cost_fraction = 0.25;
+  // What one prompt token costs a budget, in generated tokens. A prompt token
+  // runs in a batch, a few times cheaper than a decode token (pp512 is 3-4x
+  // tg128 on the bench model); recompute after a park is never charged.
+  double prompt_token_weight = 0.25;
   ParkPolicy park_policy = ParkPolicy::kAuto;
   // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
   // pass the fake engine's virtual clock. Must be callable from any thread.
@@ -325,7 +332,7 @@ struct SchedulerStats {
   int64_t resume_fallbacks = 0;  // snapshot missing/corrupt: recomputed instead
   int64_t preemptions = 0;       // parks caused by a higher tier
   int64_t aborted_steps = 0;     // background steps stopped between layers for an arrival
-  std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds
+  std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds (the last 1-2k)
   double busy_seconds = 0.0;                 // engine step + park/resume time
   // Filled by Scheduler::Stats() only (SchedulerCore leaves them zero).
   std::array<TierTaskCounts, kNumTiers> tasks_by_tier{};
@@ -359,6 +366,15 @@ class VALET_API Scheduler {
   // getThermalHeadroom() forecast (negative or NaN: unknown). Applies the
   // budget table's thermal caps; never cancels.
   Status OnThermalStatus(ThermalStatus status, float headroom = -1.0f);
+
+  // Frees memory for Android's onTrimMemory(level) (docs/memory.md): RAM
+  // snapshots to disk, parked KV down to the shared prefix, a smaller pool.
+  // Never cancels; applied before the next step. InvalidArgument below 5.
+  Status OnTrimMemory(int level);
+  // New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
+  // Waits for the inference thread (at most one step), so not from a callback.
+  Status SetMemoryBudgets(const MemoryBudgets& budgets);
+  MemoryBudgets memory_budgets() const;
 
   // Blocks until every task submitted so far is finished (no timeout).
   void WaitIdle();

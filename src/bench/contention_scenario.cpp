@@ -189,14 +189,15 @@ SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config) {
     case Arm::kIdle:
     case Arm::kValet:
       o.queue_policy = QueuePolicy::kValet;
-      // Only the chat keeps long prompt chunks while the user is in front: a
-      // chunk of any other tier is what an arriving chat turn waits behind.
+      o.batch_mode = arm == Arm::kValet && config.valet_fill ? BatchMode::kFill : BatchMode::kStrict;
+      // The shipped budgets, unless an experiment overrides the chunk of the
+      // tiers an arriving chat may have to wait behind.
+      if (config.valet_bg_chunk <= 0) break;
       for (LifecycleState s : {LifecycleState::kResumed, LifecycleState::kStarted}) {
         for (Tier t : {Tier::kInlineSuggestion, Tier::kBackgroundSummary, Tier::kOfflineIndexing}) {
           o.budgets.at(s, t).prefill_chunk = config.valet_bg_chunk;
         }
       }
-      o.batch_mode = arm == Arm::kValet && config.valet_fill ? BatchMode::kFill : BatchMode::kStrict;
       break;
     case Arm::kFifo:
     case Arm::kSolo:

@@ -52,9 +52,10 @@ struct ScenarioConfig {
   int32_t lifecycle_after_turn = -1;  // < 0 and turns >= 4: turns / 2
   double background_s = 3.0;
   int32_t calibration_docs = 1;       // indexer-alone run that sets the solo rate
-  // Budgets: valet's background prefill chunk while the app is RESUMED/STARTED,
-  // and the baselines' chunk (llama-server's n_ubatch for `batch`).
-  int32_t valet_bg_chunk = 16;
+  // Budgets: valet runs the shipped BudgetTable::Defaults(); valet_bg_chunk > 0
+  // overrides its non-chat prefill chunk while RESUMED/STARTED (experiments).
+  // The baselines' chunk is llama-server's n_ubatch for `batch`.
+  int32_t valet_bg_chunk = 0;
   int32_t baseline_chunk = 256;
   int32_t batch_chunk = 512;
   bool valet_fill = true;  // lower tiers' decode tokens ride along chat decode steps

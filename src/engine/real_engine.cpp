@@ -270,6 +270,7 @@ Status RealEngine::StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, Snapsh
 
 Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
   VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  if (s->parked && kind == ParkKind::kFull) return DropParked(id, *s);
   if (s->parked) return InvalidArgument("sequence " + std::to_string(id) + " is already parked");
   const auto t0 = Clock::now();
   ParkReport r;
@@ -303,6 +304,22 @@ Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
   accounting_.bytes_parked += r.bytes;
   accounting_.tokens_dropped += r.tokens_dropped;
   accounting_.park_seconds += r.seconds;
+  return r;
+}
+
+ParkReport RealEngine::DropParked(SequenceId id, Seq& s) {
+  ParkReport r;
+  const size_t used_before = engine_->kv_pool().used_bytes();
+  r.tokens_dropped = s.kv.n_tokens();
+  store_->Erase(static_cast<uint64_t>(id));
+  s.snapshot_end = -1;
+  s.kv.Clear();
+  s.n_shared = 0;
+  s.park_kind = ParkKind::kFull;
+  r.kind = ParkKind::kFull;
+  r.bytes = used_before - std::min(used_before, engine_->kv_pool().used_bytes());
+  accounting_.parks[static_cast<int>(r.kind)] += 1;
+  accounting_.tokens_dropped += r.tokens_dropped;
   return r;
 }
 
@@ -394,6 +411,44 @@ Status RealEngine::SetThreads(int n_threads) {
 EngineMemory RealEngine::memory() const {
   const KvPool& pool = engine_->kv_pool();
   return EngineMemory{pool.capacity_bytes(), pool.used_bytes(), store_->ram_bytes(), store_->disk_bytes()};
+}
+
+MemoryBudgets RealEngine::memory_budgets() const {
+  return MemoryBudgets{engine_->kv_pool().capacity_bytes(), store_->options().ram_budget_bytes};
+}
+
+Status RealEngine::SetMemoryBudgets(const MemoryBudgets& budgets) {
+  VALET_RETURN_IF_ERROR(engine_->kv_pool().SetCapacity(budgets.pool_bytes));
+  store_->SetRamBudget(budgets.snapshot_ram_bytes);
+  NoteDemotedSnapshots();
+  return Status::Ok();
+}
+
+size_t RealEngine::KvBytesFor(int32_t n_tokens) const {
+  const KvLayout& l = engine_->kv_pool().layout();
+  return static_cast<size_t>((n_tokens + l.block_tokens - 1) / l.block_tokens) * l.block_bytes();
+}
+
+size_t RealEngine::DemoteSnapshots() {
+  const size_t moved = store_->DemoteToDisk();
+  NoteDemotedSnapshots();
+  return moved;
+}
+
+void RealEngine::NoteDemotedSnapshots() {
+  for (auto& [id, s] : seqs_) {
+    if (s->parked && s->park_kind == ParkKind::kSnapshotRam &&
+        store_->tier_of(static_cast<uint64_t>(id)) == SnapshotTier::kDisk) {
+      s->park_kind = ParkKind::kSnapshotDisk;
+    }
+  }
+}
+
+size_t RealEngine::DropUnusedPrefixes() {
+  const size_t before = engine_->kv_pool().used_bytes();
+  while (cache_->unused_blocks() > 0 && cache_->ReclaimOne()) {
+  }
+  return before - std::min(before, engine_->kv_pool().used_bytes());
 }
 
 EngineCosts RealEngine::costs() const {

@@ -74,6 +74,11 @@ class RealEngine final : public EngineInterface {
   void SetAbortFlag(const std::atomic<bool>* flag) override { engine_->context().set_abort_flag(flag); }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
+  MemoryBudgets memory_budgets() const override;
+  Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
+  size_t KvBytesFor(int32_t n_tokens) const override;
+  size_t DemoteSnapshots() override;
+  size_t DropUnusedPrefixes() override;
   EngineCosts costs() const override;
 
   const ParkAccounting& accounting() const { return accounting_; }
@@ -101,6 +106,10 @@ class RealEngine final : public EngineInterface {
   PrefixMatch MatchPrefix(Seq& s) const;
   Status StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes);
   Status RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes);
+  // A parked sequence loses what it still holds (snapshot, shared prefix).
+  ParkReport DropParked(SequenceId id, Seq& s);
+  // RAM snapshots the store moved to disk: their sequences are disk-parked now.
+  void NoteDemotedSnapshots();
   void Warn(const std::string& message) const;
 
   RealEngineOptions options_;

@@ -6,12 +6,15 @@
 #include <new>
 #include <string>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 namespace valet {
 
-KvPool::KvPool(const KvLayout& layout, int32_t n_blocks)
-    : layout_(layout), ref_counts_(n_blocks, 0) {
-  free_list_.reserve(n_blocks);
-  for (int32_t i = n_blocks - 1; i >= 0; --i) free_list_.push_back(i);
+KvPool::KvPool(const KvLayout& layout, int32_t n_reserved) : layout_(layout), ref_counts_(n_reserved, 0) {}
+
+KvPool::~KvPool() {
+  if (storage_ != nullptr) munmap(storage_, storage_bytes_);
 }
 
 Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
@@ -25,14 +28,62 @@ Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
                            " bytes is smaller than one block (" + std::to_string(l.block_bytes()) +
                            " bytes)");
   }
-  if (n_blocks > INT32_MAX) return InvalidArgument("KV pool has too many blocks");
-  std::unique_ptr<KvPool> pool(new KvPool(l, static_cast<int32_t>(n_blocks)));
-  pool->storage_.reset(new (std::nothrow) uint8_t[n_blocks * l.block_bytes()]);
-  if (!pool->storage_) {
-    return ResourceExhausted("cannot allocate a KV pool of " + std::to_string(n_blocks * l.block_bytes()) +
-                             " bytes");
+  const size_t max_bytes = options.max_capacity_bytes > 0 ? options.max_capacity_bytes : 4 * options.capacity_bytes;
+  const size_t n_reserved = std::max(n_blocks, max_bytes / l.block_bytes());
+  if (n_reserved > INT32_MAX) return InvalidArgument("KV pool has too many blocks");
+  std::unique_ptr<KvPool> pool(new KvPool(l, static_cast<int32_t>(n_reserved)));
+  // Reserved, not committed: only the pages blocks are written to become memory.
+  pool->storage_bytes_ = n_reserved * l.block_bytes();
+  void* p = mmap(nullptr, pool->storage_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  if (p == MAP_FAILED) {
+    return ResourceExhausted("cannot reserve a KV pool of " + std::to_string(pool->storage_bytes_) + " bytes");
   }
+  pool->storage_ = static_cast<uint8_t*>(p);
+  VALET_RETURN_IF_ERROR(pool->SetCapacity(options.capacity_bytes));
   return pool;
+}
+
+Status KvPool::SetCapacity(size_t bytes) {
+  const size_t n = bytes / layout_.block_bytes();
+  if (n == 0) {
+    return InvalidArgument("KV pool capacity " + std::to_string(bytes) + " bytes is smaller than one block (" +
+                           std::to_string(layout_.block_bytes()) + " bytes)");
+  }
+  if (n > ref_counts_.size()) {
+    return OutOfRange("KV pool capacity " + std::to_string(bytes) + " bytes is over the " +
+                      std::to_string(max_capacity_bytes()) + " bytes reserved at start-up");
+  }
+  const auto end = static_cast<int32_t>(n);
+  if (end < capacity_blocks_) {
+    std::erase_if(free_list_, [&](KvBlockId id) { return id >= end; });
+    Discard(end, capacity_blocks_);
+  }
+  // Grown blocks go below the free list's top, so warm blocks stay first.
+  std::vector<KvBlockId> grown;
+  for (KvBlockId id = end - 1; id >= capacity_blocks_; --id) {
+    if (ref_counts_[id] == 0) grown.push_back(id);
+  }
+  free_list_.insert(free_list_.begin(), grown.begin(), grown.end());
+  capacity_blocks_ = end;
+  return Status::Ok();
+}
+
+void KvPool::Discard(KvBlockId first, KvBlockId end) {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const size_t block = layout_.block_bytes();
+  for (KvBlockId run = first; run < end;) {
+    if (ref_counts_[run] != 0) {  // in use: its pages stay until it is released
+      ++run;
+      continue;
+    }
+    KvBlockId run_end = run;
+    while (run_end < end && ref_counts_[run_end] == 0) ++run_end;
+    const auto lo = (reinterpret_cast<uintptr_t>(block_data(run)) + page - 1) / page * page;
+    const auto hi = reinterpret_cast<uintptr_t>(storage_ + static_cast<size_t>(run_end) * block) / page * page;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    run = run_end;
+  }
 }
 
 Result<KvBlockId> KvPool::Allocate() {
@@ -44,6 +95,7 @@ Result<KvBlockId> KvPool::Allocate() {
   KvBlockId id = free_list_.back();
   free_list_.pop_back();
   ref_counts_[id] = 1;
+  ++used_blocks_;
   return id;
 }
 
@@ -54,7 +106,13 @@ void KvPool::AddRef(KvBlockId id) {
 
 void KvPool::Release(KvBlockId id) {
   assert(ref_counts_[id] > 0 && "Release on a free block");
-  if (--ref_counts_[id] == 0) free_list_.push_back(id);
+  if (--ref_counts_[id] != 0) return;
+  --used_blocks_;
+  if (id < capacity_blocks_) {
+    free_list_.push_back(id);
+  } else {
+    Discard(id, id + 1);  // past a shrunk capacity: out of the pool
+  }
 }
 
 Status KvSequence::Reserve(int32_t n) {

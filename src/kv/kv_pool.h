@@ -30,18 +30,32 @@ class KvReclaimer {
 struct KvPoolOptions {
   KvLayout layout;
   size_t capacity_bytes = 256u << 20;  // a phone-sized default
+  // Address space reserved for growing the pool at run time (SetCapacity);
+  // only pages that blocks use ever become memory. 0: 4 x capacity_bytes.
+  size_t max_capacity_bytes = 0;
 };
 
 class KvPool {
  public:
   static Result<std::unique_ptr<KvPool>> Create(const KvPoolOptions& options);
 
+  ~KvPool();
+  KvPool(const KvPool&) = delete;
+  KvPool& operator=(const KvPool&) = delete;
+
   const KvLayout& layout() const { return layout_; }
-  int32_t capacity_blocks() const { return static_cast<int32_t>(ref_counts_.size()); }
+  int32_t capacity_blocks() const { return capacity_blocks_; }
   int32_t free_blocks() const { return static_cast<int32_t>(free_list_.size()); }
-  int32_t used_blocks() const { return capacity_blocks() - free_blocks(); }
-  size_t capacity_bytes() const { return capacity_blocks() * layout_.block_bytes(); }
-  size_t used_bytes() const { return used_blocks() * layout_.block_bytes(); }
+  // May exceed capacity_blocks() for a while after SetCapacity shrank the pool.
+  int32_t used_blocks() const { return used_blocks_; }
+  size_t capacity_bytes() const { return static_cast<size_t>(capacity_blocks()) * layout_.block_bytes(); }
+  size_t used_bytes() const { return static_cast<size_t>(used_blocks()) * layout_.block_bytes(); }
+  size_t max_capacity_bytes() const { return ref_counts_.size() * layout_.block_bytes(); }
+
+  // A new budget, in whole blocks, up to max_capacity_bytes(). Shrinking
+  // never touches a block in use: blocks past the new end leave the pool (and
+  // their pages go back to the OS) as they are released.
+  Status SetCapacity(size_t bytes);
 
   // A block with reference count 1, or ResourceExhausted. When no block is
   // free the reclaimer (if any) is asked for one first.
@@ -52,18 +66,21 @@ class KvPool {
   void Release(KvBlockId id);
   int32_t ref_count(KvBlockId id) const { return ref_counts_[id]; }
 
-  uint8_t* block_data(KvBlockId id) { return storage_.get() + static_cast<size_t>(id) * layout_.block_bytes(); }
-  const uint8_t* block_data(KvBlockId id) const {
-    return storage_.get() + static_cast<size_t>(id) * layout_.block_bytes();
-  }
+  uint8_t* block_data(KvBlockId id) { return storage_ + static_cast<size_t>(id) * layout_.block_bytes(); }
+  const uint8_t* block_data(KvBlockId id) const { return storage_ + static_cast<size_t>(id) * layout_.block_bytes(); }
 
  private:
-  KvPool(const KvLayout& layout, int32_t n_blocks);
+  KvPool(const KvLayout& layout, int32_t n_reserved);
+  // Returns the pages wholly inside blocks [first, end) to the OS.
+  void Discard(KvBlockId first, KvBlockId end);
 
   KvLayout layout_;
-  std::unique_ptr<uint8_t[]> storage_;  // [n_blocks][block_bytes]
-  std::vector<int32_t> ref_counts_;   // [n_blocks]
-  std::vector<KvBlockId> free_list_;  // LIFO: recently freed blocks are warm in cache
+  uint8_t* storage_ = nullptr;        // [n_reserved][block_bytes], an anonymous mapping
+  size_t storage_bytes_ = 0;
+  std::vector<int32_t> ref_counts_;   // [n_reserved]
+  std::vector<KvBlockId> free_list_;  // LIFO: recently freed blocks are warm in cache; ids < capacity only
+  int32_t capacity_blocks_ = 0;
+  int32_t used_blocks_ = 0;
   KvReclaimer* reclaimer_ = nullptr;
 };
 

@@ -261,6 +261,30 @@ void SnapshotStore::Erase(uint64_t key) {
   slots_.erase(it);
 }
 
+size_t SnapshotStore::DemoteToDisk(size_t ram_bytes) {
+  size_t moved = 0;
+  for (auto& [key, slot] : slots_) {
+    if (ram_bytes_ <= ram_bytes || !has_disk()) break;
+    if (slot.tier != SnapshotTier::kRam) continue;
+    if (Status s = WriteDisk(key, slot.frame); !s.ok()) {
+      ++stats_.disk_failures;
+      Warn("cannot move snapshot " + std::to_string(key) + " to disk (" + s.message() + "); it stays in RAM");
+      continue;
+    }
+    ram_bytes_ -= slot.bytes;
+    disk_bytes_ += slot.bytes;
+    moved += slot.bytes;
+    slot.tier = SnapshotTier::kDisk;
+    std::vector<uint8_t>().swap(slot.frame);
+  }
+  return moved;
+}
+
+void SnapshotStore::SetRamBudget(size_t bytes) {
+  options_.ram_budget_bytes = bytes;
+  DemoteToDisk(bytes);
+}
+
 std::optional<SnapshotTier> SnapshotStore::tier_of(uint64_t key) const {
   auto it = slots_.find(key);
   if (it == slots_.end()) return std::nullopt;

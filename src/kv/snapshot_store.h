@@ -71,6 +71,14 @@ class SnapshotStore {
   // The verified blob; NotFound when absent, Corrupt when the frame is damaged.
   Result<std::vector<uint8_t>> Get(uint64_t key);
   void Erase(uint64_t key);
+  // Moves RAM-tier snapshots to the disk tier (lowest keys first) until the
+  // RAM tier holds at most `ram_bytes`; returns the frame bytes moved. A
+  // snapshot the disk refuses stays in RAM (with a warning), so the result
+  // may fall short; nothing is ever lost.
+  size_t DemoteToDisk(size_t ram_bytes = 0);
+  // A new RAM budget; snapshots over it are demoted (as DemoteToDisk), and
+  // later puts over it spill to disk.
+  void SetRamBudget(size_t bytes);
 
   std::optional<SnapshotTier> tier_of(uint64_t key) const;
   bool has_disk() const { return !options_.disk_dir.empty(); }

@@ -158,8 +158,7 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
   if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) return Aborted("fake engine: step aborted");
   if (Status s = CheckStep(items); !s.ok()) {
     if (s.code() != StatusCode::kResourceExhausted) return s;
-    // Unreferenced cached prefixes are the first to go.
-    std::erase_if(prefixes_, [](const auto& kv) { return kv.second->refs == 0; });
+    DropUnusedPrefixes();  // unreferenced cached prefixes are the first to go
     VALET_RETURN_IF_ERROR(CheckStep(items));
   }
   StepResult result;
@@ -192,6 +191,19 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
 
 Result<ParkReport> FakeEngine::Park(SequenceId seq, ParkKind kind) {
   VALET_ASSIGN_OR_RETURN(Seq * s, Find(seq));
+  if (s->parked && kind == ParkKind::kFull) {
+    // Dropping a parked sequence's remaining state: snapshot and prefix go.
+    if (s->park_kind == ParkKind::kSnapshotRam) snapshot_ram_ -= s->snapshot_bytes;
+    if (s->park_kind == ParkKind::kSnapshotDisk) snapshot_disk_ -= s->snapshot_bytes;
+    ParkReport report;
+    report.kind = kind;
+    report.tokens_dropped = s->n_cached;
+    s->snapshot_bytes = 0;
+    s->n_cached = s->n_shared = 0;
+    DropPrefixRef(*s);
+    s->park_kind = kind;
+    return report;
+  }
   if (s->parked) return InvalidArgument("fake engine: sequence already parked");
   const size_t own = OwnBytes(*s);
   ParkReport report;
@@ -295,6 +307,41 @@ EngineMemory FakeEngine::memory() const {
   m.snapshot_ram_bytes = snapshot_ram_;
   m.snapshot_disk_bytes = snapshot_disk_;
   return m;
+}
+
+MemoryBudgets FakeEngine::memory_budgets() const {
+  return MemoryBudgets{options_.pool_capacity_bytes, options_.snapshot_ram_capacity_bytes};
+}
+
+Status FakeEngine::SetMemoryBudgets(const MemoryBudgets& budgets) {
+  if (budgets.pool_bytes < options_.kv_bytes_per_token) return InvalidArgument("fake engine: pool under one token");
+  options_.pool_capacity_bytes = budgets.pool_bytes;
+  options_.snapshot_ram_capacity_bytes = budgets.snapshot_ram_bytes;
+  if (snapshot_ram_ > budgets.snapshot_ram_bytes) DemoteSnapshots();
+  return Status::Ok();
+}
+
+size_t FakeEngine::KvBytesFor(int32_t n_tokens) const {
+  return static_cast<size_t>(n_tokens) * options_.kv_bytes_per_token;
+}
+
+size_t FakeEngine::DemoteSnapshots() {
+  size_t moved = 0;
+  for (auto& [id, s] : seqs_) {
+    if (!s.parked || s.park_kind != ParkKind::kSnapshotRam) continue;
+    s.park_kind = ParkKind::kSnapshotDisk;
+    moved += s.snapshot_bytes;
+  }
+  snapshot_ram_ -= moved;
+  snapshot_disk_ += moved;
+  clock_.Advance(static_cast<double>(moved) / options_.disk_bytes_per_second);
+  return moved;
+}
+
+size_t FakeEngine::DropUnusedPrefixes() {
+  const size_t before = UsedBytes();
+  std::erase_if(prefixes_, [](const auto& kv) { return kv.second->refs == 0; });
+  return before - UsedBytes();
 }
 
 EngineCosts FakeEngine::costs() const {

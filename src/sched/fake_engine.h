@@ -74,6 +74,11 @@ class FakeEngine : public EngineInterface {
   const std::atomic<bool>* abort_flag() const { return abort_; }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
+  MemoryBudgets memory_budgets() const override;
+  Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
+  size_t KvBytesFor(int32_t n_tokens) const override;
+  size_t DemoteSnapshots() override;
+  size_t DropUnusedPrefixes() override;
   EngineCosts costs() const override;
 
   // The token the fake samples after `history` (what a task run alone gets).

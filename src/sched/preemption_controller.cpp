@@ -11,6 +11,7 @@ const char* ParkReasonName(ParkReason reason) {
     case ParkReason::kStateCap: return "state_cap";
     case ParkReason::kPressure: return "pressure";
     case ParkReason::kDestroy: return "destroy";
+    case ParkReason::kTrim: return "trim";
   }
   return "unknown";
 }
@@ -33,6 +34,7 @@ bool Forced(ParkPolicy policy, ParkKind* kind) {
 
 ParkKind PreemptionController::Decide(const EngineInterface& engine, const ParkRequest& request) const {
   if (request.reason == ParkReason::kDestroy) return ParkKind::kSnapshotDisk;
+  if (request.reason == ParkReason::kTrim) return ParkKind::kPartial;
   ParkKind forced = ParkKind::kResident;
   const bool is_forced = Forced(policy_, &forced);
   if (request.reason == ParkReason::kPressure) {

@@ -17,6 +17,7 @@ enum class ParkReason {
   kStateCap,   // the tier used its budget in this lifecycle state
   kPressure,   // the pool is full: memory must be freed now
   kDestroy,    // ON_DESTROY: keep everything, off the pool, on disk
+  kTrim,       // the app was asked to trim memory: KV down to the shared prefix
 };
 const char* ParkReasonName(ParkReason reason);
 

@@ -65,7 +65,24 @@ void Recorder::SetCachedPromptTokens(TaskId id, int32_t count) {
 void Recorder::SetState(TaskId id, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
-  if (it != tasks_.end()) it->second.state = state;
+  if (it == tasks_.end()) return;
+  const bool finishing = IsTerminal(state) && !IsTerminal(it->second.state);
+  it->second.state = state;
+  if (!finishing) return;
+  finished_.push_back(id);
+  Forget();
+}
+
+void Recorder::Forget() {
+  while (finished_.size() > limits_.finished_tasks) {
+    tasks_.erase(finished_.front());
+    finished_.pop_front();
+  }
+}
+
+bool Recorder::Registered(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return id >= 1 && id < next_id_;
 }
 
 std::optional<TaskState> Recorder::State(TaskId id) const {
@@ -75,23 +92,33 @@ std::optional<TaskState> Recorder::State(TaskId id) const {
   return it->second.state;
 }
 
+std::string Recorder::UnknownTask(TaskId id) const {
+  if (id >= 1 && id < next_id_) {
+    return "task " + std::to_string(id) + " finished and its record was dropped (the last " +
+           std::to_string(limits_.finished_tasks) + " finished tasks are kept)";
+  }
+  return "unknown task " + std::to_string(id);
+}
+
 Result<TaskMetrics> Recorder::Metrics(TaskId id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
-  if (it == tasks_.end()) return NotFound("unknown task " + std::to_string(id));
+  if (it == tasks_.end()) return NotFound(UnknownTask(id));
   return it->second.metrics;
 }
 
 Result<std::vector<TimelineEvent>> Recorder::Timeline(TaskId id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
-  if (it == tasks_.end()) return NotFound("unknown task " + std::to_string(id));
+  if (it == tasks_.end()) return NotFound(UnknownTask(id));
   return it->second.events;
 }
 
 void Recorder::UpdateStats(const std::function<void(SchedulerStats&)>& update) {
   std::lock_guard<std::mutex> lock(mu_);
   update(stats_);
+  std::vector<double>& l = stats_.preemption_latencies;
+  if (l.size() > 2 * limits_.latencies) l.erase(l.begin(), l.end() - static_cast<std::ptrdiff_t>(limits_.latencies));
 }
 
 SchedulerStats Recorder::Stats() const {
@@ -102,11 +129,12 @@ SchedulerStats Recorder::Stats() const {
 void Recorder::AddStep(StepTrace step) {
   std::lock_guard<std::mutex> lock(mu_);
   steps_.push_back(std::move(step));
+  if (steps_.size() > limits_.steps) steps_.pop_front();
 }
 
 std::vector<StepTrace> Recorder::Steps() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return steps_;
+  return {steps_.begin(), steps_.end()};
 }
 
 namespace {

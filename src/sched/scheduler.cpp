@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -16,7 +17,7 @@
 namespace valet {
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kBudgets };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -24,13 +25,17 @@ struct Scheduler::Impl {
     LifecycleEvent event = LifecycleEvent::kOnCreate;
     ThermalStatus thermal = ThermalStatus::kNone;
     float headroom = -1.0f;
+    TrimLevel trim = TrimLevel::kRunningModerate;
+    MemoryBudgets budgets;
+    std::shared_ptr<std::promise<Status>> reply;  // kBudgets: the caller waits for the result
   };
 
   Impl(EngineInterface& engine, SchedulerOptions options)
       : engine(engine),
         context_length(engine.context_length()),
         lifecycle(options.initial_state),
-        core(engine, std::move(options)) {
+        core(engine, std::move(options)),
+        budgets(core.memory_budgets()) {
     core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived});
   }
 
@@ -68,6 +73,7 @@ struct Scheduler::Impl {
   // on the destroying thread from then on.
   bool destroying = false;
   SchedulerCore core;        // inference thread only (its recorder is thread-safe)
+  MemoryBudgets budgets;     // as last set (guarded by mu)
   std::thread thread;
 };
 
@@ -151,6 +157,18 @@ void Scheduler::Impl::Apply(Command& command) {
       // Validated when posted.
       (void)core.OnThermalStatus(command.thermal, command.headroom).ok();
       break;
+    case CommandKind::kTrim:
+      (void)core.OnTrimMemory(command.trim).ok();
+      break;
+    case CommandKind::kBudgets: {
+      Status s = core.SetMemoryBudgets(command.budgets);
+      if (s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        budgets = command.budgets;
+      }
+      command.reply->set_value(std::move(s));
+      break;
+    }
   }
 }
 
@@ -177,6 +195,9 @@ Scheduler::Scheduler(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, SchedulerOptions options) {
   if (!(options.fill_max_cost_fraction >= 0.0)) return InvalidArgument("fill_max_cost_fraction must be >= 0");
+  if (!(options.prompt_token_weight >= 0.0 && options.prompt_token_weight <= 1e6)) {
+    return InvalidArgument("prompt_token_weight must be in [0, 1e6]");
+  }
   auto impl = std::make_unique<Impl>(engine, std::move(options));
   Impl* raw = impl.get();
   raw->SampleMemory();
@@ -229,7 +250,8 @@ Status Scheduler::Cancel(TaskId id) {
   {
     std::lock_guard<std::mutex> lock(impl_->mu);
     const std::optional<TaskState> state = impl_->core.recorder().State(id);
-    if (!state) return NotFound("unknown task " + std::to_string(id));
+    if (!state && !impl_->core.recorder().Registered(id)) return NotFound("unknown task " + std::to_string(id));
+    if (!state) return InvalidArgument("task " + std::to_string(id) + " already finished");
     if (IsTerminal(*state)) {
       return InvalidArgument("task " + std::to_string(id) + " already finished (" + TaskStateName(*state) + ")");
     }
@@ -269,6 +291,39 @@ Status Scheduler::OnThermalStatus(ThermalStatus status, float headroom) {
   }
   impl_->work_cv.notify_one();
   return Status::Ok();
+}
+
+Status Scheduler::OnTrimMemory(int level) {
+  VALET_ASSIGN_OR_RETURN(TrimLevel checked, TrimLevelFromInt(level));
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    Impl::Command command;
+    command.kind = Impl::CommandKind::kTrim;
+    command.trim = checked;
+    impl_->inbox.push_back(std::move(command));
+  }
+  impl_->work_cv.notify_one();
+  return Status::Ok();
+}
+
+Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
+  auto reply = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = reply->get_future();
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    Impl::Command command;
+    command.kind = Impl::CommandKind::kBudgets;
+    command.budgets = budgets;
+    command.reply = reply;
+    impl_->inbox.push_back(std::move(command));
+  }
+  impl_->work_cv.notify_one();
+  return result.get();
+}
+
+MemoryBudgets Scheduler::memory_budgets() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->budgets;
 }
 
 void Scheduler::WaitIdle() {

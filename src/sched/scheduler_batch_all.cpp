@@ -28,7 +28,7 @@ std::vector<Task*> SchedulerCore::AdmitBatchMembers() {
     if (!resident && !members.empty() && EstimateBytesNeeded(*t) > 0) continue;  // no free slot yet
     std::vector<const Task*> keep(members.begin(), members.end());
     keep.push_back(t);
-    if (!Activate(*t, keep)) continue;  // it ended FAILED and is gone
+    if (Activate(*t, keep) != Activation::kReady) continue;  // ended FAILED, or waits for room
     members.push_back(t);
   }
   // Whatever runs but was not admitted (a capped tier) leaves the engine.
@@ -98,7 +98,7 @@ bool SchedulerCore::RunBatchAllStep() {
   if (!result.ok()) {
     OnStepError(plan, result.status());
     Deliver();
-    return true;
+    return result.status().code() != StatusCode::kResourceExhausted;
   }
   ApplyStep(plan, *result);
   Deliver();

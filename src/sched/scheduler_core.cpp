@@ -57,7 +57,8 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
       chat_(ChatRenderer::ForFormat(engine.chat_format())),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),
-      batch_(options_.batch_mode, options_.fill_max_cost_fraction) {
+      batch_(options_.batch_mode, options_.fill_max_cost_fraction),
+      budgets_(engine.memory_budgets()) {
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
 }
 
@@ -84,6 +85,13 @@ Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
     return OutOfRange("prompt (" + std::to_string(spec.shared_prefix.size() + prompt.size()) +
                       " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
                       ") exceed the context of " + std::to_string(engine_.context_length()));
+  }
+  // Every admitted task fits the pool alone, so making room (parking and
+  // evicting everything else) always lets it run: none fails for memory.
+  if (BytesAlone(needed) > budgets_.pool_bytes) {
+    return ResourceExhausted("the task needs " + std::to_string(BytesAlone(needed)) + " bytes of KV cache for " +
+                             std::to_string(needed) + " tokens; the pool holds " +
+                             std::to_string(budgets_.pool_bytes));
   }
   StopOptions stop_options;
   stop_options.eos_token_ids = engine_.eog_tokens();
@@ -166,8 +174,9 @@ Status SchedulerCore::Cancel(TaskId id) {
   Task* task = Find(id);
   if (task == nullptr) {
     const std::optional<TaskState> state = recorder_.State(id);
-    if (!state) return NotFound("unknown task " + std::to_string(id));
-    return InvalidArgument("task " + std::to_string(id) + " already finished (" + TaskStateName(*state) + ")");
+    if (!state && !recorder_.Registered(id)) return NotFound("unknown task " + std::to_string(id));
+    return InvalidArgument("task " + std::to_string(id) + " already finished" +
+                           (state ? std::string(" (") + TaskStateName(*state) + ")" : std::string()));
   }
   Finish(*task, TaskState::kCancelled, Status::Ok(), StopReason::kNone);
   Deliver();
@@ -179,6 +188,8 @@ Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
   ReleaseHeld();
   if (governor_.state() == LifecycleState::kDestroyed) ParkEverythingToDisk();
+  // Back in front of the user: a trim's reductions end.
+  if (event == LifecycleEvent::kOnStart && trimmed_) (void)RestorePool();
   Deliver();
   return Status::Ok();
 }
@@ -246,7 +257,11 @@ size_t SchedulerCore::EstimateBytesNeeded(const Task& incoming) {
 void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause) {
   const ParkKind kind = preemption_.Decide(engine_, {task.seq, reason, bytes_needed});
   Result<ParkReport> report = engine_.Park(task.seq, kind);
-  if (!report.ok() && kind != ParkKind::kResident) report = engine_.Park(task.seq, ParkKind::kResident);
+  // A snapshot the store cannot take: keep the KV, unless memory must be
+  // freed, in which case it is dropped down to the prefix (recomputed later).
+  const bool must_free = reason == ParkReason::kPressure || reason == ParkReason::kTrim;
+  const ParkKind fallback = must_free ? ParkKind::kPartial : ParkKind::kResident;
+  if (!report.ok() && kind != fallback) report = engine_.Park(task.seq, fallback);
   if (!report.ok()) {
     Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
     return;
@@ -267,34 +282,6 @@ void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, con
     if (arrival) s.preemption_latencies.push_back(now - cause->submit_time);
   });
   SetState(task, TaskState::kParked);
-}
-
-bool SchedulerCore::RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed) {
-  // Lowest priority first: held tasks, then the back of the queue.
-  Task* victim = nullptr;
-  QueueKey victim_key;
-  bool victim_held = false;
-  for (auto& [id, task] : tasks_) {
-    Task* t = task.get();
-    if (!t->seq_open || std::find(keep.begin(), keep.end(), t) != keep.end()) continue;
-    if (!t->active && t->park_kind != ParkKind::kResident) continue;
-    const bool held = held_.count(id) != 0;
-    const QueueKey key = KeyFor(*t);
-    const bool lower = victim == nullptr || (held && !victim_held) || (held == victim_held && victim_key < key);
-    if (lower) {
-      victim = t;
-      victim_key = key;
-      victim_held = held;
-    }
-  }
-  if (victim == nullptr) return false;
-  if (!victim->active) {
-    // A resident park holds the pool; resume (free) to park it for real.
-    if (!engine_.Resume(victim->seq).ok()) return false;
-    victim->active = true;
-  }
-  Park(*victim, ParkReason::kPressure, bytes_needed, nullptr);
-  return true;
 }
 
 void SchedulerCore::SetState(Task& task, TaskState state) {

@@ -37,6 +37,7 @@
 #include "sched/recorder.h"
 #include "sched/task.h"
 #include "sched/task_queue.h"
+#include "sched/trim_policy.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -70,6 +71,11 @@ class SchedulerCore {
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
   Status OnThermalStatus(ThermalStatus status, float headroom);
+  // docs/memory.md. A trim's reductions last until the next ON_START or
+  // SetMemoryBudgets; work that needs room meanwhile grows the pool back.
+  Status OnTrimMemory(TrimLevel level);
+  Status SetMemoryBudgets(const MemoryBudgets& budgets);
+  const MemoryBudgets& memory_budgets() const { return budgets_; }
 
   // Flags another thread raises when a task arrives that may preempt: under
   // kValet a running step of a lower tier then stops between layers instead
@@ -115,10 +121,13 @@ class SchedulerCore {
   void ParkAllRunning(ParkReason reason);
   std::vector<Task*> PlanRiders(const Task& lead);
   void DisplaceOthers(const Task& lead, const std::vector<Task*>& riders);
+  // Whether the lead can run: kNoRoom leaves it waiting (queued or parked)
+  // until the app or finishing work changes the memory picture.
+  enum class Activation { kReady, kFinished, kNoRoom };
   // `keep`: tasks that must not be evicted to make room.
-  bool Activate(Task& task, const std::vector<const Task*>& keep);
-  bool OpenSequence(Task& task, const std::vector<const Task*>& keep);
-  bool ResumeTask(Task& task, const std::vector<const Task*>& keep);
+  Activation Activate(Task& task, const std::vector<const Task*>& keep);
+  Activation OpenSequence(Task& task, const std::vector<const Task*>& keep);
+  Activation ResumeTask(Task& task, const std::vector<const Task*>& keep);
   void ApplyThreads(Tier tier);
   Result<StepResult> RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan);
   void OnStepError(const StepPlan& plan, const Status& status);
@@ -135,10 +144,23 @@ class SchedulerCore {
   Result<StepResult> RunBatchAll(std::vector<Task*>& members, StepPlan& plan);
   void ApplyStep(StepPlan& plan, const StepResult& result);
   void OnToken(Task& task, int32_t token, double now);
+  // Prompt tokens count toward the tier's budgets at prompt_token_weight.
+  void ChargePrompt(Task& task, int32_t tokens);
   void EndTurnIfDue(Task& lead);
 
   void Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause);
+  // Frees pool memory for the work in `keep`, cheapest first: park a
+  // resident task, drop the shared prefix a parked task still holds, drop
+  // unused cached prefixes, grow a trimmed pool back. False when none is left.
   bool RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed);
+  bool ParkResidentVictim(const std::vector<const Task*>& keep, size_t bytes_needed);
+  bool DropParkedPrefix(const std::vector<const Task*>& keep);
+  bool RestorePool();
+  // Pool bytes the task needs to run alone to its end (shared prefix included).
+  size_t BytesAlone(int64_t tokens) const;
+  // Parked-resident tasks lose their KV down to the shared prefix.
+  void EvictParked();
+  void ShrinkPool();
   void ParkEverythingToDisk();
   size_t EstimateBytesNeeded(const Task& incoming);
 
@@ -165,6 +187,8 @@ class SchedulerCore {
   std::vector<std::function<void()>> outbox_;
   bool delivering_ = false;
   ArrivalSignals arrivals_;
+  MemoryBudgets budgets_;  // as the app configured them
+  bool trimmed_ = false;   // the engine runs below budgets_ after a trim
 };
 
 }  // namespace valet

@@ -64,14 +64,15 @@ void SchedulerCore::DisplaceOthers(const Task& lead, const std::vector<Task*>& r
   }
 }
 
-bool SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& keep) {
+SchedulerCore::Activation SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& keep) {
   Result<SequenceId> seq = engine_.OpenSequence(task.spec);
   while (!seq.ok() && seq.status().code() == StatusCode::kResourceExhausted && RelievePressure(keep, 0)) {
     seq = engine_.OpenSequence(task.spec);
   }
   if (!seq.ok()) {
+    if (seq.status().code() == StatusCode::kResourceExhausted) return Activation::kNoRoom;
     Finish(task, TaskState::kFailed, seq.status(), StopReason::kNone);
-    return false;
+    return Activation::kFinished;
   }
   task.seq = *seq;
   task.seq_open = true;
@@ -82,18 +83,19 @@ bool SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& kee
   }
   recorder_.Event(task.id, TimelineKind::kStarted, Now());
   SetState(task, task.phase());
-  return true;
+  return Activation::kReady;
 }
 
-bool SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep) {
+SchedulerCore::Activation SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep) {
   Result<ResumeReport> report = engine_.Resume(task.seq);
   while (!report.ok() && report.status().code() == StatusCode::kResourceExhausted &&
          RelievePressure(keep, EstimateBytesNeeded(task))) {
     report = engine_.Resume(task.seq);
   }
   if (!report.ok()) {
+    if (report.status().code() == StatusCode::kResourceExhausted) return Activation::kNoRoom;
     Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
-    return false;
+    return Activation::kFinished;
   }
   task.active = true;
   task.pending_recompute = report->tokens_to_recompute;
@@ -107,12 +109,12 @@ bool SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep)
     if (report->fell_back) ++s.resume_fallbacks;
   });
   SetState(task, task.phase());
-  return true;
+  return Activation::kReady;
 }
 
-bool SchedulerCore::Activate(Task& task, const std::vector<const Task*>& keep) {
+SchedulerCore::Activation SchedulerCore::Activate(Task& task, const std::vector<const Task*>& keep) {
   if (!task.seq_open) return OpenSequence(task, keep);
-  if (task.active) return true;
+  if (task.active) return Activation::kReady;
   return ResumeTask(task, keep);
 }
 
@@ -218,6 +220,15 @@ void SchedulerCore::OnToken(Task& task, int32_t token, double now) {
   SetState(task, task.phase());
 }
 
+void SchedulerCore::ChargePrompt(Task& task, int32_t tokens) {
+  task.prompt_charge += tokens * options_.prompt_token_weight;
+  const auto whole = static_cast<int32_t>(task.prompt_charge);
+  if (whole <= 0) return;
+  task.prompt_charge -= whole;
+  task.turn_generated += whole;
+  governor_.Charge(task.tier, whole);
+}
+
 void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
   const double now = Now();
   StepTrace trace;
@@ -235,7 +246,11 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
     const int32_t n = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
     switch (plan.kinds[i]) {
       case StepItemKind::kRecompute: t.pending_recompute -= n; break;
-      case StepItemKind::kPrefill: t.prompt_pos += n; prefill += n; break;
+      case StepItemKind::kPrefill:
+        t.prompt_pos += n;
+        prefill += n;
+        ChargePrompt(t, n);
+        break;
       case StepItemKind::kDecode: t.pending_token = -1; ++decode; break;
     }
     decode_only = decode_only && plan.kinds[i] == StepItemKind::kDecode;
@@ -292,12 +307,13 @@ void SchedulerCore::ParkAllRunning(ParkReason reason) {
 
 void SchedulerCore::OnStepError(const StepPlan& plan, const Status& status) {
   // Either way no sequence changed. An aborted step is simply planned again
-  // (after the arrival that raised the signal); any other error means the
-  // tasks of this step cannot proceed.
+  // (after the arrival that raised the signal), a step without room waits;
+  // any other error means the tasks of this step cannot proceed.
   if (status.code() == StatusCode::kAborted) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
     return;
   }
+  if (status.code() == StatusCode::kResourceExhausted) return;  // no room even alone: the tasks wait
   std::vector<TaskId> ids;
   for (Task* t : plan.tasks) ids.push_back(t->id);
   for (TaskId id : ids) {
@@ -323,9 +339,12 @@ bool SchedulerCore::RunOneStep() {
   std::vector<const Task*> keep(riders.begin(), riders.end());
   keep.push_back(lead);
   const TaskId lead_id = lead->id;
-  if (!Activate(*lead, keep)) {
-    Deliver();
-    return true;
+  switch (Activate(*lead, keep)) {
+    case Activation::kReady: break;
+    case Activation::kFinished: Deliver(); return true;
+    // Everything else is parked off the pool and it still does not fit: wait
+    // for a finish, a cancel or new budgets (admission makes this rare).
+    case Activation::kNoRoom: Deliver(); return false;
   }
   // A rider is resident: resuming it is free, and a failure just leaves it out.
   std::erase_if(riders, [&](Task* r) {
@@ -343,7 +362,7 @@ bool SchedulerCore::RunOneStep() {
   if (!result.ok()) {
     OnStepError(plan, result.status());
     Deliver();
-    return true;
+    return result.status().code() != StatusCode::kResourceExhausted;
   }
   ApplyStep(plan, *result);
   if (Task* still = Find(lead_id)) EndTurnIfDue(*still);

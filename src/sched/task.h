@@ -34,7 +34,8 @@ struct Task {
   int32_t pending_recompute = 0;  // history tokens whose KV must be recomputed
   int32_t pending_token = -1;     // sampled, not yet fed back
 
-  int32_t turn_generated = 0;
+  int32_t turn_generated = 0;   // budget tokens this turn: generated + weighted prompt
+  double prompt_charge = 0.0;   // weighted prompt tokens not yet charged (under one)
   std::vector<int32_t> tokens;  // generated so far
   std::string text;             // shown so far
   bool first_token_seen = false;

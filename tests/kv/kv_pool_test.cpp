@@ -115,5 +115,37 @@ TEST(KvPoolTest, AllocateAsksTheReclaimerWhenEmpty) {
   pool->set_reclaimer(nullptr);
 }
 
+TEST(KvPoolTest, ShrinkingKeepsBlocksInUseAndRetiresThemOnRelease) {
+  auto pool = MakePool(4);
+  std::vector<KvBlockId> held;
+  for (int i = 0; i < 4; ++i) held.push_back(*pool->Allocate());
+  ASSERT_TRUE(pool->SetCapacity(2 * pool->layout().block_bytes()).ok());
+  EXPECT_EQ(pool->capacity_blocks(), 2);
+  EXPECT_EQ(pool->used_blocks(), 4);  // nothing in use is taken away
+  EXPECT_FALSE(pool->Allocate().ok());
+  for (KvBlockId id : held) pool->Release(id);
+  EXPECT_EQ(pool->used_blocks(), 0);
+  EXPECT_EQ(pool->free_blocks(), 2);  // the blocks past the end left the pool
+  std::vector<KvBlockId> again = {*pool->Allocate(), *pool->Allocate()};
+  EXPECT_LT(again[0], 2);
+  EXPECT_LT(again[1], 2);
+  EXPECT_FALSE(pool->Allocate().ok());
+}
+
+TEST(KvPoolTest, GrowsUpToWhatWasReservedAndNoFurther) {
+  KvPoolOptions o;
+  o.layout = KvLayout{2, 2, 4, 4, KvType::kF32};
+  o.capacity_bytes = 2 * o.layout.block_bytes();
+  o.max_capacity_bytes = 5 * o.layout.block_bytes();
+  std::unique_ptr<KvPool> pool = std::move(KvPool::Create(o).value());
+  EXPECT_EQ(pool->max_capacity_bytes(), 5 * o.layout.block_bytes());
+  ASSERT_TRUE(pool->SetCapacity(5 * o.layout.block_bytes()).ok());
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(pool->Allocate().ok()) << i;
+  EXPECT_FALSE(pool->Allocate().ok());
+  EXPECT_EQ(pool->SetCapacity(6 * o.layout.block_bytes()).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(pool->SetCapacity(o.layout.block_bytes() - 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(pool->capacity_blocks(), 5);
+}
+
 }  // namespace
 }  // namespace valet

@@ -143,5 +143,41 @@ TEST_F(SnapshotStoreTest, FullDiskAndFullRamIsAnErrorNotACrash) {
   EXPECT_FALSE(warnings_.empty());
 }
 
+TEST_F(SnapshotStoreTest, DemotingMovesRamSnapshotsToDiskIntact) {
+  auto store = std::move(SnapshotStore::Create(Options(1 << 20)).value());
+  const std::vector<uint8_t> a = Blob(1000, 1), b = Blob(2000, 2);
+  ASSERT_EQ(*store->Put(1, a, SnapshotTier::kRam), SnapshotTier::kRam);
+  ASSERT_EQ(*store->Put(2, b, SnapshotTier::kRam), SnapshotTier::kRam);
+  const size_t ram = store->ram_bytes();
+  EXPECT_EQ(store->DemoteToDisk(), ram);
+  EXPECT_EQ(store->ram_bytes(), 0u);
+  EXPECT_EQ(store->disk_bytes(), ram);
+  EXPECT_EQ(store->tier_of(1), SnapshotTier::kDisk);
+  EXPECT_EQ(*store->Get(1), a);
+  EXPECT_EQ(*store->Get(2), b);
+}
+
+TEST_F(SnapshotStoreTest, ALowerRamBudgetDemotesDownToItAndLaterPutsSpill) {
+  auto store = std::move(SnapshotStore::Create(Options(1 << 20)).value());
+  const std::vector<uint8_t> a = Blob(1000, 1), b = Blob(1000, 2);
+  ASSERT_TRUE(store->Put(1, a, SnapshotTier::kRam).ok());
+  ASSERT_TRUE(store->Put(2, b, SnapshotTier::kRam).ok());
+  store->SetRamBudget(SnapshotStore::FrameBytes(b.size()));
+  EXPECT_EQ(store->tier_of(1), SnapshotTier::kDisk);
+  EXPECT_EQ(store->tier_of(2), SnapshotTier::kRam);
+  EXPECT_EQ(*store->Put(3, a, SnapshotTier::kRam), SnapshotTier::kDisk);
+  EXPECT_EQ(*store->Get(1), a);
+}
+
+TEST(SnapshotStoreNoDisk, DemotingWithoutADiskTierKeepsEverythingInRam) {
+  SnapshotStoreOptions o;
+  auto store = std::move(SnapshotStore::Create(o).value());
+  const std::vector<uint8_t> a = Blob(100, 1);
+  ASSERT_TRUE(store->Put(1, a, SnapshotTier::kRam).ok());
+  EXPECT_EQ(store->DemoteToDisk(), 0u);
+  EXPECT_EQ(store->tier_of(1), SnapshotTier::kRam);
+  EXPECT_EQ(*store->Get(1), a);
+}
+
 }  // namespace
 }  // namespace valet

@@ -100,7 +100,13 @@ TEST(FakeEngine, RejectsMalformedStepsAndRunsOutOfPool) {
   ASSERT_TRUE(e.Park(*seq, ParkKind::kResident).ok());
   StepItem parked{*seq, std::span<const int32_t>(big.data(), 1), 0, true};
   EXPECT_EQ(e.Step({&parked, 1}).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(e.Park(*seq, ParkKind::kFull).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(e.Park(*seq, ParkKind::kPartial).status().code(), StatusCode::kInvalidArgument);
+  // kFull on a parked sequence drops what it still holds (the last resort).
+  Result<ParkReport> dropped = e.Park(*seq, ParkKind::kFull);
+  ASSERT_TRUE(dropped.ok());
+  EXPECT_EQ(dropped->tokens_dropped, 10);
+  EXPECT_EQ(e.Info(*seq)->pending_recompute, 10);
+  EXPECT_EQ(e.memory().pool_used_bytes, 0u);
 }
 
 }  // namespace

@@ -63,9 +63,25 @@ TEST(StarvationGuard, EachForegroundBurstParksBackgroundOnce) {
   EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, "steady work", 7, 60));
 }
 
+TEST(GovernorCore, PromptTokensCountTowardTheStateCapAtTheirWeight) {
+  SchedulerOptions o;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).state_cap_tokens = 60;
+  o.prompt_token_weight = 0.25;
+  Harness h({}, o);
+  const std::string doc(199, 'd');  // 200 prompt tokens with BOS: 50 budget tokens
+  const TaskId bg = h.Submit(Tier::kOfflineIndexing, doc, 30);
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[bg].tokens.size(), 10u);
+  EXPECT_EQ(h.core.governor().used(Tier::kOfflineIndexing), 60);
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+  h.core.RunUntilIdle();
+  EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, doc, 7, 30));
+}
+
 TEST(GovernorCore, StateCapParksTheTierUntilALifecycleEvent) {
   SchedulerOptions o;
   o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).state_cap_tokens = 10;
+  o.prompt_token_weight = 0.0;  // generated tokens only
   Harness h({}, o);
   const TaskId bg = h.Submit(Tier::kOfflineIndexing, "capped", 30);
   h.core.RunUntilIdle();

@@ -1,5 +1,6 @@
 // Thousands of random event sequences (submits, cancels, lifecycle events,
-// steps) against the core on the fake engine, checking the invariants:
+// steps; under memory pressure also trim-memory requests and new budgets)
+// against the core on the fake engine, checking the invariants:
 // every task ends DONE unless the app cancelled it; every stream is exactly
 // the task's output run alone (no token lost or duplicated); tier order holds
 // at every step; state changes follow the lifecycle; errors are the right ones.
@@ -53,14 +54,32 @@ struct Coverage {
   int64_t cancelled = 0;
   int64_t destroyed = 0;
   int64_t tasks = 0;
+  int64_t refused = 0;  // too big for the pool even alone
+  int64_t trims = 0;
+  int64_t budget_changes = 0;
 };
 Coverage g_coverage;
 
-void RunSequence(uint64_t seed) {
+// Memory pressure: a pool a few tasks fill, tasks up to its whole size, and
+// the app trimming memory and changing budgets between steps.
+struct Pressure {
+  bool on = false;
+  int32_t pool_tokens() const { return 64; }
+};
+
+// What the core must answer for a pool of `pool_tokens`: a task fits when
+// its tokens plus the copy-on-write block fit (the fake's "block" is a token).
+bool FitsAlone(const Model& m, int64_t pool_tokens) {
+  return static_cast<int64_t>(m.history.size()) + m.max_tokens + 1 <= pool_tokens;
+}
+
+void RunSequence(uint64_t seed, const Pressure& pressure) {
   std::mt19937_64 rng(seed);
   FakeEngineOptions eo;
   eo.max_step_tokens = 64;
   eo.pool_capacity_bytes = (rng() % 2 == 0 ? 4096 : 200) * eo.kv_bytes_per_token;
+  if (pressure.on) eo.pool_capacity_bytes = static_cast<size_t>(pressure.pool_tokens() + rng() % 64) * eo.kv_bytes_per_token;
+  int64_t pool_tokens = static_cast<int64_t>(eo.pool_capacity_bytes / eo.kv_bytes_per_token);
   eo.eos_one_in = rng() % 2 == 0 ? 0 : 16;
   SchedulerOptions so;
   so.park_policy = static_cast<ParkPolicy>(rng() % 6);
@@ -83,8 +102,8 @@ void RunSequence(uint64_t seed) {
       Model m;
       m.tier = static_cast<Tier>(rng() % kNumTiers);
       m.seed = rng();
-      m.max_tokens = 1 + static_cast<int32_t>(rng() % 20);
-      const std::string prompt = RandomText(rng, 1, 30);
+      m.max_tokens = 1 + static_cast<int32_t>(rng() % (pressure.on ? 60 : 20));
+      const std::string prompt = RandomText(rng, 1, pressure.on ? 60 : 30);
       TaskRequest r = h.Request(m.tier, prompt, m.max_tokens, m.seed);
       if (rng() % 4 == 0) {
         r.system_prompt = systems[rng() % 2];
@@ -100,6 +119,11 @@ void RunSequence(uint64_t seed) {
         continue;
       }
       Result<TaskId> id = h.core.Submit(std::move(r));
+      if (!FitsAlone(m, pool_tokens)) {
+        ASSERT_EQ(id.status().code(), StatusCode::kResourceExhausted) << "seed " << seed;
+        ++g_coverage.refused;
+        continue;
+      }
       ASSERT_TRUE(id.ok()) << id.status().ToString();
       models[*id] = m;
     } else if (kind < 5) {
@@ -123,6 +147,27 @@ void RunSequence(uint64_t seed) {
       if (next.ok()) history = LifecycleHistory::kEventsSeen;
       if (next.ok() && state == LifecycleState::kDestroyed) ++g_coverage.destroyed;
       ASSERT_EQ(h.core.lifecycle_state(), state);
+    } else if (pressure.on && kind < 7) {
+      if (rng() % 3 != 0) {
+        const int levels[] = {5, 10, 15, 20, 40, 60, 80, 7, 100};
+        ASSERT_TRUE(h.core.OnTrimMemory(*TrimLevelFromInt(levels[rng() % 9])).ok());
+        ++g_coverage.trims;
+        continue;
+      }
+      int64_t largest = 0;
+      for (const auto& [id, m] : models) {
+        if (h.out[id].done_calls == 0) largest = std::max<int64_t>(largest, static_cast<int64_t>(m.history.size()) + m.max_tokens);
+      }
+      const int64_t tokens = pressure.pool_tokens() + static_cast<int64_t>(rng() % 96);
+      MemoryBudgets b;
+      b.pool_bytes = static_cast<size_t>(tokens) * eo.kv_bytes_per_token;
+      b.snapshot_ram_bytes = static_cast<size_t>(rng() % 64) * eo.kv_bytes_per_token;
+      const Status st = h.core.SetMemoryBudgets(b);
+      ASSERT_EQ(st.ok(), largest == 0 || largest + 1 <= tokens) << st.ToString() << " seed " << seed;
+      if (st.ok()) {
+        pool_tokens = tokens;
+        ++g_coverage.budget_changes;
+      }
     } else {
       const int steps = 1 + static_cast<int>(rng() % 6);
       for (int s = 0; s < steps; ++s) {
@@ -182,7 +227,7 @@ void RunSequence(uint64_t seed) {
 
 TEST(SchedulerRandom, InvariantsHoldOverThousandsOfEventSequences) {
   for (uint64_t seed = 1; seed <= 2000; ++seed) {
-    RunSequence(seed);
+    RunSequence(seed, Pressure{});
     if (::testing::Test::HasFailure()) break;
   }
   for (int k = 0; k < 5; ++k) EXPECT_GT(g_coverage.parks_by_kind[k], 0) << "park kind " << k;
@@ -193,6 +238,23 @@ TEST(SchedulerRandom, InvariantsHoldOverThousandsOfEventSequences) {
   for (int64_t n : g_coverage.parks_by_kind) std::cout << " " << n;
   std::cout << ", batched steps " << g_coverage.batched_steps << ", cancelled " << g_coverage.cancelled
             << ", destroys " << g_coverage.destroyed << "\n";
+}
+
+TEST(SchedulerRandom, UnderMemoryPressureNoTaskFailsOrLosesATokenAndTheOversizedAreRefused) {
+  g_coverage = Coverage{};
+  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+    RunSequence(seed, Pressure{true});
+    if (::testing::Test::HasFailure()) break;
+  }
+  for (int k = 0; k < 5; ++k) EXPECT_GT(g_coverage.parks_by_kind[k], 0) << "park kind " << k;
+  EXPECT_GT(g_coverage.refused, 0);
+  EXPECT_GT(g_coverage.trims, 0);
+  EXPECT_GT(g_coverage.budget_changes, 0);
+  EXPECT_GT(g_coverage.cancelled, 0);
+  std::cout << "under pressure: " << g_coverage.tasks << " tasks, " << g_coverage.refused << " refused, "
+            << g_coverage.trims << " trims, " << g_coverage.budget_changes << " budget changes, parks by kind";
+  for (int64_t n : g_coverage.parks_by_kind) std::cout << " " << n;
+  std::cout << "\n";
 }
 
 }  // namespace

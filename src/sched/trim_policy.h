@@ -1,0 +1,20 @@
+// What each Android trim-memory level makes the scheduler free. The levels
+// (ComponentCallbacks2) grow with the system's need; so do the actions, and
+// none of them cancels a task: parked work stays resumable, only its cost of
+// resuming grows.
+#pragma once
+
+#include "valet/scheduler.h"
+
+namespace valet {
+
+struct TrimActions {
+  bool demote_snapshots = false;  // RAM-tier snapshots move to disk
+  bool evict_parked = false;      // parked KV dropped down to the shared prefix; unused cached prefixes dropped
+  bool shrink = false;            // pool down to what is in use (never below the largest live task), no RAM snapshots
+  bool park_running = false;      // running tasks parked as well (they resume at their next step)
+};
+
+TrimActions TrimActionsFor(TrimLevel level);
+
+}  // namespace valet

@@ -1,0 +1,121 @@
+// Trim-memory requests and run-time budgets on the core: what each level
+// frees, that nothing is cancelled or changed in any task's output, and that
+// the app coming back to the front gives the memory back.
+#include <gtest/gtest.h>
+
+#include "sched/trim_policy.h"
+#include "sched_test_util.h"
+
+namespace valet {
+namespace {
+
+using testing::ExpectedAlone;
+using testing::Harness;
+
+TEST(TrimLevel, NamedLevelsAndNewerOnesRoundDown) {
+  EXPECT_EQ(TrimLevelFromInt(4).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(*TrimLevelFromInt(5), TrimLevel::kRunningModerate);
+  EXPECT_EQ(*TrimLevelFromInt(15), TrimLevel::kRunningCritical);
+  EXPECT_EQ(*TrimLevelFromInt(39), TrimLevel::kUiHidden);
+  EXPECT_EQ(*TrimLevelFromInt(40), TrimLevel::kBackground);
+  EXPECT_EQ(*TrimLevelFromInt(1000), TrimLevel::kComplete);
+  EXPECT_STREQ(TrimLevelName(TrimLevel::kUiHidden), "UI_HIDDEN");
+}
+
+TEST(TrimLevel, ActionsGrowWithTheLevel) {
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningModerate).demote_snapshots);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kRunningModerate).evict_parked);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kUiHidden).evict_parked);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).shrink);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningCritical).shrink);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kBackground).shrink);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kModerate).park_running);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kComplete).park_running);
+}
+
+// A summary runs a few steps (an indexer waits behind it); a chat arrives and
+// the summary is parked (how, the policy says).
+struct Parked {
+  Harness h;
+  TaskId a = 0, b = 0;
+  explicit Parked(ParkPolicy policy) : h({}, Options(policy)) {
+    a = h.Submit(Tier::kOfflineIndexing, "index this document", 12, 3);
+    b = h.Submit(Tier::kBackgroundSummary, "summarize that one", 12, 4);
+    for (int i = 0; i < 4; ++i) h.core.RunOneStep();
+    h.Submit(Tier::kForegroundChat, "hello", 4, 5);
+    h.core.RunOneStep();  // the chat's first step parks the summary
+  }
+  static SchedulerOptions Options(ParkPolicy policy) {
+    SchedulerOptions o;
+    o.park_policy = policy;
+    return o;
+  }
+  void ExpectOutputsAlone() {
+    h.core.RunUntilIdle();
+    EXPECT_EQ(h.out[a].tokens, ExpectedAlone(h.engine, "index this document", 3, 12));
+    EXPECT_EQ(h.out[b].tokens, ExpectedAlone(h.engine, "summarize that one", 4, 12));
+    EXPECT_EQ(h.core.recorder().Stats().cancelled, 0);
+    EXPECT_EQ(h.core.recorder().Stats().failed, 0);
+  }
+};
+
+TEST(MemoryTrim, RunningModerateMovesRamSnapshotsToDisk) {
+  Parked p(ParkPolicy::kForceSnapshotRam);
+  ASSERT_GT(p.h.engine.memory().snapshot_ram_bytes, 0u);
+  const size_t ram = p.h.engine.memory().snapshot_ram_bytes;
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kRunningModerate).ok());
+  EXPECT_EQ(p.h.engine.memory().snapshot_ram_bytes, 0u);
+  EXPECT_EQ(p.h.engine.memory().snapshot_disk_bytes, ram);
+  p.ExpectOutputsAlone();
+}
+
+TEST(MemoryTrim, UiHiddenEvictsParkedKvButNotTheRunningTask) {
+  Parked p(ParkPolicy::kAuto);  // a roomy pool: parked resident
+  const size_t used = p.h.engine.memory().pool_used_bytes;
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kUiHidden).ok());
+  EXPECT_LT(p.h.engine.memory().pool_used_bytes, used);
+  const SchedulerStats s = p.h.core.recorder().Stats();
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kResident)], 1);
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kPartial)], 1);
+  p.ExpectOutputsAlone();
+}
+
+TEST(MemoryTrim, BackgroundShrinksThePoolUntilTheAppComesBack) {
+  Parked p(ParkPolicy::kAuto);
+  const size_t budget = p.h.engine.memory().pool_capacity_bytes;
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kBackground).ok());
+  const size_t trimmed = p.h.engine.memory().pool_capacity_bytes;
+  EXPECT_LT(trimmed, budget);
+  // Never below what a live task needs to run alone (with its copy-on-write block).
+  EXPECT_GE(trimmed, p.h.engine.KvBytesFor(static_cast<int32_t>(p.h.engine.Tokenize("index this document", true).size()) + 12 + 1));
+  EXPECT_EQ(p.h.core.memory_budgets().pool_bytes, budget);  // the app's budget is unchanged
+  for (LifecycleEvent e : {LifecycleEvent::kOnPause, LifecycleEvent::kOnStop, LifecycleEvent::kOnStart}) {
+    ASSERT_TRUE(p.h.core.OnLifecycleEvent(e).ok());
+  }
+  EXPECT_EQ(p.h.engine.memory().pool_capacity_bytes, budget);
+  p.ExpectOutputsAlone();
+}
+
+TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
+  Parked p(ParkPolicy::kAuto);
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  EXPECT_EQ(p.h.engine.memory().pool_used_bytes, 0u);
+  p.ExpectOutputsAlone();
+}
+
+TEST(MemoryBudgets, RefusesAPoolSmallerThanALiveTaskAndAppliesOthers) {
+  Parked p(ParkPolicy::kAuto);
+  MemoryBudgets tiny{p.h.engine.KvBytesFor(4), 0};
+  EXPECT_EQ(p.h.core.SetMemoryBudgets(tiny).code(), StatusCode::kInvalidArgument);
+  MemoryBudgets smaller{p.h.engine.KvBytesFor(200), p.h.engine.KvBytesFor(10)};
+  ASSERT_TRUE(p.h.core.SetMemoryBudgets(smaller).ok());
+  EXPECT_EQ(p.h.engine.memory().pool_capacity_bytes, smaller.pool_bytes);
+  EXPECT_EQ(p.h.core.memory_budgets().pool_bytes, smaller.pool_bytes);
+  // Admission now measures against the new pool.
+  TaskRequest big = p.h.Request(Tier::kBackgroundSummary, std::string(150, 'x'), 60);
+  EXPECT_EQ(p.h.core.Submit(std::move(big)).status().code(), StatusCode::kResourceExhausted);
+  p.ExpectOutputsAlone();
+}
+
+}  // namespace
+}  // namespace valet
