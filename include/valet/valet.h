@@ -3,8 +3,9 @@
  * One valet_scheduler owns a model, its engine and the scheduler's inference
  * thread. All functions may be called from any thread; callbacks run on the
  * inference thread (never under a scheduler lock) and may call valet_submit,
- * valet_cancel, valet_send_lifecycle_event and valet_on_thermal_status, but
- * not valet_wait_idle or valet_destroy. No C++ exception crosses this boundary: failures are status
+ * valet_cancel, valet_send_lifecycle_event, valet_on_thermal_status and
+ * valet_on_trim_memory, but not valet_wait_idle, valet_set_memory_budgets or
+ * valet_destroy. No C++ exception crosses this boundary: failures are status
  * values, with a message from valet_last_error() on the calling thread.
  *
  * Versioning: every struct starts with struct_size. The library reads (or,
@@ -228,9 +229,16 @@ typedef struct valet_stats {
   valet_memory_stats memory;
 } valet_stats;
 
+typedef struct valet_memory_budgets {
+  size_t struct_size;
+  uint64_t pool_bytes;         /* KV pool capacity */
+  uint64_t snapshot_ram_bytes; /* RAM tier of the snapshot store */
+} valet_memory_budgets;
+
 valet_params valet_default_params(void);
 valet_task_params valet_default_task_params(void);
 valet_stats valet_default_stats(void);
+valet_memory_budgets valet_default_memory_budgets(void);
 
 valet_status valet_create(const valet_params* params, valet_scheduler** out);
 /* Stops after the current step, then cancels every unfinished task: each
@@ -249,6 +257,18 @@ valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecy
  * table's thermal column: background tiers get fewer threads, then park
  * (never cancelled) until it cools; see "thermal" in scheduler.h. */
 valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status, float headroom);
+/* Android's ComponentCallbacks2.onTrimMemory level: RUNNING_MODERATE 5,
+ * RUNNING_LOW 10, RUNNING_CRITICAL 15, UI_HIDDEN 20, BACKGROUND 40,
+ * MODERATE 60, COMPLETE 80 (a value between two levels counts as the lower).
+ * Demotes RAM snapshots to disk, evicts parked KV down to the shared prefix
+ * and shrinks the pool as the level rises (docs/memory.md); never cancels.
+ * VALET_INVALID_ARGUMENT below 5. */
+valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level);
+/* New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
+ * Waits for the inference thread (at most one step): not from a callback. */
+valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets);
+/* out->struct_size must be set (valet_default_memory_budgets()). */
+valet_status valet_get_memory_budgets(const valet_scheduler* scheduler, valet_memory_budgets* out);
 /* Blocks until every task submitted so far has finished. */
 valet_status valet_wait_idle(valet_scheduler* scheduler);
 /* out->struct_size must be set (valet_default_stats()). */

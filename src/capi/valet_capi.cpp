@@ -101,6 +101,10 @@ constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, preemptions), VALET_END(valet_stats, lifecycle),
     VALET_END(valet_stats, thermal),     VALET_END(valet_stats, tiers),
     VALET_END(valet_stats, memory),      sizeof(valet_stats)};
+constexpr std::array kBudgetsEnds = {VALET_END(valet_memory_budgets, struct_size),
+                                     VALET_END(valet_memory_budgets, pool_bytes),
+                                     VALET_END(valet_memory_budgets, snapshot_ram_bytes),
+                                     sizeof(valet_memory_budgets)};
 #undef VALET_END
 
 template <typename Ends>
@@ -256,6 +260,14 @@ valet_stats StatsToC(const valet::SchedulerStats& s, valet::LifecycleState lifec
   return c;
 }
 
+valet_memory_budgets CurrentBudgets(const valet_scheduler& scheduler) {
+  const valet::MemoryBudgets now = scheduler.scheduler->memory_budgets();
+  valet_memory_budgets b = valet_default_memory_budgets();
+  b.pool_bytes = now.pool_bytes;
+  b.snapshot_ram_bytes = now.snapshot_ram_bytes;
+  return b;
+}
+
 }  // namespace
 
 extern "C" {
@@ -296,6 +308,13 @@ valet_stats valet_default_stats(void) {
   std::memset(&s, 0, sizeof s);
   s.struct_size = sizeof s;
   return s;
+}
+
+valet_memory_budgets valet_default_memory_budgets(void) {
+  valet_memory_budgets b;
+  std::memset(&b, 0, sizeof b);
+  b.struct_size = sizeof b;
+  return b;
 }
 
 valet_status valet_create(const valet_params* caller_params, valet_scheduler** out) {
@@ -377,6 +396,36 @@ valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status,
     valet::Result<valet::ThermalStatus> checked = valet::ThermalStatusFromInt(status);
     if (!checked.ok()) return Report(checked.status());
     return Report(scheduler->scheduler->OnThermalStatus(*checked, headroom));
+  });
+}
+
+valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    return Report(scheduler->scheduler->OnTrimMemory(level));
+  });
+}
+
+valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (budgets == nullptr) return Fail(VALET_INVALID_ARGUMENT, "budgets is required");
+    // Fields an older caller does not know keep their current values.
+    valet::Result<valet_memory_budgets> read =
+        ReadVersioned(*budgets, CurrentBudgets(*scheduler), kBudgetsEnds, "valet_memory_budgets");
+    if (!read.ok()) return Report(read.status());
+    valet::MemoryBudgets b;
+    b.pool_bytes = static_cast<size_t>(read->pool_bytes);
+    b.snapshot_ram_bytes = static_cast<size_t>(read->snapshot_ram_bytes);
+    return Report(scheduler->scheduler->SetMemoryBudgets(b));
+  });
+}
+
+valet_status valet_get_memory_budgets(const valet_scheduler* scheduler, valet_memory_budgets* out) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
+    return Report(WriteVersioned(out, CurrentBudgets(*scheduler), kBudgetsEnds, "valet_memory_budgets"));
   });
 }
 

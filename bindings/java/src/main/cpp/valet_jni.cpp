@@ -215,6 +215,18 @@ JNIEXPORT jint JNICALL Java_dev_valet_Valet_nativeThermal(JNIEnv*, jclass, jlong
   return valet_on_thermal_status(Handle(handle), status, headroom);
 }
 
+JNIEXPORT jint JNICALL Java_dev_valet_Valet_nativeTrimMemory(JNIEnv*, jclass, jlong handle, jint level) {
+  return valet_on_trim_memory(Handle(handle), level);
+}
+
+JNIEXPORT jint JNICALL Java_dev_valet_Valet_nativeSetMemoryBudgets(JNIEnv*, jclass, jlong handle, jlong pool,
+                                                                   jlong snapshot_ram) {
+  valet_memory_budgets b = valet_default_memory_budgets();
+  b.pool_bytes = static_cast<uint64_t>(pool);
+  b.snapshot_ram_bytes = static_cast<uint64_t>(snapshot_ram);
+  return valet_set_memory_budgets(Handle(handle), &b);
+}
+
 JNIEXPORT jint JNICALL Java_dev_valet_Valet_nativeWaitIdle(JNIEnv*, jclass, jlong handle) {
   return valet_wait_idle(Handle(handle));
 }

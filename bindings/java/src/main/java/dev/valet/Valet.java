@@ -133,6 +133,16 @@ public final class Valet implements AutoCloseable {
     onThermalStatus(status, -1.0f);
   }
 
+  /** ComponentCallbacks2.onTrimMemory(level): frees memory, never cancels. */
+  public void onTrimMemory(int level) {
+    check(nativeTrimMemory(live(), level));
+  }
+
+  /** New KV pool and snapshot-RAM budgets; waits for the worker (not from a listener). */
+  public void setMemoryBudgets(long poolBytes, long snapshotRamBytes) {
+    check(nativeSetMemoryBudgets(live(), poolBytes, snapshotRamBytes));
+  }
+
   /** Blocks until every task submitted so far has finished (not from a listener). */
   public void waitIdle() {
     check(nativeWaitIdle(live()));
@@ -201,6 +211,10 @@ public final class Valet implements AutoCloseable {
   private static native int nativeLifecycle(long handle, int event);
 
   private static native int nativeThermal(long handle, int status, float headroom);
+
+  private static native int nativeTrimMemory(long handle, int level);
+
+  private static native int nativeSetMemoryBudgets(long handle, long pool, long snapshotRam);
 
   private static native int nativeWaitIdle(long handle);
 

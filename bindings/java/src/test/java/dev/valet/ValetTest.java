@@ -23,6 +23,7 @@ import org.junit.jupiter.api.Test;
 class ValetTest {
   private static final int THERMAL_NONE = 0;
   private static final int THERMAL_EMERGENCY = 5;
+  private static final int TRIM_MEMORY_COMPLETE = 80;
 
   private Valet valet;
 
@@ -92,6 +93,7 @@ class ValetTest {
     assertEquals(ValetException.INVALID_ARGUMENT, e.status());
     assertThrows(ValetException.class, () -> valet.onLifecycleEvent(LifecycleEvent.ON_START)); // RESUMED
     assertThrows(ValetException.class, () -> valet.onThermalStatus(7));
+    assertThrows(ValetException.class, () -> valet.onTrimMemory(3));
     assertEquals(LifecycleState.RESUMED, valet.stats().lifecycle);
     valet.close();
     assertThrows(IllegalStateException.class, () -> valet.stats());
@@ -151,11 +153,12 @@ class ValetTest {
   }
 
   @Test
-  void heatParksARunningTaskAndNeverCancelsIt() throws Exception {
+  void trimMemoryWhileATaskIsParkedNeverCancelsIt() throws Exception {
     final Recorder rec = new Recorder();
     final Task task = valet.submit(Tier.BACKGROUND_SUMMARY, "Once upon a time, in a forest", 60, rec);
     rec.firstToken.await();
     valet.onThermalStatus(THERMAL_EMERGENCY); // parks it (never cancels)
+    valet.onTrimMemory(TRIM_MEMORY_COMPLETE);
     final Recorder chat = new Recorder();
     valet.submit(Tier.FOREGROUND_CHAT, "Hello", 4, chat).result().get();
     valet.onThermalStatus(THERMAL_NONE);
