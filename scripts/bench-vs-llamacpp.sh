@@ -11,7 +11,7 @@
 # Needs a built valet (scripts/build.sh) and ../shared/peer/bin.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-VALET="$VALET_ROOT/build/tools/valet"
+VALET="${VALET:-$VALET_ROOT/build/tools/valet}"
 PEER="$VALET_ROOT/../shared/peer/bin"
 
 threads="2 $(nproc)"

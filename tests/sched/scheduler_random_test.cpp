@@ -242,7 +242,7 @@ TEST(SchedulerRandom, InvariantsHoldOverThousandsOfEventSequences) {
 
 TEST(SchedulerRandom, UnderMemoryPressureNoTaskFailsOrLosesATokenAndTheOversizedAreRefused) {
   g_coverage = Coverage{};
-  for (uint64_t seed = 1; seed <= 2000; ++seed) {
+  for (uint64_t seed = 1; seed <= 1000; ++seed) {
     RunSequence(seed, Pressure{true});
     if (::testing::Test::HasFailure()) break;
   }
