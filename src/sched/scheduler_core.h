@@ -156,8 +156,10 @@ class SchedulerCore {
   bool ParkResidentVictim(const std::vector<const Task*>& keep, size_t bytes_needed);
   bool DropParkedPrefix(const std::vector<const Task*>& keep);
   bool RestorePool();
-  // Pool bytes the task needs to run alone to its end (shared prefix included).
+  // Pool bytes a task of `tokens` (shared prefix, prompt, max_tokens) needs to run alone.
   size_t BytesAlone(int64_t tokens) const;
+  // The tokens of the largest live task, as BytesAlone counts them.
+  int64_t LargestLiveTask() const;
   // Parked-resident tasks lose their KV down to the shared prefix.
   void EvictParked();
   void ShrinkPool();

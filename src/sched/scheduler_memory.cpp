@@ -13,6 +13,15 @@ size_t SchedulerCore::BytesAlone(int64_t tokens) const {
   return engine_.KvBytesFor(static_cast<int32_t>(tokens)) + engine_.KvBytesFor(1);
 }
 
+int64_t SchedulerCore::LargestLiveTask() const {
+  int64_t largest = 0;
+  for (const auto& [id, task] : tasks_) {
+    largest = std::max<int64_t>(largest, static_cast<int64_t>(task->spec.shared_prefix.size() + task->prompt.size()) +
+                                             task->max_tokens);
+  }
+  return largest;
+}
+
 bool SchedulerCore::RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed) {
   return ParkResidentVictim(keep, bytes_needed) || DropParkedPrefix(keep) || engine_.DropUnusedPrefixes() > 0 ||
          RestorePool();
@@ -81,11 +90,7 @@ bool SchedulerCore::RestorePool() {
 
 Status SchedulerCore::SetMemoryBudgets(const MemoryBudgets& budgets) {
   // A budget under a live task's need would leave it nowhere to run.
-  int64_t largest = 0;
-  for (auto& [id, task] : tasks_) {
-    largest = std::max<int64_t>(largest, static_cast<int64_t>(task->spec.shared_prefix.size() + task->prompt.size()) +
-                                             task->max_tokens);
-  }
+  const int64_t largest = LargestLiveTask();
   if (!tasks_.empty() && budgets.pool_bytes < BytesAlone(largest)) {
     return InvalidArgument("a KV pool of " + std::to_string(budgets.pool_bytes) + " bytes is smaller than a live task's " +
                            std::to_string(BytesAlone(largest)) + " bytes");
@@ -110,11 +115,7 @@ void SchedulerCore::EvictParked() {
 }
 
 void SchedulerCore::ShrinkPool() {
-  int64_t largest = 0;
-  for (auto& [id, task] : tasks_) {
-    largest = std::max<int64_t>(largest, static_cast<int64_t>(task->spec.shared_prefix.size() + task->prompt.size()) +
-                                             task->max_tokens);
-  }
+  const int64_t largest = LargestLiveTask();
   const EngineMemory mem = engine_.memory();
   MemoryBudgets trimmed;
   trimmed.pool_bytes = std::min(budgets_.pool_bytes,
