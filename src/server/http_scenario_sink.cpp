@@ -3,7 +3,8 @@
 #include <httplib.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
+#include <cctype>
+#include <string_view>
 #include <utility>
 
 #include "server/completion_request.h"
@@ -18,9 +19,42 @@ constexpr time_t kConnectTimeoutS = 5;
 // A request under load may wait behind a long prompt on a slow machine.
 constexpr time_t kReadTimeoutS = 600;
 
+// http[s]://HOST[:PORT][/], HOST a name or a bracketed IPv6 address.
+bool WellFormedUrl(std::string_view url) {
+  for (std::string_view scheme : {"http://", "https://"}) {
+    if (url.starts_with(scheme)) {
+      url.remove_prefix(scheme.size());
+      break;
+    }
+    if (scheme == "https://") return false;
+  }
+  auto take = [&](auto allowed) {
+    size_t n = 0;
+    while (n < url.size() && allowed(url[n])) ++n;
+    url.remove_prefix(n);
+    return n;
+  };
+  if (url.starts_with('[')) {
+    url.remove_prefix(1);
+    if (take([](char c) { return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'; }) == 0 ||
+        !url.starts_with(']')) {
+      return false;
+    }
+    url.remove_prefix(1);
+  } else if (take([](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-'; }) == 0) {
+    return false;
+  }
+  if (url.starts_with(':')) {
+    url.remove_prefix(1);
+    const size_t digits = take([](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; });
+    if (digits == 0 || digits > 5) return false;
+  }
+  if (url.starts_with('/')) url.remove_prefix(1);
+  return url.empty();
+}
+
 Status CheckUrl(const std::string& url) {
-  static const std::regex kUrl(R"(^https?://([A-Za-z0-9._-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?/?$)");
-  if (!std::regex_match(url, kUrl)) {
+  if (!WellFormedUrl(url)) {
     return InvalidArgument("the URL must look like http://HOST:PORT (no path), got '" + url + "'");
   }
   return Status::Ok();
