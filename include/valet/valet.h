@@ -93,7 +93,10 @@ typedef enum valet_lifecycle_event {
   VALET_ON_RESUME = 2,
   VALET_ON_PAUSE = 3,
   VALET_ON_STOP = 4,
-  VALET_ON_DESTROY = 5
+  VALET_ON_DESTROY = 5,
+  /* Not an event: makes every int a valid value of the type, so a bad value
+   * from a caller is refused (VALET_INVALID_ARGUMENT), never undefined. */
+  VALET_LIFECYCLE_EVENT_INT_RANGE_ = 0x7fffffff
 } valet_lifecycle_event;
 
 typedef enum valet_lifecycle_state {
