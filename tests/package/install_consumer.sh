@@ -30,7 +30,9 @@ leaked="$(nm -D --defined-only -C "$lib" | cut -d' ' -f3- |
           grep -E '^valet::' | sed -E 's/^valet::([A-Za-z_0-9]+).*/\1/' | sort -u |
           grep -vxF -f <(echo "$public_names") || true)"
 [ -z "$leaked" ] || fail "libvalet.so exports internal symbols: $(echo $leaked)"
-nm -D --defined-only "$lib" | grep -q ' T valet_create$' || fail "valet_create is not exported"
+# Not `nm | grep -q`: under pipefail, grep's early exit can SIGPIPE nm and fail the check.
+exported="$(nm -D --defined-only "$lib")"
+grep -q ' T valet_create$' <<<"$exported" || fail "valet_create is not exported"
 
 "$cli" synth-model --preset tiny -o "$tmp/tiny.gguf" >/dev/null
 
