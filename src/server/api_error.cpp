@@ -36,9 +36,11 @@ ApiError ErrorFromStatus(const Status& status) {
       e.code = "context_length_exceeded";
       return e;
     case StatusCode::kResourceExhausted:
-      e.http_status = 503;
-      e.type = "server_error";
-      e.code = "resource_exhausted";
+      // The scheduler admits every task that fits the KV pool alone and then
+      // never fails one for memory, so this is a request too large for the
+      // pool: the client's to shrink, like a prompt over the context.
+      e.message = "the request does not fit the server's KV cache memory: " + e.message;
+      e.code = "context_length_exceeded";
       return e;
     default:
       e.http_status = 500;

@@ -20,8 +20,9 @@ struct ApiError {
 };
 
 ApiError BadRequest(std::string message, std::string param = "", std::string code = "");
-// Bad requests (InvalidArgument, OutOfRange) are 400; anything else is the
-// server's fault (500) except a full KV pool or store (503).
+// Bad requests are 400: InvalidArgument, OutOfRange (over the context) and
+// ResourceExhausted (the scheduler refused a task too large for the KV pool
+// even alone). Anything else is the server's fault (500).
 ApiError ErrorFromStatus(const Status& status);
 
 }  // namespace valet

@@ -150,7 +150,8 @@ TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
 TEST(ApiErrorTest, StatusMapping) {
   EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(OutOfRange("x")).code, "context_length_exceeded");
-  EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).http_status, 503);
+  EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).http_status, 400);
+  EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).code, "context_length_exceeded");
   EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
   const json body = json::parse(BadRequest("bad \xff", "p").ToJson());
   EXPECT_EQ(body["error"]["param"], "p");

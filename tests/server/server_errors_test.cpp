@@ -120,6 +120,27 @@ TEST_F(ServerErrorsTest, PromptOverTheContextIs400NamingTheNumbers) {
   ExpectError(Post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 64}}), 400);
 }
 
+// The scheduler refuses a task that cannot fit the KV pool even alone; it
+// ends FAILED through on_done, after Submit handed out its id.
+TEST_F(ServerErrorsTest, RequestOverTheKvPoolIs400NamingTheNumbers) {
+  FakeEngineOptions eo;
+  eo.kv_bytes_per_token = 1000;
+  eo.pool_capacity_bytes = 50'000;  // 50 tokens; the context (4096) is not the limit
+  StartServer({}, eo);
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    httplib::Result res = Post("/v1/completions", json{{"prompt", std::string(100, 'x')}, {"max_tokens", 10},
+                                                       {"stream", stream}});
+    ExpectError(res, 400);
+    const std::string message = ParseJson(res->body)["error"]["message"];
+    EXPECT_NE(message.find("111 tokens"), std::string::npos) << message;  // 100 bytes + BOS + 10
+    EXPECT_NE(message.find("50000"), std::string::npos) << message;
+    EXPECT_EQ(ParseJson(res->body)["error"]["code"], "context_length_exceeded");
+  }
+  EXPECT_EQ(Post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 8}})->status, 200);
+  EXPECT_EQ(scheduler_->Stats().failed, 2);
+}
+
 TEST_F(ServerErrorsTest, ApiKeyIsRequiredWhenSet) {
   ServerOptions o;
   o.api_key = "s3cret";
