@@ -1,17 +1,42 @@
 #!/usr/bin/env bash
 # Side by side over HTTP: `valet bench-serve` (chat under indexing: idle and
 # under-indexing blocks interleaved) against valet serve, then against
-# llama.cpp's llama-server with -np 1 and with -np 2, on the same GGUF file and
-# thread count, in one run; prints one markdown table of chat TTFT, TPOT and
-# the indexer's throughput, with the load average.
+# llama.cpp's llama-server with -np 1 and with -np 2, in one run; prints one
+# markdown table of chat TTFT, TPOT and the indexer's throughput, with the
+# date, the CPU and the load average.
 #
-#   scripts/bench-serve-vs-llamacpp.sh [-t THREADS] [-n TURNS] [-s SEED] [-o DIR] [MODEL.gguf]
+#   scripts/bench-serve-vs-llamacpp.sh [-t THREADS] [-n TURNS] [-s SEED] [-o DIR] [-k] [MODEL.gguf]
 #
-# Without a model it synthesizes the bench model (Q8_0) into build/models/.
-# Each server gets the same context per sequence (the model's 2048; llama-server
-# -np 2 gets -c 4096, which it splits between its slots). The per-server JSON
-# reports stay in DIR (default: a temporary directory, removed). Needs a built
-# valet (scripts/build.sh) and ../shared/peer/bin/llama-server.
+# What is kept equal, so only the servers differ:
+# - the model file: each server loads the same GGUF (default: the synthetic
+#   bench model, Q8_0, ~100M parameters, synthesized into build/models/; big
+#   enough that an indexer document is seconds of prefill on 2 cores);
+# - the threads (-t, default 2) and the context per sequence (the model's
+#   2048; llama-server -np 2 gets -c 4096, which it splits between its slots);
+# - the requests: the same texts (sized in the server's tokens by its own
+#   POST /tokenize; both tokenize the file's vocabulary identically), sent to
+#   the same OpenAI endpoints (chat rendered by the model's own template on
+#   both sides), the same max_tokens, and greedy decoding (bench-serve
+#   --temperature 0: two servers with different random generators still pick
+#   the same tokens). Only valet gets the "tier" field; llama-server has none.
+#
+# The vocabulary fix (-k skips it): a random-weight model samples any token,
+# and the synthetic vocabulary's byte tokens 0x80-0xFF are lone UTF-8
+# continuation or lead bytes. llama-server (../shared/peer, build 10587) parses
+# every answer, on /completion as on its OpenAI endpoints, and aborts the
+# request with "The model produced output that does not match the expected
+# Content-only format" as soon as the text is not valid UTF-8, so most of its
+# turns failed. The script therefore benchmarks a copy of the model whose 128
+# high byte tokens are typed NORMAL instead of BYTE (tokenizer.ggml.token_type,
+# patched in place: same tensors, same size, same token ids): both servers then
+# print such a token as its literal text "<0x80>", every answer is valid
+# UTF-8, and nothing else changes (the prompts are ASCII, so the tokenizer
+# never needed those tokens).
+#
+# The per-server JSON reports and logs stay in DIR (default: a temporary
+# directory, removed). Needs a built valet (scripts/build.sh) and
+# ../shared/peer/bin/llama-server. Run it on a quiet machine: llama.cpp's
+# spinning threads slow down badly when other processes want the cores.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VALET="${VALET:-$VALET_ROOT/build/tools/valet}"
@@ -21,13 +46,15 @@ threads=2
 turns=24
 seed=1
 outdir=""
-while getopts "t:n:s:o:" opt; do
+keep_vocab=0
+while getopts "t:n:s:o:k" opt; do
   case "$opt" in
     t) threads="$OPTARG" ;;
     n) turns="$OPTARG" ;;
     s) seed="$OPTARG" ;;
     o) outdir="$OPTARG" ;;
-    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
+    k) keep_vocab=1 ;;
+    *) sed -n '2,39p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -42,6 +69,7 @@ if [ -z "$model" ]; then
   [ -f "$model" ] || "$VALET" synth-model --preset bench --type q8_0 -o "$model" >&2
 fi
 [ -f "$model" ] || { echo "bench-serve-vs-llamacpp: no model $model" >&2; exit 2; }
+model_name="$(basename "$model" .gguf)"
 
 tmpdir=""
 if [ -z "$outdir" ]; then
@@ -67,6 +95,76 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# text_vocab SRC DST: DST = SRC with the byte tokens <0x80>..<0xFF> typed
+# NORMAL (6 -> 1 in tokenizer.ggml.token_type, an int32 array rewritten in
+# place); see the header.
+text_vocab() {
+  python3 - "$1" "$2" <<'EOF'
+import mmap, os, shutil, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+SIZES = {0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8}
+STRING, ARRAY, INT32, NORMAL, BYTE = 8, 9, 5, 1, 6
+with open(src, "rb") as f:
+    m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+if m[:4] != b"GGUF":
+    sys.exit(f"{src}: not a GGUF file")
+pos = 8
+def take(fmt):
+    global pos
+    (v,) = struct.unpack_from("<" + fmt, m, pos)
+    pos += struct.calcsize("<" + fmt)
+    return v
+def string():
+    global pos
+    n = take("Q")
+    pos += n
+    return m[pos - n:pos]
+def skip(t):
+    global pos
+    if t == STRING:
+        string()
+    elif t == ARRAY:
+        et, n = take("I"), take("Q")
+        if et in SIZES:
+            pos += SIZES[et] * n
+        else:
+            for _ in range(n):
+                skip(et)
+    else:
+        pos += SIZES[t]
+take("Q")  # tensors
+tokens, types_at = None, None
+for _ in range(take("Q")):
+    key, t = string(), take("I")
+    if key == b"tokenizer.ggml.tokens" and t == ARRAY and take("I") == STRING:
+        tokens = [string() for _ in range(take("Q"))]
+    elif key == b"tokenizer.ggml.token_type" and t == ARRAY and take("I") == INT32:
+        n = take("Q")
+        types_at = pos
+        pos += 4 * n
+    else:
+        skip(t)
+if tokens is None or types_at is None:
+    sys.exit(f"{src}: no tokenizer.ggml.tokens / int32 token_type")
+high = [i for i, tok in enumerate(tokens)
+        if struct.unpack_from("<i", m, types_at + 4 * i)[0] == BYTE and len(tok) == 6
+        and tok.startswith(b"<0x") and int(tok[3:5], 16) >= 0x80]
+shutil.copyfile(src, dst + ".tmp")
+with open(dst + ".tmp", "r+b") as f:
+    for i in high:
+        f.seek(types_at + 4 * i)
+        f.write(struct.pack("<i", NORMAL))
+os.replace(dst + ".tmp", dst)
+print(f"{os.path.basename(dst)}: {len(high)} byte tokens 0x80-0xFF typed NORMAL", file=sys.stderr)
+EOF
+}
+
+bench_model="$model"
+if [ "$keep_vocab" = 0 ]; then
+  bench_model="$outdir/$model_name-text.gguf"
+  text_vocab "$model" "$bench_model"
+fi
+
 # Waits until GET /health answers 200 (llama-server: once the model is loaded).
 wait_healthy() {
   for _ in $(seq 1 600); do
@@ -82,7 +180,8 @@ wait_healthy() {
 }
 
 # run NAME API COMMAND...: starts the server (its --port is appended), runs
-# bench-serve, stops the server.
+# bench-serve, stops the server. A run with failed turns still gives its
+# report (bench-serve exits 1); the table shows the failures.
 run() {
   local name="$1" api="$2" port
   shift 2
@@ -92,19 +191,20 @@ run() {
   "$@" --port "$port" >"$outdir/$name.log" 2>&1 &
   server_pid=$!
   wait_healthy
-  "$VALET" bench-serve --url "$url" --api "$api" --turns "$turns" --seed "$seed" \
-    --model "$(basename "$model" .gguf)" --json >"$outdir/$name.json"
+  "$VALET" bench-serve --url "$url" --api "$api" --turns "$turns" --seed "$seed" --temperature 0 \
+    --model "$model_name" --json >"$outdir/$name.json" || [ -s "$outdir/$name.json" ]
   stop_server
 }
 
-echo "bench-serve vs llama-server: $(basename "$model"), -t $threads, $turns turns per arm, seed $seed" >&2
-run "valet" openai "$VALET" serve -m "$model" -t "$threads"
-run "llama-server-np1" llamacpp "$LLAMA_SERVER" -m "$model" -t "$threads" -np 1 -c 2048 --no-webui
-run "llama-server-np2" llamacpp "$LLAMA_SERVER" -m "$model" -t "$threads" -np 2 -c 4096 --no-webui
+echo "bench-serve vs llama-server: $model_name, -t $threads, $turns turns per arm, seed $seed, greedy" >&2
+run "valet" openai "$VALET" serve -m "$bench_model" -t "$threads"
+run "llama-server-np1" llamacpp "$LLAMA_SERVER" -m "$bench_model" -t "$threads" -np 1 -c 2048 --no-webui
+run "llama-server-np2" llamacpp "$LLAMA_SERVER" -m "$bench_model" -t "$threads" -np 2 -c 4096 --no-webui
 
-python3 - "$outdir" "$model" "$threads" <<'EOF'
-import json, os, sys
-outdir, model, threads = sys.argv[1], sys.argv[2], sys.argv[3]
+cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+python3 - "$outdir" "$model_name" "$threads" "$cpu" "$keep_vocab" <<'EOF'
+import json, os, sys, time
+outdir, model, threads, cpu, keep_vocab = sys.argv[1:6]
 
 def ms(p, key):
     return f"{p[key]:.0f}" if key in p else "–"
@@ -113,9 +213,10 @@ def tail(p):
     # p99 only with enough samples; otherwise the max, marked as such.
     return ms(p, "p99") if "p99" in p else ms(p, "max") + " (max)"
 
-print("| server | arm | chat turns | TTFT p50 (ms) | TTFT p90 | TTFT p99 | TPOT p50 (ms) | E2E p50 (ms) | indexer tok/s | TTFT p50 / idle |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-loads = []
+print("| server | arm | chat turns ok | prompt tok/turn | TTFT p50 (ms) | TTFT p90 | TTFT p99 | TPOT p50 (ms) | "
+      "E2E p50 (ms) | indexer tok/s | TTFT p50 / idle |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+loads, errors = [], []
 for name in ("valet", "llama-server-np1", "llama-server-np2"):
     with open(os.path.join(outdir, name + ".json")) as f:
         r = json.load(f)
@@ -125,8 +226,15 @@ for name in ("valet", "llama-server-np1", "llama-server-np2"):
         a = r["arms"][arm]
         t = a["ttft_ms"]
         ratio = f"{t['p50'] / idle:.2f}x" if idle and "p50" in t else "–"
-        print(f"| {name} | {arm} | {a['completed']}/{a['planned']} | {ms(t, 'p50')} | {ms(t, 'p90')} | {tail(t)} | "
-              f"{ms(a['tpot_ms'], 'p50')} | {ms(a['e2el_ms'], 'p50')} | {a['indexer_throughput']:.0f} | {ratio} |")
+        per_turn = a["total_input_tokens"] / a["completed"] if a["completed"] else 0
+        index = f"{a['indexer_throughput']:.0f}" if arm != "idle" else "–"
+        print(f"| {name} | {arm} | {a['completed']}/{a['planned']} | {per_turn:.0f} | {ms(t, 'p50')} | {ms(t, 'p90')} | "
+              f"{tail(t)} | {ms(a['tpot_ms'], 'p50')} | {ms(a['e2el_ms'], 'p50')} | {index} | {ratio} |")
+        errors += [f"{name} {arm}: {e}" for e in a["errors"]]
 print()
-print(f"model {os.path.basename(model)}, {threads} threads; " + "; ".join(loads))
+vocab = "vocabulary as is" if keep_vocab == "1" else "byte tokens 0x80-0xFF typed NORMAL"
+print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, model {model} ({vocab}), {threads} threads, "
+      "greedy; load average " + "; ".join(loads))
+for e in errors:
+    print(f"error: {e}")
 EOF

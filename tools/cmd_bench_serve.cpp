@@ -16,6 +16,7 @@ constexpr FlagSpec kFlags[] = {
     {"--api", nullptr, true, "openai (valet serve: tiers in the body) | llamacpp (llama-server: no tiers); default openai"},
     {"--model", nullptr, true, "the requests' \"model\" field (default valet)"},
     {"--seed", nullptr, true, "workload seed (default 1)"},
+    {"--temperature", nullptr, true, "every request's temperature, 0 = greedy (default: the load's 0.8)"},
     {"--turns", "-n", true, "chat turns per arm (default 16)"},
     {"--block", nullptr, true, "chat turns per block; the arms alternate block by block (default 4)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds (default 0.6)"},
@@ -32,6 +33,10 @@ Result<ServeBenchOptions> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(o.target.model, a.String("--model", "valet"));
   VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 1, 0, INT64_MAX));
   o.seed = static_cast<uint64_t>(seed);
+  if (a.Has("--temperature")) {
+    VALET_ASSIGN_OR_RETURN(double t, a.Double("--temperature", 0.0, 0.0, 2.0));
+    o.target.temperature = static_cast<float>(t);
+  }
   VALET_ASSIGN_OR_RETURN(o.turns, a.Int("--turns", o.turns, 1, 10000));
   VALET_ASSIGN_OR_RETURN(o.block_turns, a.Int("--block", o.block_turns, 1, 10000));
   VALET_ASSIGN_OR_RETURN(o.think_min_s, a.Double("--think-min", o.think_min_s, 0.0, 3600.0));

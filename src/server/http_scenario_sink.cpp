@@ -97,7 +97,7 @@ Result<ApiFlavor> ApiFlavorFromName(const std::string& name) {
 HttpTaskRequest BuildHttpRequest(const TaskRequest& task, const LoadTarget& target) {
   json body = {{"model", target.model},
                {"max_tokens", task.max_tokens},
-               {"temperature", task.sampling.temperature},
+               {"temperature", target.temperature.value_or(task.sampling.temperature)},
                {"top_k", task.sampling.top_k},
                {"top_p", task.sampling.top_p},
                {"min_p", task.sampling.min_p},

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,6 +33,9 @@ struct LoadTarget {
   std::string url;  // http://host:port (no path)
   ApiFlavor api = ApiFlavor::kOpenAi;
   std::string model = "valet";  // the requests' "model" field
+  // Replaces every request's temperature; 0 is greedy, which two servers
+  // whose random generators differ still agree on.
+  std::optional<float> temperature;
 };
 
 // The path and JSON body of the streamed request for `task`.

@@ -56,6 +56,15 @@ TEST(BuildHttpRequestTest, APromptTaskIsACompletionAndLlamaCppGetsNoTier) {
   EXPECT_FALSE(json::parse(BuildHttpRequest(ChatTask(), target).body).contains("tier"));
 }
 
+TEST(BuildHttpRequestTest, ATargetTemperatureReplacesEveryTasks) {
+  TaskRequest chat = ChatTask();
+  chat.sampling.temperature = 0.8f;
+  LoadTarget target;
+  EXPECT_FLOAT_EQ(json::parse(BuildHttpRequest(chat, target).body)["temperature"].get<float>(), 0.8f);
+  target.temperature = 0.0f;
+  EXPECT_EQ(json::parse(BuildHttpRequest(chat, target).body)["temperature"].get<float>(), 0.0f);
+}
+
 TEST(ApiFlavorTest, NamesRoundTripAndOthersAreRefused) {
   for (ApiFlavor a : {ApiFlavor::kOpenAi, ApiFlavor::kLlamaCpp}) EXPECT_EQ(*ApiFlavorFromName(ApiFlavorName(a)), a);
   EXPECT_FALSE(ApiFlavorFromName("vllm").ok());

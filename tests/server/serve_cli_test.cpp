@@ -164,7 +164,7 @@ TEST(BenchServeCliTest, EveryTurnCompletesAgainstValetServeAndTheJsonHasTheKeys)
   EXPECT_GE(report["arms"]["under_indexing"]["indexer_docs_completed"].get<int>(), 1);
 
   // llama-server's flavour (no tier fields) against the same server: the text report.
-  const CliRun text = Valet("bench-serve --url " + url + " --api llamacpp" + kSmallLoad);
+  const CliRun text = Valet("bench-serve --url " + url + " --api llamacpp --temperature 0" + kSmallLoad);
   EXPECT_EQ(text.exit_code, 0) << text.out;
   EXPECT_NE(text.out.find("Serving Benchmark Result"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Successful requests:                     2 of 2"), std::string::npos) << text.out;
@@ -177,6 +177,7 @@ TEST(BenchServeCliTest, BadUrlsAndFlagsAreClearErrors) {
            {"bench-serve --url localhost:8080/v1", 2, "http://HOST:PORT"},
            {"bench-serve --url ftp://127.0.0.1:1", 2, "http://HOST:PORT"},
            {"bench-serve --url http://127.0.0.1:1 --api vllm", 2, "unknown API 'vllm'"},
+           {"bench-serve --url http://127.0.0.1:1 --temperature 3", 2, "--temperature must be between"},
            {"bench-serve --url http://127.0.0.1:1", 1, "cannot reach http://127.0.0.1:1"}}) {
     const CliRun r = Valet(args);
     EXPECT_EQ(r.exit_code, code) << args << "\n" << r.out;
