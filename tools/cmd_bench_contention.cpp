@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 
 #include "bench/contention_report.h"
+#include "bench/contention_runner.h"
 #include "bench/contention_scenario.h"
 #include "bench/svg_timeline.h"
 #include "cli_args.h"
@@ -27,6 +27,7 @@ constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model (default: the built-in bench model, synthesized on first use)"},
     {"--arms", nullptr, true, "comma-separated arms: idle,fifo,batch,priority,valet (default all)"},
     {"--turns", "-n", true, "chat turns per arm"},
+    {"--block", nullptr, true, "turns per interleaved block (default 6)"},
     {"--seed", nullptr, true, "workload seed (default 1)"},
     {"--json", nullptr, true, "write the report as JSON to this file"},
     {"--svg", nullptr, true, "write the SVG timeline to this file"},
@@ -81,6 +82,7 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
   VALET_ASSIGN_OR_RETURN(f.arms, ParseArms(arms));
   ScenarioConfig& c = f.config;
   VALET_ASSIGN_OR_RETURN(c.turns, a.Int("--turns", d.turns, 1, 10000));
+  VALET_ASSIGN_OR_RETURN(c.block_turns, a.Int("--block", c.block_turns, 1, 10000));
   VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 1, 0, INT64_MAX));
   c.seed = static_cast<uint64_t>(seed);
   VALET_ASSIGN_OR_RETURN(c.valet_bg_chunk, a.Int("--bg-chunk", c.valet_bg_chunk, 0, 4096));
@@ -130,36 +132,23 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
   EngineProbe probe;
   probe.park_seconds = [&engine] { return engine.accounting().park_seconds; };
   probe.resume_seconds = [&engine] { return engine.accounting().resume_seconds; };
-  ContentionReport report;
-  report.config = f.config;
+  const std::string load_before = LoadAverage();
+  VALET_ASSIGN_OR_RETURN(
+      InterleavedRuns interleaved,
+      RunInterleaved(
+          f.config, workload, f.arms,
+          [&](Arm arm, const Workload& block, const ScenarioConfig& c) {
+            return RunArmRealTime(engine, block, c, arm, probe);
+          },
+          [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); }));
+  ContentionReport report = ReportFrom(f.config, f.arms, interleaved);
   report.model = f.model;
-  report.machine = LoadAverage();
+  report.machine = load_before + "; after: " + LoadAverage();
   report.threads = f.threads;
   report.kv_pool_bytes = pool_bytes;
-  std::fprintf(stderr, "calibration: the indexer alone (%d doc) ...\n", f.config.calibration_docs);
-  VALET_ASSIGN_OR_RETURN(ArmRun solo, RunArmRealTime(engine, workload, f.config, Arm::kSolo, probe));
-  report.calibration = CalibrationFrom(solo);
-  std::fprintf(stderr, "  solo rate %.1f tok/s\n", report.calibration.solo_tokens_per_s);
-  // An index, not a pointer: later push_backs may move the arms.
-  std::optional<size_t> idle;
-  for (Arm arm : f.arms) {
-    std::fprintf(stderr, "arm %-8s (%d chat turns) ...\n", ArmName(arm), f.config.turns);
-    VALET_ASSIGN_OR_RETURN(ArmRun run, RunArmRealTime(engine, workload, f.config, arm, probe));
-    report.arms.push_back(Summarize(run, report.calibration, idle ? &report.arms[*idle] : nullptr));
-    const ArmSummary& s = report.arms.back();
-    std::fprintf(stderr, "  %.1f s, TTFT p50 %.0f ms p99 %.0f ms, bg %.1f tok/s, %lld docs\n", run.end - run.start,
-                 s.ttft_ms.p50, s.ttft_ms.p99, s.bg_tokens_per_s, static_cast<long long>(s.docs_completed));
-    runs->push_back(std::move(run));
-    if (arm == Arm::kIdle) idle = report.arms.size() - 1;
-  }
-  // Slowdowns need the idle arm, wherever it ran in the list.
-  for (ArmSummary& s : report.arms) {
-    for (const ArmSummary& i : report.arms) {
-      if (i.arm == Arm::kIdle && i.ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
-        s.slowdown_p50 = s.ttft_ms.p50 / i.ttft_ms.p50;
-        s.slowdown_p99 = s.ttft_ms.p99 / i.ttft_ms.p99;
-      }
-    }
+  // The timeline draws each arm's first block.
+  for (std::vector<ArmRun>& blocks : interleaved.blocks) {
+    if (!blocks.empty()) runs->push_back(std::move(blocks.front()));
   }
   return report;
 }
@@ -195,7 +184,9 @@ int RunContention(const char* command, std::span<char* const> argv, const Conten
   if (!flags->svg.empty()) std::printf("\ntimeline: %s\n", flags->svg.c_str());
   if (!flags->json.empty()) std::printf("json: %s\n", flags->json.c_str());
   for (const ArmSummary& s : report->arms) {
-    if (s.cancelled != 0 || s.failed != 0 || s.unfinished != 0 || !s.error.empty()) return 1;
+    if (s.cancelled != 0 || s.failed != 0 || s.unfinished != 0 || s.output_mismatches != 0 || !s.error.empty()) {
+      return 1;
+    }
   }
   return 0;
 }

@@ -23,7 +23,7 @@ int RunBenchServe(std::span<char* const> args);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {
-  int turns = 20;
+  int turns = 30;
   double think_min_s = 0.6;
   double think_max_s = 1.6;
   double background_s = 3.0;

@@ -326,6 +326,11 @@ struct SchedulerStats {
   // Engine time per tier: a step's time split by its items' token counts,
   // park/resume time charged to the tier of the task moved.
   std::array<double, kNumTiers> busy_seconds_by_tier{};
+  // Whole-step time by the step's highest tier (its lead), and the tokens a
+  // tier processed (prompt + generated, recompute excluded) in steps a higher
+  // tier led: what the time the foreground left free was used for.
+  std::array<double, kNumTiers> led_seconds_by_tier{};
+  std::array<int64_t, kNumTiers> rider_tokens_by_tier{};
   std::array<int64_t, 5> parks_by_kind{};
   size_t park_bytes = 0;
   size_t resume_bytes = 0;

@@ -1,5 +1,6 @@
 #include "bench/contention_report.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "common/json_writer.h"
@@ -17,13 +18,16 @@ int64_t Processed(const StatsMark& m, const size_t* tiers, size_t n) {
   return sum;
 }
 
-double Busy(const StatsMark& m, const size_t* tiers, size_t n) {
+double Led(const StatsMark& m, const size_t* tiers, size_t n) {
   double sum = 0.0;
-  for (size_t i = 0; i < n; ++i) sum += m.busy_s[tiers[i]];
+  for (size_t i = 0; i < n; ++i) sum += m.led_s[tiers[i]];
   return sum;
 }
 
 int64_t BgBetween(const StatsMark& a, const StatsMark& b) { return Processed(b, kBgTiers, 2) - Processed(a, kBgTiers, 2); }
+int64_t BgRidersBetween(const StatsMark& a, const StatsMark& b) {
+  return b.riders[2] + b.riders[3] - a.riders[2] - a.riders[3];
+}
 
 std::string Fmt(const char* format, double v) {
   if (v < 0) return "–";
@@ -32,14 +36,14 @@ std::string Fmt(const char* format, double v) {
   return buf;
 }
 
-void CollectTaskCounts(const ArmRun& run, ArmSummary& s, std::vector<double>& ttft, std::vector<double>& tpot,
+void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, std::vector<double>& tpot,
                        std::vector<double>& e2e) {
   for (const TaskRecord& t : run.tasks) {
     ++s.submitted;
     TaskRow row;
     row.id = t.id;
     row.kind = t.kind;
-    row.turn = t.turn;
+    row.turn = t.turn < 0 ? t.turn : first_turn + t.turn;
     row.state = t.done ? t.result.state : TaskState::kQueued;
     const TaskMetrics& tm = t.result.metrics;
     row.submit_s = t.done ? tm.submit_time - run.start : -1.0;
@@ -63,7 +67,7 @@ void CollectTaskCounts(const ArmRun& run, ArmSummary& s, std::vector<double>& tt
     switch (t.kind) {
       case TaskKind::kChat:
         ++s.chat_turns;
-        if (m.ttft() >= 0) ttft.push_back(m.ttft() * 1e3);
+        if (m.ttft() >= 0) s.ttft_samples_ms.push_back(m.ttft() * 1e3);
         if (m.tpot() >= 0) tpot.push_back(m.tpot() * 1e3);
         if (m.e2e() >= 0) e2e.push_back(m.e2e() * 1e3);
         if (t.turn == run.first_turn_after_resume) s.ttft_after_resume_ms = m.ttft() * 1e3;
@@ -75,24 +79,31 @@ void CollectTaskCounts(const ArmRun& run, ArmSummary& s, std::vector<double>& tt
   }
 }
 
-void Background(const ArmRun& run, const Calibration& calibration, ArmSummary& s) {
-  s.window_s = run.window_end - run.start;
-  s.bg_tokens = BgBetween(run.at_start, run.at_window_end);
-  s.bg_tokens_per_s = s.window_s > 0 ? s.bg_tokens / s.window_s : 0.0;
-  s.fg_busy_s = Busy(run.at_window_end, kFgTiers, 2) - Busy(run.at_start, kFgTiers, 2);
-  s.bg_allowed_tokens = calibration.solo_tokens_per_s * std::max(0.0, s.window_s - s.fg_busy_s);
-  if (s.bg_allowed_tokens > 0 && run.arm != Arm::kIdle) s.bg_efficiency = s.bg_tokens / s.bg_allowed_tokens;
+void Background(const ArmRun& run, ArmSummary& s) {
+  s.window_s += run.window_end - run.start;
+  s.bg_tokens += BgBetween(run.at_start, run.at_window_end);
+  s.bg_rider_tokens += BgRidersBetween(run.at_start, run.at_window_end);
+  s.fg_led_s += Led(run.at_window_end, kFgTiers, 2) - Led(run.at_start, kFgTiers, 2);
+  s.bg_led_s += Led(run.at_window_end, kBgTiers, 2) - Led(run.at_start, kBgTiers, 2);
   if (!run.had_lifecycle || run.at_resume.time <= run.at_stop.time) return;
   const double away = run.at_resume.time - run.at_stop.time;
   const int64_t away_tokens = BgBetween(run.at_stop, run.at_resume);
   s.bg_tps_background = away_tokens / away;
-  const double front = s.window_s - away;
-  if (front > 0) s.bg_tps_resumed = (s.bg_tokens - away_tokens) / front;
+  const double front = run.window_end - run.start - away;
+  if (front > 0) s.bg_tps_resumed = (BgBetween(run.at_start, run.at_window_end) - away_tokens) / front;
+}
+
+void FinishBackground(const Calibration& calibration, ArmSummary& s) {
+  s.bg_tokens_per_s = s.window_s > 0 ? s.bg_tokens / s.window_s : 0.0;
+  s.free_s = std::max(0.0, s.window_s - s.fg_led_s);
+  if (s.arm == Arm::kIdle || s.free_s <= 0 || calibration.solo_tokens_per_s <= 0) return;
+  s.bg_free_rate_vs_solo = (s.bg_tokens - s.bg_rider_tokens) / s.free_s / calibration.solo_tokens_per_s;
 }
 
 void WritePercentiles(JsonWriter& w, const char* key, const Percentiles& p) {
   w.Key(key).BeginObject();
   w.Key("count").Int(p.count);
+  w.Key("p99_is_max").Bool(p.count < kMinSamplesForP99);
   for (auto [name, v] : {std::pair{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"mean", p.mean}}) {
     w.Key(name);
     if (p.empty()) w.Null(); else w.Double(v);
@@ -107,73 +118,92 @@ void WriteOptional(JsonWriter& w, const char* key, double v) {
 
 }  // namespace
 
-Calibration CalibrationFrom(const ArmRun& solo) {
+Calibration CalibrationFrom(std::span<const ArmRun> solo_blocks) {
   Calibration c;
-  c.seconds = solo.window_end - solo.start;
-  c.tokens = BgBetween(solo.at_start, solo.at_window_end);
+  for (const ArmRun& solo : solo_blocks) {
+    c.seconds += solo.window_end - solo.start;
+    c.tokens += BgBetween(solo.at_start, solo.at_window_end);
+  }
   c.solo_tokens_per_s = c.seconds > 0 ? c.tokens / c.seconds : 0.0;
   return c;
 }
 
-ArmSummary Summarize(const ArmRun& run, const Calibration& calibration, const ArmSummary* idle) {
+ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibration, const ArmSummary* idle) {
   ArmSummary s;
-  s.arm = run.arm;
-  s.error = run.error;
-  std::vector<double> ttft, tpot, e2e;
-  CollectTaskCounts(run, s, ttft, tpot, e2e);
-  s.ttft_ms = ComputePercentiles(std::move(ttft));
+  if (blocks.empty()) return s;
+  s.arm = blocks.front().arm;
+  std::vector<double> tpot, e2e, preempt;
+  int32_t first_turn = 0;
+  for (const ArmRun& run : blocks) {
+    if (s.error.empty()) s.error = run.error;
+    CollectTaskCounts(run, first_turn, s, tpot, e2e);
+    first_turn += static_cast<int32_t>(
+        std::count_if(run.tasks.begin(), run.tasks.end(), [](const TaskRecord& t) { return t.kind == TaskKind::kChat; }));
+    Background(run, s);
+    preempt.insert(preempt.end(), run.stats.preemption_latencies.begin(), run.stats.preemption_latencies.end());
+    s.tokens_recomputed += run.stats.tokens_recomputed;
+    s.preemptions += run.stats.preemptions;
+    for (size_t k = 0; k < s.parks_by_kind.size(); ++k) s.parks_by_kind[k] += run.stats.parks_by_kind[k];
+    for (const TaskRecord& t : run.tasks) {
+      for (const TimelineEvent& e : t.timeline) {
+        const bool snapshot = e.park_kind == ParkKind::kSnapshotRam || e.park_kind == ParkKind::kSnapshotDisk;
+        if (e.kind == TimelineKind::kParked && snapshot) s.snapshot_bytes += e.bytes;
+      }
+    }
+    if (run.park_seconds >= 0) s.park_ms = std::max(0.0, s.park_ms) + run.park_seconds * 1e3;
+    if (run.resume_seconds >= 0) s.resume_ms = std::max(0.0, s.resume_ms) + run.resume_seconds * 1e3;
+  }
+  s.ttft_ms = ComputePercentiles(s.ttft_samples_ms);
   s.tpot_ms = ComputePercentiles(std::move(tpot));
   s.e2e_ms = ComputePercentiles(std::move(e2e));
-  s.preempt_ms = ComputePercentiles(run.stats.preemption_latencies).Scaled(1e3);
+  s.preempt_ms = ComputePercentiles(std::move(preempt)).Scaled(1e3);
   if (idle != nullptr && idle->ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
     s.slowdown_p50 = s.ttft_ms.p50 / idle->ttft_ms.p50;
     s.slowdown_p99 = s.ttft_ms.p99 / idle->ttft_ms.p99;
+    s.slowdown_p50_ci = BootstrapP50Ratio(s.ttft_samples_ms, idle->ttft_samples_ms, 0x5eed + static_cast<uint64_t>(s.arm));
   }
-  Background(run, calibration, s);
-  s.tokens_recomputed = run.stats.tokens_recomputed;
-  s.preemptions = run.stats.preemptions;
-  s.parks_by_kind = {run.stats.parks_by_kind[0], run.stats.parks_by_kind[1], run.stats.parks_by_kind[2],
-                     run.stats.parks_by_kind[3], run.stats.parks_by_kind[4]};
-  for (const TaskRecord& t : run.tasks) {
-    for (const TimelineEvent& e : t.timeline) {
-      const bool snapshot = e.park_kind == ParkKind::kSnapshotRam || e.park_kind == ParkKind::kSnapshotDisk;
-      if (e.kind == TimelineKind::kParked && snapshot) s.snapshot_bytes += e.bytes;
-    }
-  }
-  if (run.park_seconds >= 0) s.park_ms = run.park_seconds * 1e3;
-  if (run.resume_seconds >= 0) s.resume_ms = run.resume_seconds * 1e3;
+  FinishBackground(calibration, s);
   return s;
 }
 
 std::string ReportMarkdown(const ContentionReport& r) {
   std::string md;
-  char line[512];
-  md += "Foreground chat (" + std::to_string(r.config.turns) + " turns per arm), milliseconds:\n\n";
-  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 | ×idle p99 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
+  char line[640];
+  std::snprintf(line, sizeof(line),
+                "Foreground chat (%d turns per arm, interleaved in blocks of %d), milliseconds; p99 needs %lld "
+                "samples, with fewer the p99 columns hold the maximum:\n\n",
+                r.config.turns, r.config.block_turns, static_cast<long long>(kMinSamplesForP99));
+  md += line;
+  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 [95% CI] | ×idle p99 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
   md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ArmSummary& a : r.arms) {
+    const bool p99 = a.ttft_ms.count >= kMinSamplesForP99;
+    std::string ci = Fmt("%.2f", a.slowdown_p50);
+    if (a.slowdown_p50_ci.lo >= 0) ci += " [" + Fmt("%.2f", a.slowdown_p50_ci.lo) + ", " + Fmt("%.2f", a.slowdown_p50_ci.hi) + "]";
     std::snprintf(line, sizeof(line), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                   ArmName(a.arm), Fmt("%.0f", a.ttft_ms.p50).c_str(), Fmt("%.0f", a.ttft_ms.p90).c_str(),
-                  Fmt("%.0f", a.ttft_ms.p99).c_str(), Fmt("%.0f", a.ttft_ms.max).c_str(),
-                  Fmt("%.2f", a.slowdown_p50).c_str(), Fmt("%.2f", a.slowdown_p99).c_str(),
-                  Fmt("%.1f", a.tpot_ms.p50).c_str(), Fmt("%.1f", a.tpot_ms.p99).c_str(),
-                  Fmt("%.0f", a.e2e_ms.p50).c_str(), Fmt("%.0f", a.e2e_ms.p99).c_str(),
-                  Fmt("%.1f", a.preempt_ms.p50).c_str(), Fmt("%.1f", a.preempt_ms.p99).c_str());
+                  p99 ? Fmt("%.0f", a.ttft_ms.p99).c_str() : "(max)", Fmt("%.0f", a.ttft_ms.max).c_str(), ci.c_str(),
+                  Fmt("%.2f", a.slowdown_p99).c_str(), Fmt("%.1f", a.tpot_ms.p50).c_str(),
+                  Fmt("%.1f", a.tpot_ms.p99).c_str(), Fmt("%.0f", a.e2e_ms.p50).c_str(),
+                  Fmt("%.0f", a.e2e_ms.p99).c_str(), Fmt("%.1f", a.preempt_ms.p50).c_str(),
+                  Fmt("%.1f", a.preempt_ms.p99).c_str());
     md += line;
   }
   std::snprintf(line, sizeof(line),
-                "\nBackground (indexer solo rate %.1f tok/s from a %.1f s calibration run):\n\n", r.calibration.solo_tokens_per_s,
-                r.calibration.seconds);
+                "\nBackground (indexer solo rate %.1f tok/s, measured alone in every block: %.1f s in all; \"free-time "
+                "rate\" is background tokens per second of the time no foreground step ran, over that solo rate):\n\n",
+                r.calibration.solo_tokens_per_s, r.calibration.seconds);
   md += line;
-  md += "| arm | bg tok/s | % of allowed | docs | summaries | suggestions | cancelled | failed | recomputed | parks res/ram/disk/part/full | snapshot MB | save / restore ms | bg tok/s RESUMED | bg tok/s CREATED | TTFT after ON_RESUME |\n";
-  md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
+  md += "| arm | bg tok/s | free-time rate ×solo | rider tok | docs | summaries | suggestions | cancelled | failed | output mismatches | recomputed | parks res/ram/disk/part/full | snapshot MB | save / restore ms | bg tok/s RESUMED | bg tok/s CREATED | TTFT after ON_RESUME |\n";
+  md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
   for (const ArmSummary& a : r.arms) {
     std::snprintf(line, sizeof(line),
-                  "| %s | %.1f | %s | %lld | %lld | %lld | %lld | %lld | %lld | %lld/%lld/%lld/%lld/%lld | %.1f | %s / %s | %s | %s | %s |\n",
-                  ArmName(a.arm), a.bg_tokens_per_s, Fmt("%.0f%%", a.bg_efficiency * 100).c_str(),
-                  static_cast<long long>(a.docs_completed), static_cast<long long>(a.summaries_done),
-                  static_cast<long long>(a.suggestions_done), static_cast<long long>(a.cancelled),
-                  static_cast<long long>(a.failed), static_cast<long long>(a.tokens_recomputed),
+                  "| %s | %.1f | %s | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld/%lld/%lld/%lld/%lld | %.1f | %s / %s | %s | %s | %s |\n",
+                  ArmName(a.arm), a.bg_tokens_per_s, Fmt("%.2f", a.bg_free_rate_vs_solo).c_str(),
+                  static_cast<long long>(a.bg_rider_tokens), static_cast<long long>(a.docs_completed),
+                  static_cast<long long>(a.summaries_done), static_cast<long long>(a.suggestions_done),
+                  static_cast<long long>(a.cancelled), static_cast<long long>(a.failed),
+                  static_cast<long long>(a.output_mismatches), static_cast<long long>(a.tokens_recomputed),
                   static_cast<long long>(a.parks_by_kind[0]), static_cast<long long>(a.parks_by_kind[1]),
                   static_cast<long long>(a.parks_by_kind[2]), static_cast<long long>(a.parks_by_kind[3]),
                   static_cast<long long>(a.parks_by_kind[4]), a.snapshot_bytes / 1048576.0,
@@ -198,12 +228,21 @@ std::string ReportJson(const ContentionReport& r) {
     WritePercentiles(w, "preempt_latency_ms", a.preempt_ms);
     WriteOptional(w, "slowdown_p50", a.slowdown_p50);
     WriteOptional(w, "slowdown_p99", a.slowdown_p99);
+    w.Key("ratio_ci");
+    if (a.slowdown_p50_ci.lo < 0) {
+      w.Null();
+    } else {
+      w.BeginArray().Double(a.slowdown_p50_ci.lo).Double(a.slowdown_p50_ci.hi).EndArray();
+    }
     w.Key("bg_tokens_per_s").Double(a.bg_tokens_per_s);
     w.Key("bg_tokens").Int(a.bg_tokens);
-    w.Key("bg_allowed_tokens").Double(a.bg_allowed_tokens);
-    WriteOptional(w, "bg_efficiency", a.bg_efficiency);
+    w.Key("bg_rider_tokens").Int(a.bg_rider_tokens);
+    WriteOptional(w, "bg_free_rate_vs_solo", a.bg_free_rate_vs_solo);
     w.Key("window_s").Double(a.window_s);
-    w.Key("fg_busy_s").Double(a.fg_busy_s);
+    w.Key("fg_led_s").Double(a.fg_led_s);
+    w.Key("free_s").Double(a.free_s);
+    w.Key("bg_led_s").Double(a.bg_led_s);
+    w.Key("output_mismatches").Int(a.output_mismatches);
     w.Key("docs_completed").Int(a.docs_completed);
     w.Key("summaries_completed").Int(a.summaries_done);
     w.Key("suggestions_completed").Int(a.suggestions_done);
@@ -244,7 +283,7 @@ std::string ReportJson(const ContentionReport& r) {
   w.Key("config").BeginObject();
   w.Key("model").String(r.model).Key("machine").String(r.machine).Key("threads").Int(r.threads);
   w.Key("kv_pool_bytes").Int(static_cast<int64_t>(r.kv_pool_bytes));
-  w.Key("seed").Int(static_cast<int64_t>(c.seed)).Key("turns").Int(c.turns);
+  w.Key("seed").Int(static_cast<int64_t>(c.seed)).Key("turns").Int(c.turns).Key("block_turns").Int(c.block_turns);
   w.Key("system_tokens").Int(c.system_tokens).Key("user_tokens").Int(c.user_tokens);
   w.Key("answer_tokens").Int(c.answer_tokens).Key("doc_tokens").Int(c.doc_tokens);
   w.Key("doc_summary_tokens").Int(c.doc_summary_tokens).Key("summary_prompt_tokens").Int(c.summary_prompt_tokens);

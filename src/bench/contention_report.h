@@ -4,15 +4,18 @@
 //
 // Background throughput, precisely: background tokens are prompt + generated
 // tokens of the BACKGROUND_SUMMARY and OFFLINE_INDEXING tiers (recompute
-// excluded) processed between the arm's start and the end of its last chat
-// turn (the window). The calibration run measures the indexer alone: its
-// solo rate R. The engine time the foreground needed in the window, F, is the
-// FOREGROUND_CHAT + INLINE_SUGGESTION share of step time (a step split by its
-// items' token counts). What the foreground-idle time allows is
-// R x (window - F); the efficiency is background tokens / that.
+// excluded) processed in an arm's windows (block start to the end of its last
+// chat turn). The time the foreground left free is the window minus the steps
+// a foreground tier led (whole steps: a chat step is the chat's however many
+// riders it carries). The figure, bounded by the engine's speed:
+//   bg_free_rate_vs_solo = (background tokens processed in steps the
+//   background led / free time) / R,
+// where R is the indexer's solo rate measured in the same run, interleaved
+// with the arms. Tokens that rode along chat steps are counted apart.
 #pragma once
 
 #include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,7 +29,7 @@ struct Calibration {
   int64_t tokens = 0;
   double seconds = 0.0;
 };
-Calibration CalibrationFrom(const ArmRun& solo);
+Calibration CalibrationFrom(std::span<const ArmRun> solo_blocks);
 
 // One task of an arm, for the JSON's per-task list.
 struct TaskRow {
@@ -46,17 +49,21 @@ struct TaskRow {
 struct ArmSummary {
   Arm arm = Arm::kIdle;
   std::vector<TaskRow> tasks;
+  std::vector<double> ttft_samples_ms;  // chat turns, in submission order
   Percentiles ttft_ms, tpot_ms, e2e_ms, preempt_ms;
   double slowdown_p50 = -1.0;  // TTFT / idle TTFT
   double slowdown_p99 = -1.0;
+  RatioInterval slowdown_p50_ci;  // bootstrap 95%
   int64_t submitted = 0, done = 0, cancelled = 0, failed = 0, unfinished = 0;
   int64_t chat_turns = 0, docs_completed = 0, summaries_done = 0, suggestions_done = 0;
   double window_s = 0.0;
   int64_t bg_tokens = 0;
   double bg_tokens_per_s = 0.0;
-  double fg_busy_s = 0.0;
-  double bg_allowed_tokens = 0.0;
-  double bg_efficiency = -1.0;  // bg_tokens / bg_allowed_tokens
+  double fg_led_s = 0.0;              // steps a foreground tier led
+  double free_s = 0.0;                // window_s - fg_led_s
+  double bg_led_s = 0.0;              // steps a background tier led
+  int64_t bg_rider_tokens = 0;        // background tokens carried by foreground steps
+  double bg_free_rate_vs_solo = -1.0;  // see the top of this file
   // Lifecycle segment: background tokens/s while RESUMED and while in the
   // background (CREATED), and the first chat turn's TTFT after ON_RESUME.
   double bg_tps_resumed = -1.0;
@@ -68,11 +75,16 @@ struct ArmSummary {
   size_t snapshot_bytes = 0;  // written by snapshot_ram / snapshot_disk parks
   double park_ms = -1.0;      // engine time saving / restoring, when known
   double resume_ms = -1.0;
+  // Finished tasks whose tokens differ from the same task (same block,
+  // kind, turn and order) in the first run that finished it: scheduling must
+  // not change outputs.
+  int64_t output_mismatches = 0;
   std::string error;
 };
 
-// `idle` may be null (no idle arm ran): slowdowns stay -1.
-ArmSummary Summarize(const ArmRun& run, const Calibration& calibration, const ArmSummary* idle);
+// An arm's blocks merged. `idle` may be null (no idle arm ran): slowdowns
+// stay -1.
+ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibration, const ArmSummary* idle);
 
 struct ContentionReport {
   ScenarioConfig config;

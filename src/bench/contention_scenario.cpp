@@ -216,12 +216,21 @@ SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config) {
   return o;
 }
 
+Workload SliceTurns(const Workload& workload, size_t first, size_t count) {
+  Workload s = workload;
+  s.turns.assign(workload.turns.begin() + static_cast<ptrdiff_t>(first),
+                 workload.turns.begin() + static_cast<ptrdiff_t>(first + count));
+  return s;
+}
+
 StatsMark MarkFrom(const SchedulerStats& stats, double time) {
   StatsMark m;
   m.time = time;
   for (size_t t = 0; t < kNumTiers; ++t) {
     m.processed[t] = stats.prefill_by_tier[t] + stats.generated_by_tier[t];
     m.busy_s[t] = stats.busy_seconds_by_tier[t];
+    m.led_s[t] = stats.led_seconds_by_tier[t];
+    m.riders[t] = stats.rider_tokens_by_tier[t];
   }
   return m;
 }

@@ -32,7 +32,7 @@ Result<std::vector<Arm>> ParseArms(std::string_view list);
 
 struct ScenarioConfig {
   uint64_t seed = 1;
-  int32_t turns = 12;
+  int32_t turns = 30;
   int32_t system_tokens = 128;    // cached shared system prompt
   int32_t user_tokens = 32;       // each +- user_jitter
   int32_t user_jitter = 4;
@@ -51,7 +51,11 @@ struct ScenarioConfig {
   // The app goes to the background after this turn (-1: never) for this long.
   int32_t lifecycle_after_turn = -1;  // < 0 and turns >= 4: turns / 2
   double background_s = 3.0;
-  int32_t calibration_docs = 1;       // indexer-alone run that sets the solo rate
+  int32_t calibration_docs = 1;       // indexer-alone documents per block (the solo rate)
+  // Arms run in interleaved blocks of this many turns (each block: the
+  // calibration, then every arm, the order rotating from block to block), so
+  // a drift of the machine's speed reaches every arm alike.
+  int32_t block_turns = 6;
   // Budgets: valet runs the shipped BudgetTable::Defaults(); valet_bg_chunk > 0
   // overrides its non-chat prefill chunk while RESUMED/STARTED (experiments).
   // The baselines' chunk is llama-server's n_ubatch for `batch`.
@@ -86,6 +90,9 @@ struct Workload {
   std::vector<TurnPlan> turns;
 };
 
+// Turns [first, first + count) of `workload`, everything else shared.
+Workload SliceTurns(const Workload& workload, size_t first, size_t count);
+
 // Deterministic for (config, tokenizer).
 Result<Workload> BuildWorkload(const ScenarioConfig& config, const EngineInterface& tokenizer);
 // The same workload for a tokenizer reached some other way (a server's
@@ -118,6 +125,8 @@ struct StatsMark {
   double time = 0.0;
   std::array<int64_t, kNumTiers> processed{};  // prompt + generated tokens, per tier
   std::array<double, kNumTiers> busy_s{};
+  std::array<double, kNumTiers> led_s{};
+  std::array<int64_t, kNumTiers> riders{};
 };
 StatsMark MarkFrom(const SchedulerStats& stats, double time);
 

@@ -278,6 +278,7 @@ void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, con
     s.park_bytes += report->bytes;
     s.busy_seconds += report->seconds;
     s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
+    s.led_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     if (preempted) ++s.preemptions;
     if (arrival) s.preemption_latencies.push_back(now - cause->submit_time);
   });

@@ -106,6 +106,7 @@ SchedulerCore::Activation SchedulerCore::ResumeTask(Task& task, const std::vecto
     s.tokens_recomputed += report->tokens_to_recompute;
     s.busy_seconds += report->seconds;
     s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
+    s.led_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     if (report->fell_back) ++s.resume_fallbacks;
   });
   SetState(task, task.phase());
@@ -241,6 +242,9 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
   for (const StepItem& item : plan.items) step_tokens += item.recompute + static_cast<int64_t>(item.tokens.size());
   std::array<double, kNumTiers> seconds_by_tier{};
   std::array<int64_t, kNumTiers> prefill_by_tier{};
+  std::array<int64_t, kNumTiers> rider_tokens{};
+  size_t lead = kNumTiers - 1;
+  for (const Task* t : plan.tasks) lead = std::min(lead, static_cast<size_t>(t->tier));
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Task& t = *plan.tasks[i];
     const int32_t n = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
@@ -259,6 +263,7 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
     // chunks, which dominate mixed steps.
     if (step_tokens > 0) seconds_by_tier[tier] += result.seconds * n / static_cast<double>(step_tokens);
     if (plan.kinds[i] == StepItemKind::kPrefill) prefill_by_tier[tier] += n;
+    if (tier > lead && plan.kinds[i] != StepItemKind::kRecompute) rider_tokens[tier] += n;
     trace.items.push_back({t.id, t.tier, plan.kinds[i], n});
   }
   if (decode_only) batch_.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
@@ -268,9 +273,11 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
     s.prefill_tokens += prefill;
     s.decode_tokens += decode;
     s.busy_seconds += result.seconds;
+    s.led_seconds_by_tier[lead] += result.seconds;
     for (size_t k = 0; k < kNumTiers; ++k) {
       s.busy_seconds_by_tier[k] += seconds_by_tier[k];
       s.prefill_by_tier[k] += prefill_by_tier[k];
+      s.rider_tokens_by_tier[k] += rider_tokens[k];
     }
   });
   recorder_.AddStep(std::move(trace));

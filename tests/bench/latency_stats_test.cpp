@@ -37,5 +37,32 @@ TEST(LatencyStats, EmptyAndScaled) {
   EXPECT_DOUBLE_EQ(ms.max, 2.0);
 }
 
+TEST(LatencyStats, BootstrapIntervalOfAP50Ratio) {
+  EXPECT_LT(BootstrapP50Ratio({}, {1.0}, 1).lo, 0);
+  EXPECT_LT(BootstrapP50Ratio({1.0}, {}, 1).hi, 0);
+  // Constant samples: every replicate gives the same ratio.
+  const RatioInterval constant = BootstrapP50Ratio(std::vector<double>(30, 10.0), std::vector<double>(40, 5.0), 1);
+  EXPECT_EQ(constant.lo, 2.0);
+  EXPECT_EQ(constant.hi, 2.0);
+  // Spread samples: the interval holds the point ratio, is seeded, and
+  // narrows as the samples grow.
+  auto spread = [](int n, double scale) {
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(scale * (1.0 + (i * 37 % n) / static_cast<double>(n)));
+    return v;
+  };
+  const std::vector<double> num = spread(30, 2.0), den = spread(30, 1.0);
+  const double point = ComputePercentiles(num).p50 / ComputePercentiles(den).p50;
+  const RatioInterval ci = BootstrapP50Ratio(num, den, 7);
+  EXPECT_LE(ci.lo, point);
+  EXPECT_GE(ci.hi, point);
+  EXPECT_LT(ci.lo, ci.hi);
+  const RatioInterval same = BootstrapP50Ratio(num, den, 7);
+  EXPECT_EQ(same.lo, ci.lo);
+  EXPECT_EQ(same.hi, ci.hi);
+  const RatioInterval wide = BootstrapP50Ratio(spread(300, 2.0), spread(300, 1.0), 7);
+  EXPECT_LT(wide.hi - wide.lo, ci.hi - ci.lo);
+}
+
 }  // namespace
 }  // namespace valet
