@@ -69,8 +69,7 @@ KernelTable BuildScalar() {
     t.types[static_cast<uint32_t>(type)].gemv = GemvTile(type);
   }
   PatchPacked(t, PackedTile);
-  t.dot_f32 = DotF32Rows;
-  t.vec_mad_f32 = VecMadF32;
+  t.attention = Attention;
   return t;
 }
 
@@ -102,10 +101,7 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kIQ4_XS, nullptr, avx2::DotIQ4_XS);
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
   PatchPacked(t, avx2::PackedTile);
-  t.dot_f32 = avx2::DotF32Rows;
-  t.vec_mad_f32 = avx2::VecMadF32;
-  t.dot_f16_f32 = avx2::DotF16F32Rows;
-  t.vec_mad_f16 = avx2::VecMadF16;
+  t.attention = avx2::Attention;
   return t;
 }
 
@@ -147,8 +143,6 @@ KernelTable BuildNeon() {
   PatchTiles(t, neon::GemmTile, neon::GemvTile);
   // No NEON row-group kernels yet: the model keeps rows rather than pack for the scalar loops.
   for (TypeKernels& k : t.types) k.packed_gemm = k.packed_gemv = TileKernel{};
-  t.dot_f32 = neon::DotF32Rows;
-  t.vec_mad_f32 = neon::VecMadF32;
   return t;
 }
 

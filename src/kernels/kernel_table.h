@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "kernels/attention.h"
 
 namespace valet {
 
@@ -28,13 +29,6 @@ using vec_dot_fn = float (*)(int64_t n, const void* x, const void* y);
 // float types they may differ from vec_dot by summation order.
 using gemm_fn = void (*)(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
                          float* out, int64_t ldo);
-// y[i] += a * x[i] for i < n (attention's weighted sum of value rows).
-using vec_mad_f32_fn = void (*)(int64_t n, float a, const float* x, float* y);
-using vec_dot_f32_fn = float (*)(int64_t n, const float* x, const float* y);
-// The same on f16 rows x (an F16 KV cache), equal bit for bit to the f32
-// functions on x widened to f32.
-using vec_mad_f16_fn = void (*)(int64_t n, float a, const uint16_t* x, float* y);
-using vec_dot_f16_f32_fn = float (*)(int64_t n, const uint16_t* x, const float* y);
 
 // A tile kernel and its fixed shape; fn == nullptr when a table has none.
 struct TileKernel {
@@ -63,10 +57,7 @@ struct KernelTable {
   static constexpr int kMaxTypeId = 40;
   const char* name = "";
   TypeKernels types[kMaxTypeId] = {};
-  vec_dot_f32_fn dot_f32 = nullptr;  // same as types[kF32].vec_dot, typed for float rows
-  vec_mad_f32_fn vec_mad_f32 = nullptr;
-  vec_dot_f16_f32_fn dot_f16_f32 = nullptr;  // nullptr: widen the row, then dot_f32
-  vec_mad_f16_fn vec_mad_f16 = nullptr;      // nullptr: widen the row, then vec_mad_f32
+  attention_fn attention = nullptr;  // fused softmax·V over a sequence's K/V rows (kernels/attention.h)
 
   const TypeKernels& operator[](GgmlType t) const { return types[static_cast<uint32_t>(t)]; }
   // True when rows of `t` can be dequantized and multiplied.

@@ -192,61 +192,6 @@ VALET_AVX2 void Q8_KFromFloat(const float* src, void* dst, int64_t n) {
   }
 }
 
-namespace {
-
-// Attention rows: f32 or f16 elements (key/value rows) against f32 vectors.
-struct F32Row {
-  using T = float;
-  VALET_AVX2 static __m256 Load(const float* p) { return _mm256_loadu_ps(p); }
-  static float At(const float* p, int64_t i) { return p[i]; }
-};
-
-struct F16Row {
-  using T = uint16_t;
-  VALET_AVX2 static __m256 Load(const uint16_t* p) { return LoadF16(p); }
-  static float At(const uint16_t* p, int64_t i) { return Fp16ToFp32(p[i]); }
-};
-
-template <class R>
-VALET_AVX2 float DotRows(int64_t n, const typename R::T* a, const float* b) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) {
-      acc[k] = _mm256_fmadd_ps(R::Load(a + i + 8 * k), _mm256_loadu_ps(b + i + 8 * k), acc[k]);
-    }
-  }
-  for (; i + 8 <= n; i += 8) acc[0] = _mm256_fmadd_ps(R::Load(a + i), _mm256_loadu_ps(b + i), acc[0]);
-  float sum = HsumPs(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  for (; i < n; ++i) sum += R::At(a, i) * b[i];
-  return sum;
-}
-
-template <class R>
-VALET_AVX2 void VecMadRows(int64_t n, float a, const typename R::T* x, float* y) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    for (int k = 0; k < 4; ++k) {
-      float* p = y + i + 8 * k;
-      _mm256_storeu_ps(p, _mm256_fmadd_ps(va, R::Load(x + i + 8 * k), _mm256_loadu_ps(p)));
-    }
-  }
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, R::Load(x + i), _mm256_loadu_ps(y + i)));
-  for (; i < n; ++i) y[i] += a * R::At(x, i);
-}
-
-}  // namespace
-
-VALET_AVX2 float DotF32Rows(int64_t n, const float* a, const float* b) { return DotRows<F32Row>(n, a, b); }
-VALET_AVX2 float DotF16F32Rows(int64_t n, const uint16_t* a, const float* b) {
-  return DotRows<F16Row>(n, a, b);
-}
-VALET_AVX2 void VecMadF32(int64_t n, float a, const float* x, float* y) { VecMadRows<F32Row>(n, a, x, y); }
-VALET_AVX2 void VecMadF16(int64_t n, float a, const uint16_t* x, float* y) {
-  VecMadRows<F16Row>(n, a, x, y);
-}
-
 VALET_AVX2 float DotQ8_0(int64_t n, const void* x, const void* y) {
   const auto* a = static_cast<const BlockQ8_0*>(x);
   const auto* b = static_cast<const BlockQ8_0*>(y);
@@ -285,10 +230,6 @@ void F16FromFloat(const float* src, void* dst, int64_t n) { scalar::F16FromFloat
 void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFloat(src, dst, n); }
 void Q8_1FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_1FromFloat(src, dst, n); }
 void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
-float DotF32Rows(int64_t n, const float* x, const float* y) { return scalar::DotF32Rows(n, x, y); }
-void VecMadF32(int64_t n, float a, const float* x, float* y) { scalar::VecMadF32(n, a, x, y); }
-float DotF16F32Rows(int64_t, const uint16_t*, const float*) { return 0.0f; }
-void VecMadF16(int64_t, float, const uint16_t*, float*) {}
 float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
 float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }
 

@@ -36,13 +36,8 @@ float DotQ5_K(int64_t n, const void* x, const void* y);
 float DotQ6_K(int64_t n, const void* x, const void* y);
 float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
-float DotF32Rows(int64_t n, const float* x, const float* y);
-// Fused multiply-add per element, so it differs from the scalar reference by rounding.
-void VecMadF32(int64_t n, float a, const float* x, float* y);
-// The same operations on f16 rows, widened as they are loaded: equal to the
-// f32 functions on the widened row, bit for bit.
-float DotF16F32Rows(int64_t n, const uint16_t* x, const float* y);
-void VecMadF16(int64_t n, float a, const uint16_t* x, float* y);
+// attention_avx2.cpp: bit-exact with scalar::Attention (head_dim % 8 != 0 runs it).
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
 
 // Tile kernels (tiles_avx2.cpp); fn == nullptr for types without one.
 TileKernel GemmTile(GgmlType type);

@@ -100,21 +100,6 @@ float DotF32(int64_t n, const void* x, const void* y) {
   return sum;
 }
 
-float DotF32Rows(int64_t n, const float* x, const float* y) { return DotF32(n, x, y); }
-
-void VecMadF32(int64_t n, float a, const float* x, float* y) {
-  const float32x4_t va = vdupq_n_f32(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    for (int k = 0; k < 4; ++k) {
-      float* p = y + i + 4 * k;
-      vst1q_f32(p, vfmaq_f32(vld1q_f32(p), va, vld1q_f32(x + i + 4 * k)));
-    }
-  }
-  for (; i + 4 <= n; i += 4) vst1q_f32(y + i, vfmaq_f32(vld1q_f32(y + i), va, vld1q_f32(x + i)));
-  for (; i < n; ++i) y[i] += a * x[i];
-}
-
 float DotF16(int64_t n, const void* x, const void* y) {
   return DotHalf<LoadF16Low, Fp16ToFp32>(n, static_cast<const uint16_t*>(x),
                                          static_cast<const uint16_t*>(y));

@@ -29,10 +29,6 @@ float DotBf16(int64_t n, const void* x, const void* y);
 float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 
-float DotF32Rows(int64_t n, const float* x, const float* y);
-// Fused multiply-add per element, so it differs from the scalar reference by rounding.
-void VecMadF32(int64_t n, float a, const float* x, float* y);
-
 // Tiles looping this table's vec_dot per pair (scalar dots for the types
 // without a NEON dot); fn == nullptr for types without one.
 TileKernel GemmTile(GgmlType type);

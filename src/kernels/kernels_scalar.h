@@ -63,8 +63,8 @@ float DotQ3_K(int64_t n, const void* x, const void* y);
 float DotQ5_K(int64_t n, const void* x, const void* y);
 float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
-float DotF32Rows(int64_t n, const float* x, const float* y);
-void VecMadF32(int64_t n, float a, const float* x, float* y);
+// attention_scalar.cpp: the reference of kernels/attention.h.
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
 
 // Reference tiles for the weight types: each pair through this table's vec_dot.
 TileKernel GemmTile(GgmlType type);

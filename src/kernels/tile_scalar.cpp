@@ -50,10 +50,4 @@ TileKernel TileFor(GgmlType type, int cols) {
 TileKernel GemmTile(GgmlType type) { return TileFor(type, 2); }
 TileKernel GemvTile(GgmlType type) { return TileFor(type, 1); }
 
-float DotF32Rows(int64_t n, const float* x, const float* y) { return DotF32(n, x, y); }
-
-void VecMadF32(int64_t n, float a, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 }  // namespace valet::scalar

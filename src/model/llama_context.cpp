@@ -100,15 +100,15 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const
   ctx->up_.resize(n * c.n_ff);
   ctx->tmp_.resize(n * c.n_embd);
   ctx->rope_.resize(n * c.rope_dim);
-  ctx->scores_.resize(static_cast<size_t>(ctx->pool_.size()) * o.n_ctx);
-  ctx->kv_row_.resize(static_cast<size_t>(ctx->pool_.size()) * c.head_dim);
+  ctx->attn_work_.resize(static_cast<size_t>(ctx->pool_.size()) * AttentionWorkFloats(c.head_dim));
+  ctx->attn_rows_.resize(static_cast<size_t>(ctx->pool_.size()) * 2 * o.n_ctx);
   return ctx;
 }
 
 size_t LlamaContext::scratch_bytes() const {
   size_t floats = x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() +
-                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + scores_.size() + kv_row_.size();
-  return floats * sizeof(float) + matmul_scratch_.activations.capacity() +
+                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + attn_work_.size();
+  return floats * sizeof(float) + attn_rows_.size() * sizeof(void*) + matmul_scratch_.activations.capacity() +
          matmul_scratch_.dequantized.capacity() * sizeof(float);
 }
 
@@ -257,21 +257,23 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const int32_t q_dim = c.n_head * hd;
   const int32_t kv_dim = c.n_head_kv * hd;
   const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const float q_scale = kLog2e / std::sqrt(static_cast<float>(hd));
   const KernelTable& kernels = ActiveKernels();
 
-  // Rotate q and k, then store k and v at each token's position (converted
-  // to the pool's element type), so that every token of the step sees the
-  // earlier tokens of its own sequence.
+  // Rotate q and k, scale q for the kernel's base-2 softmax, then store k and
+  // v at each token's position (converted to the pool's element type), so
+  // that every token of the step sees the earlier tokens of its own sequence.
   const KvType kv_type = seq_of_[0]->pool().layout().type;
-  const from_float_fn store_row =
-      kv_type == KvType::kF16 ? kernels[GgmlType::kF16].from_float : kernels[GgmlType::kF32].from_float;
+  const GgmlType row_type = kv_type == KvType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
+  const from_float_fn store_row = kernels[row_type].from_float;
   pool_.Run([&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
       const float* cs = rope_.data() + t * c.rope_dim;
       for (int32_t h = 0; h < c.n_head; ++h) {
-        RopeHead(q_.data() + t * q_dim + h * hd, cs, c.rope_dim, c.rope_style);
+        float* qh = q_.data() + t * q_dim + h * hd;
+        RopeHead(qh, cs, c.rope_dim, c.rope_style);
+        for (int32_t i = 0; i < hd; ++i) qh[i] *= q_scale;
       }
       for (int32_t h = 0; h < c.n_head_kv; ++h) {
         float* kh = k_.data() + t * kv_dim + h * hd;
@@ -282,57 +284,53 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
     }
   });
 
-  // softmax(q·Kᵀ · scale) · V per (token, head), causal within the sequence.
-  // F16 rows are widened as the table's f16 row kernels load them, or else
-  // into a per-thread row buffer first; the products and sums stay in F32.
-  const bool f16 = kv_type == KvType::kF16;
-  const bool f16_rows = f16 && kernels.dot_f16_f32 != nullptr && kernels.vec_mad_f16 != nullptr;
-  const to_float_fn load_row = f16 && !f16_rows ? kernels[GgmlType::kF16].to_float : nullptr;
-  const int64_t n_items = static_cast<int64_t>(n) * c.n_head;
-  pool_.Run([&](int ith, int nth) {
-    float* p = scores_.data() + static_cast<size_t>(ith) * options_.n_ctx;
-    float* wide = kv_row_.data() + static_cast<size_t>(ith) * hd;  // [head_dim]
-    auto kv_row = [&](KvSequence& seq, int32_t kv, int32_t kvh, int32_t pos) -> const float* {
-      void* row = seq.row(il, kv, kvh, pos);
-      if (load_row == nullptr) return static_cast<const float*>(row);
-      load_row(row, wide, hd);
-      return wide;
-    };
-    auto dot_k = [&](KvSequence& seq, int32_t kvh, int32_t pos, const float* q) {
-      if (f16_rows) return kernels.dot_f16_f32(hd, static_cast<const uint16_t*>(seq.row(il, 0, kvh, pos)), q);
-      return kernels.dot_f32(hd, kv_row(seq, 0, kvh, pos), q);
-    };
-    auto mad_v = [&](KvSequence& seq, int32_t kvh, int32_t pos, float w, float* out) {
-      if (f16_rows) {
-        kernels.vec_mad_f16(hd, w, static_cast<const uint16_t*>(seq.row(il, 1, kvh, pos)), out);
-      } else {
-        kernels.vec_mad_f32(hd, w, kv_row(seq, 1, kvh, pos), out);
+  // Blocks of up to kAttnMaxRows query rows, (token, head) of one sequence
+  // and KV head, so each K/V tile is loaded once for all of them. Which rows
+  // share a block does not change any row's result (kernels/attention.h).
+  attn_blocks_.clear();
+  for (int32_t first = 0; first < n;) {
+    int32_t end = first + 1;
+    while (end < n && seq_of_[end] == seq_of_[first]) ++end;
+    const int32_t rows = (end - first) * group;
+    for (int32_t kvh = 0; kvh < c.n_head_kv; ++kvh) {
+      for (int32_t r = 0; r < rows; r += kAttnMaxRows) {
+        attn_blocks_.push_back({first, kvh, r, std::min(rows, r + kAttnMaxRows)});
       }
-    };
-    Range r = SplitRange(n_items, ith, nth);
-    for (int64_t item = r.begin; item < r.end; ++item) {
-      const int64_t t = item / c.n_head;
-      const int32_t h = static_cast<int32_t>(item % c.n_head);
-      const int32_t kvh = h / group;
-      KvSequence& seq = *seq_of_[t];
-      const int32_t n_pos = pos_of_[t] + 1;
-      const float* qh = q_.data() + t * q_dim + h * hd;
-      float max = -INFINITY;
-      for (int32_t j = 0; j < n_pos; ++j) {
-        p[j] = dot_k(seq, kvh, j, qh) * scale;
-        max = std::max(max, p[j]);
+    }
+    first = end;
+  }
+
+  // Threads take blocks from the end, where the causal mask leaves the most
+  // keys, so the shorter blocks fill in the imbalance at the finish.
+  std::atomic<int64_t> next{0};
+  const int64_t n_blocks = static_cast<int64_t>(attn_blocks_.size());
+  const size_t work_floats = AttentionWorkFloats(hd);
+  pool_.Run([&](int ith, int) {
+    float* work = attn_work_.data() + ith * work_floats;
+    const void** k_rows = attn_rows_.data() + static_cast<size_t>(ith) * 2 * options_.n_ctx;
+    const void** v_rows = k_rows + options_.n_ctx;
+    for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_blocks;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      const AttentionBlock& b = attn_blocks_[static_cast<size_t>(n_blocks - 1 - i)];
+      KvSequence& seq = *seq_of_[b.first_token];
+      const float* q[kAttnMaxRows];
+      float* out[kAttnMaxRows];
+      int32_t n_keys[kAttnMaxRows];
+      int32_t max_keys = 0;
+      for (int32_t r = b.row_begin; r < b.row_end; ++r) {
+        const int64_t t = b.first_token + r / group;
+        const int32_t h = b.kv_head * group + r % group;
+        q[r - b.row_begin] = q_.data() + t * q_dim + h * hd;
+        out[r - b.row_begin] = attn_.data() + t * q_dim + h * hd;
+        n_keys[r - b.row_begin] = pos_of_[t] + 1;
+        max_keys = std::max(max_keys, pos_of_[t] + 1);
       }
-      double sum = 0.0;
-      for (int32_t j = 0; j < n_pos; ++j) {
-        p[j] = std::exp(p[j] - max);
-        sum += p[j];
+      for (int32_t j = 0; j < max_keys; ++j) {
+        k_rows[j] = seq.row(il, 0, b.kv_head, j);
+        v_rows[j] = seq.row(il, 1, b.kv_head, j);
       }
-      const float inv = static_cast<float>(1.0 / sum);
-      float* out = attn_.data() + t * q_dim + h * hd;
-      std::fill_n(out, hd, 0.0f);
-      for (int32_t j = 0; j < n_pos; ++j) {
-        mad_v(seq, kvh, j, p[j] * inv, out);
-      }
+      const AttentionRows rows{b.row_end - b.row_begin, q, n_keys, out};
+      kernels.attention(rows, AttentionKeys{row_type, hd, k_rows, v_rows}, work);
     }
   });
 }

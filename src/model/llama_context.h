@@ -99,8 +99,17 @@ class LlamaContext {
   std::vector<float> up_;      // [n, n_ff]
   std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
   std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
-  std::vector<float> scores_;  // [n_threads, n_ctx] attention weights
-  std::vector<float> kv_row_;  // [n_threads, head_dim] one K or V row widened to F32
+
+  // Attention: query-row blocks sharing one sequence's KV head (see Attention),
+  // and per thread the kernel's work floats and a K and a V row pointer per position.
+  struct AttentionBlock {
+    int32_t first_token;  // the sequence's first token in the step
+    int32_t kv_head;
+    int32_t row_begin, row_end;  // rows (token - first_token) * group + head within group
+  };
+  std::vector<AttentionBlock> attn_blocks_;
+  std::vector<float> attn_work_;         // [n_threads, AttentionWorkFloats(head_dim)]
+  std::vector<const void*> attn_rows_;  // [n_threads, 2, n_ctx]
 };
 
 }  // namespace valet

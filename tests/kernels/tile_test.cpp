@@ -126,31 +126,6 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, TileTest, ::testing::ValuesIn(testing::
                            return std::string(GgmlTypeName(info.param));
                          });
 
-TEST(F32Helpers, VecMadAndDotMatchDoubleReference) {
-  for (const KernelTable* table : Tables()) {
-    ASSERT_NE(table->vec_mad_f32, nullptr) << table->name;
-    ASSERT_NE(table->dot_f32, nullptr) << table->name;
-    for (int64_t n : {1, 7, 8, 9, 31, 32, 33, 100, 1000}) {
-      const auto x = RandomRow(n, 11);
-      const auto y0 = RandomRow(n, 12);
-      auto y = y0;
-      const float a = -0.75f;
-      table->vec_mad_f32(n, a, x.data(), y.data());
-      double dot = 0, abs = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        const double want = static_cast<double>(y0[i]) + static_cast<double>(a) * x[i];
-        // One rounding for fma, two for multiply-then-add.
-        EXPECT_NEAR(y[i], want, 2 * 6e-8 * (std::fabs(y0[i]) + std::fabs(a * x[i])) + 1e-30)
-            << table->name;
-        dot += static_cast<double>(x[i]) * y0[i];
-        abs += std::fabs(static_cast<double>(x[i]) * y0[i]);
-      }
-      EXPECT_NEAR(table->dot_f32(n, x.data(), y0.data()), dot, 1e-5 * abs + 1e-30)
-          << table->name << " n=" << n;
-    }
-  }
-}
-
 TEST(KernelTables, VnniImpliesAvx2AndComputesTheSameIntegers) {
   const KernelTable* vnni = AvxVnniKernels();
   if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-VNNI";

@@ -1,0 +1,61 @@
+// Fused causal attention, softmax(q·Kᵀ)·V, over a sequence's cached K/V rows.
+//
+// Keys are visited in tiles of kAttnTileKeys at fixed absolute positions
+// (tile i holds keys 32i .. 32i + 31 of the sequence) with an online softmax
+// (running max, running sum, output rescaled per tile). Up to kAttnMaxRows
+// query rows (several tokens of one sequence and the query heads that share a
+// KV head) share each tile's load and widening. Every row's result is a fixed
+// sequence of float operations on its own q row and its keys [0, n_keys):
+// the same bits whichever rows share its call, however the prompt was split
+// into steps, on however many threads, and the same bits from the scalar
+// reference and the SIMD variants (the SIMD lanes and horizontal reductions
+// follow the reference's order; exp2 is the same polynomial in both).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/ggml_type.h"
+
+namespace valet {
+
+inline constexpr int kAttnTileKeys = 32;
+inline constexpr int kAttnMaxRows = 16;
+// Softmax in base 2: queries come multiplied by log2(e) / sqrt(head_dim).
+inline constexpr float kLog2e = 1.44269504088896340736f;
+
+struct AttentionRows {
+  int n_rows = 0;                   // 1..kAttnMaxRows
+  const float* const* q = nullptr;  // [n_rows] rows of head_dim, pre-scaled (kLog2e / sqrt(head_dim))
+  const int32_t* n_keys = nullptr;  // [n_rows] row r attends to keys [0, n_keys[r]); n_keys[r] >= 1
+  float* const* out = nullptr;      // [n_rows] rows of head_dim
+};
+
+struct AttentionKeys {
+  GgmlType type = GgmlType::kF16;  // element type of the rows: kF32 or kF16
+  int32_t head_dim = 0;
+  const void* const* k = nullptr;  // [max n_keys] key rows
+  const void* const* v = nullptr;  // [max n_keys] value rows
+};
+
+// `work` holds AttentionWorkFloats(head_dim) floats.
+using attention_fn = void (*)(const AttentionRows& rows, const AttentionKeys& keys, float* work);
+
+inline size_t AttentionWorkFloats(int32_t head_dim) {
+  return 2 * static_cast<size_t>(head_dim) * kAttnTileKeys + (kAttnMaxRows + 2) * kAttnTileKeys;
+}
+
+// 2^x for x <= 0 to about one ulp (0 below -125): 7th-degree Taylor polynomial
+// of 2^f on f = x - round(x) in [-0.5, 0.5], Horner with fused multiply-adds,
+// then the exponent field raised by round(x). Shared by every variant.
+inline constexpr float kExp2Poly[8] = {1.0f,
+                                       0.693147180559945309f,
+                                       0.240226506959100712f,
+                                       0.0555041086648215800f,
+                                       0.00961812910762847717f,
+                                       0.00133335581464284434f,
+                                       0.000154035303933816099f,
+                                       0.0000152527338040598403f};
+inline constexpr float kExp2Min = -125.0f;
+
+}  // namespace valet

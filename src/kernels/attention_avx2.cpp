@@ -1,0 +1,213 @@
+// AVX2 fused attention (kernels/attention.h), bit-exact with the reference:
+// a tile's 32 keys are 4 vectors of 8 lanes, scores accumulate one fused
+// multiply-add per head_dim element (two query rows at a time share the key
+// loads), and the value sums run along head_dim in lanes, one key at a time.
+#include "kernels/kernels_avx2.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/kernels_scalar.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace valet::avx2 {
+namespace {
+
+constexpr int kT = kAttnTileKeys;
+
+__m256 Exp2(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(kExp2Min);
+  const __m256 xc = _mm256_max_ps(x, lo);
+  const __m256 n = _mm256_round_ps(xc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(xc, n);
+  __m256 p = _mm256_set1_ps(kExp2Poly[7]);
+#pragma GCC unroll 7
+  for (int k = 6; k >= 0; --k) p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[k]));
+  const __m256i e = _mm256_slli_epi32(_mm256_cvtps_epi32(n), 23);
+  const __m256 r = _mm256_castsi256_ps(_mm256_add_epi32(_mm256_castps_si256(p), e));
+  return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), r);
+}
+
+// The reference's reduction order: 4 vectors pairwise, then 8 -> 4 -> 2 -> 1 lanes.
+float ReduceMax(const __m256* s) {
+  const __m256 v = _mm256_max_ps(_mm256_max_ps(s[0], s[1]), _mm256_max_ps(s[2], s[3]));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+float ReduceSum(const __m256* s) {
+  const __m256 v = _mm256_add_ps(_mm256_add_ps(s[0], s[1]), _mm256_add_ps(s[2], s[3]));
+  __m128 h = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_add_ss(h, _mm_shuffle_ps(h, h, 1));
+  return _mm_cvtss_f32(h);
+}
+
+__m256 Load8(GgmlType type, const void* row, int32_t d) {
+  if (type == GgmlType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(static_cast<const uint16_t*>(row) + d)));
+  }
+  return _mm256_loadu_ps(static_cast<const float*>(row) + d);
+}
+
+// In place: r[i] lane j becomes r[j] lane i.
+void Transpose8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xee);
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xee);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+// Keys [t0, t0 + n) widened: kt as [head_dim][32] (zero past n), v as [n][head_dim].
+void LoadTile(const AttentionKeys& keys, int32_t t0, int32_t n, float* kt, float* v) {
+  const int32_t hd = keys.head_dim;
+  for (int32_t j0 = 0; j0 < kT; j0 += 8) {
+    for (int32_t d = 0; d < hd; d += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) {
+        r[i] = j0 + i < n ? Load8(keys.type, keys.k[t0 + j0 + i], d) : _mm256_setzero_ps();
+      }
+      Transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(kt + static_cast<size_t>(d + i) * kT + j0, r[i]);
+    }
+  }
+  for (int32_t j = 0; j < n; ++j) {
+    for (int32_t d = 0; d < hd; d += 8) _mm256_storeu_ps(v + static_cast<size_t>(j) * hd + d, Load8(keys.type, keys.v[t0 + j], d));
+  }
+}
+
+// Scores of R rows (1 or 2) against the tile: s[r][4] vectors of 8 keys.
+template <int R>
+void Scores(const float* const* q, const float* kt, int32_t hd, __m256 s[][4]) {
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < 4; ++i) s[r][i] = _mm256_setzero_ps();
+  for (int32_t d = 0; d < hd; ++d) {
+    const float* k = kt + static_cast<size_t>(d) * kT;
+    const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), k2 = _mm256_loadu_ps(k + 16),
+                 k3 = _mm256_loadu_ps(k + 24);
+    for (int r = 0; r < R; ++r) {
+      const __m256 qd = _mm256_broadcast_ss(q[r] + d);
+      s[r][0] = _mm256_fmadd_ps(qd, k0, s[r][0]);
+      s[r][1] = _mm256_fmadd_ps(qd, k1, s[r][1]);
+      s[r][2] = _mm256_fmadd_ps(qd, k2, s[r][2]);
+      s[r][3] = _mm256_fmadd_ps(qd, k3, s[r][3]);
+    }
+  }
+}
+
+// out[d0 .. d0 + 8 NV) = out * alpha + sum over keys j < valid of p[j] v[j].
+template <int NV>
+void WeightedValues(const float* p, const float* v, int32_t hd, int32_t valid, __m256 alpha, float* out) {
+  __m256 acc[NV];
+  for (int i = 0; i < NV; ++i) acc[i] = _mm256_mul_ps(_mm256_loadu_ps(out + 8 * i), alpha);
+  for (int32_t j = 0; j < valid; ++j) {
+    const __m256 pj = _mm256_broadcast_ss(p + j);
+    const float* vj = v + static_cast<size_t>(j) * hd;
+    for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), acc[i]);
+  }
+  for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
+}
+
+// One row's online-softmax update from its scores s (keys past `valid` masked).
+void Update(__m256 s[4], const float* v, int32_t hd, int32_t valid, float* m, float* l, float* p, float* out) {
+  const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 limit = _mm256_set1_ps(static_cast<float>(valid));
+  const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
+  for (int i = 0; i < 4; ++i) {
+    const __m256 in = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(8.0f * i)), limit, _CMP_LT_OQ);
+    s[i] = _mm256_blendv_ps(neg_inf, s[i], in);
+  }
+  const float tile_max = ReduceMax(s);
+  const float mn = *m > tile_max ? *m : tile_max;
+  const float alpha = _mm_cvtss_f32(_mm256_castps256_ps128(Exp2(_mm256_set1_ps(*m - mn))));
+  const __m256 mv = _mm256_set1_ps(mn);
+  for (int i = 0; i < 4; ++i) s[i] = Exp2(_mm256_sub_ps(s[i], mv));
+  *l = std::fma(*l, alpha, ReduceSum(s));
+  *m = mn;
+  for (int i = 0; i < 4; ++i) _mm256_storeu_ps(p + 8 * i, s[i]);
+  const __m256 av = _mm256_set1_ps(alpha);
+  int32_t d = 0;
+  for (; d + 64 <= hd; d += 64) WeightedValues<8>(p, v + d, hd, valid, av, out + d);
+  for (; d + 16 <= hd; d += 16) WeightedValues<2>(p, v + d, hd, valid, av, out + d);
+  for (; d < hd; d += 8) WeightedValues<1>(p, v + d, hd, valid, av, out + d);
+}
+
+}  // namespace
+
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
+  const int32_t hd = keys.head_dim;
+  if (hd % 8 != 0) {
+    scalar::Attention(rows, keys, work);
+    return;
+  }
+  float* kt = work;
+  float* v = kt + static_cast<size_t>(hd) * kT;
+  float* p = v + static_cast<size_t>(hd) * kT;
+  float m[kAttnMaxRows], l[kAttnMaxRows];
+  int32_t max_keys = 0;
+  for (int r = 0; r < rows.n_rows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    std::memset(rows.out[r], 0, static_cast<size_t>(hd) * sizeof(float));
+    max_keys = std::max(max_keys, rows.n_keys[r]);
+  }
+  for (int32_t t0 = 0; t0 < max_keys; t0 += kT) {
+    LoadTile(keys, t0, std::min(kT, max_keys - t0), kt, v);
+    int active[kAttnMaxRows], n_active = 0;
+    for (int r = 0; r < rows.n_rows; ++r)
+      if (rows.n_keys[r] > t0) active[n_active++] = r;
+    int a = 0;
+    for (; a + 2 <= n_active; a += 2) {
+      const int r0 = active[a], r1 = active[a + 1];
+      const float* q[2] = {rows.q[r0], rows.q[r1]};
+      __m256 s[2][4];
+      Scores<2>(q, kt, hd, s);
+      Update(s[0], v, hd, std::min(kT, rows.n_keys[r0] - t0), &m[r0], &l[r0], p, rows.out[r0]);
+      Update(s[1], v, hd, std::min(kT, rows.n_keys[r1] - t0), &m[r1], &l[r1], p, rows.out[r1]);
+    }
+    if (a < n_active) {
+      const int r0 = active[a];
+      __m256 s[1][4];
+      Scores<1>(&rows.q[r0], kt, hd, s);
+      Update(s[0], v, hd, std::min(kT, rows.n_keys[r0] - t0), &m[r0], &l[r0], p, rows.out[r0]);
+    }
+  }
+  for (int r = 0; r < rows.n_rows; ++r) {
+    const __m256 inv = _mm256_set1_ps(1.0f / l[r]);
+    for (int32_t d = 0; d < hd; d += 8) _mm256_storeu_ps(rows.out[r] + d, _mm256_mul_ps(_mm256_loadu_ps(rows.out[r] + d), inv));
+  }
+}
+
+}  // namespace valet::avx2
+
+#pragma GCC pop_options
+
+#else
+
+namespace valet::avx2 {
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
+  scalar::Attention(rows, keys, work);
+}
+}  // namespace valet::avx2
+
+#endif
