@@ -17,14 +17,6 @@ constexpr const char* kArmNames[] = {"idle", "under_indexing"};
 // what differs between baselines is the scheduler, which here is the server's.
 constexpr Arm kSessionArms[] = {Arm::kIdle, Arm::kPriority};
 
-// The turns [first, first + count) of `w`; texts stay shared by index.
-Workload Slice(const Workload& w, size_t first, size_t count) {
-  Workload s = w;
-  s.turns.assign(w.turns.begin() + static_cast<ptrdiff_t>(first),
-                 w.turns.begin() + static_cast<ptrdiff_t>(first + count));
-  return s;
-}
-
 // Caches the shared system prompt before anything is measured. A failure is
 // only reported: the turns that follow show whether the server works (a
 // random model's one-token answer can be a lone UTF-8 byte, which
@@ -160,7 +152,7 @@ Result<ServeBenchReport> RunServeBench(const ServeBenchOptions& options, const P
   Samples samples[2];
   const size_t turns = workload.turns.size(), block = static_cast<size_t>(options.block_turns);
   for (size_t first = 0; first < turns; first += block) {
-    const Workload slice = Slice(workload, first, std::min(block, turns - first));
+    const Workload slice = SliceTurns(workload, first, std::min(block, turns - first));
     for (size_t a = 0; a < 2; ++a) {
       progress(std::string("turns ") + std::to_string(first + 1) + "-" + std::to_string(first + slice.turns.size()) +
                " " + kArmNames[a] + " ...");

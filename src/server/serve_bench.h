@@ -69,8 +69,4 @@ Result<ServeBenchReport> RunServeBench(const ServeBenchOptions& options, const P
 std::string ServeReportText(const ServeBenchReport& report);
 std::string ServeReportJson(const ServeBenchReport& report);
 
-// Samples needed before p99 is reported; below it the report gives the max
-// (nearest-rank p99 of fewer than 100 samples is the max anyway).
-inline constexpr int64_t kMinSamplesForP99 = 100;
-
 }  // namespace valet
