@@ -29,7 +29,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 kernel_tests=(kernels_fp16_test kernels_quant_test kernels_vec_dot_test kernels_tile_test
-              kernels_neon_ext_test)
+              kernels_neon_ext_test kernels_attention_test)
 
 cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$VALET_ROOT/cmake/aarch64-linux-gnu.cmake" \

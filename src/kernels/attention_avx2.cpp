@@ -99,37 +99,72 @@ void LoadTile(const AttentionKeys& keys, int32_t t0, int32_t n, float* kt, float
 // Scores of R rows (1 or 2) against the tile: s[r][4] vectors of 8 keys.
 template <int R>
 void Scores(const float* const* q, const float* kt, int32_t hd, __m256 s[][4]) {
+  __m256 acc[R][4];
+#pragma GCC unroll 2
   for (int r = 0; r < R; ++r)
-    for (int i = 0; i < 4; ++i) s[r][i] = _mm256_setzero_ps();
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) acc[r][i] = _mm256_setzero_ps();
   for (int32_t d = 0; d < hd; ++d) {
     const float* k = kt + static_cast<size_t>(d) * kT;
     const __m256 k0 = _mm256_loadu_ps(k), k1 = _mm256_loadu_ps(k + 8), k2 = _mm256_loadu_ps(k + 16),
                  k3 = _mm256_loadu_ps(k + 24);
+#pragma GCC unroll 2
     for (int r = 0; r < R; ++r) {
       const __m256 qd = _mm256_broadcast_ss(q[r] + d);
-      s[r][0] = _mm256_fmadd_ps(qd, k0, s[r][0]);
-      s[r][1] = _mm256_fmadd_ps(qd, k1, s[r][1]);
-      s[r][2] = _mm256_fmadd_ps(qd, k2, s[r][2]);
-      s[r][3] = _mm256_fmadd_ps(qd, k3, s[r][3]);
+      acc[r][0] = _mm256_fmadd_ps(qd, k0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(qd, k1, acc[r][1]);
+      acc[r][2] = _mm256_fmadd_ps(qd, k2, acc[r][2]);
+      acc[r][3] = _mm256_fmadd_ps(qd, k3, acc[r][3]);
     }
   }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) s[r][i] = acc[r][i];
 }
 
-// out[d0 .. d0 + 8 NV) = out * alpha + sum over keys j < valid of p[j] v[j].
-template <int NV>
-void WeightedValues(const float* p, const float* v, int32_t hd, int32_t valid, __m256 alpha, float* out) {
-  __m256 acc[NV];
-  for (int i = 0; i < NV; ++i) acc[i] = _mm256_mul_ps(_mm256_loadu_ps(out + 8 * i), alpha);
-  for (int32_t j = 0; j < valid; ++j) {
-    const __m256 pj = _mm256_broadcast_ss(p + j);
-    const float* vj = v + static_cast<size_t>(j) * hd;
-    for (int i = 0; i < NV; ++i) acc[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), acc[i]);
+// For R rows: out[r][0 .. 8 NV) = out * alpha[r] + sum over keys j < valid[r]
+// of p[r][j] v[j]; the keys all rows have are shared loads.
+template <int R, int NV>
+void WeightedValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
+                    float* const* out, int32_t d) {
+  __m256 acc[R][NV];
+  int32_t common = valid[0];
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    common = std::min(common, valid[r]);
+#pragma GCC unroll 8
+    for (int i = 0; i < NV; ++i) acc[r][i] = _mm256_mul_ps(_mm256_loadu_ps(out[r] + d + 8 * i), _mm256_set1_ps(alpha[r]));
   }
-  for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out + 8 * i, acc[i]);
+  for (int32_t j = 0; j < common; ++j) {
+    const float* vj = v + static_cast<size_t>(j) * hd + d;
+    __m256 pj[R];
+#pragma GCC unroll 2
+    for (int r = 0; r < R; ++r) pj[r] = _mm256_broadcast_ss(p[r] + j);
+#pragma GCC unroll 8
+    for (int i = 0; i < NV; ++i) {
+      const __m256 vv = _mm256_loadu_ps(vj + 8 * i);
+#pragma GCC unroll 2
+      for (int r = 0; r < R; ++r) acc[r][i] = _mm256_fmadd_ps(pj[r], vv, acc[r][i]);
+    }
+  }
+#pragma GCC unroll 2
+  for (int r = 0; r < R; ++r) {
+    for (int32_t j = common; j < valid[r]; ++j) {
+      const float* vj = v + static_cast<size_t>(j) * hd + d;
+      const __m256 pj = _mm256_broadcast_ss(p[r] + j);
+#pragma GCC unroll 8
+      for (int i = 0; i < NV; ++i) acc[r][i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), acc[r][i]);
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < NV; ++i) _mm256_storeu_ps(out[r] + d + 8 * i, acc[r][i]);
+  }
 }
 
-// One row's online-softmax update from its scores s (keys past `valid` masked).
-void Update(__m256 s[4], const float* v, int32_t hd, int32_t valid, float* m, float* l, float* p, float* out) {
+// One row's online-softmax step from its scores s (keys past `valid`
+// masked): p = 2^(s - new max), m and l updated; returns the factor that
+// rescales the row's earlier sums.
+float Softmax(__m256 s[4], int32_t valid, float* m, float* l, float* p) {
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 limit = _mm256_set1_ps(static_cast<float>(valid));
   const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
@@ -145,11 +180,21 @@ void Update(__m256 s[4], const float* v, int32_t hd, int32_t valid, float* m, fl
   *l = std::fma(*l, alpha, ReduceSum(s));
   *m = mn;
   for (int i = 0; i < 4; ++i) _mm256_storeu_ps(p + 8 * i, s[i]);
-  const __m256 av = _mm256_set1_ps(alpha);
+  return alpha;
+}
+
+// The value sums of 1 or 2 rows, head_dim in chunks that keep the sums in registers.
+template <int R>
+void AllValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
+               float* const* out) {
   int32_t d = 0;
-  for (; d + 64 <= hd; d += 64) WeightedValues<8>(p, v + d, hd, valid, av, out + d);
-  for (; d + 16 <= hd; d += 16) WeightedValues<2>(p, v + d, hd, valid, av, out + d);
-  for (; d < hd; d += 8) WeightedValues<1>(p, v + d, hd, valid, av, out + d);
+  if constexpr (R == 1) {
+    for (; d + 64 <= hd; d += 64) WeightedValues<1, 8>(p, v, hd, valid, alpha, out, d);
+    for (; d + 16 <= hd; d += 16) WeightedValues<1, 2>(p, v, hd, valid, alpha, out, d);
+  } else {
+    for (; d + 32 <= hd; d += 32) WeightedValues<R, 4>(p, v, hd, valid, alpha, out, d);
+  }
+  for (; d < hd; d += 8) WeightedValues<R, 1>(p, v, hd, valid, alpha, out, d);
 }
 
 }  // namespace
@@ -182,14 +227,20 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
       const float* q[2] = {rows.q[r0], rows.q[r1]};
       __m256 s[2][4];
       Scores<2>(q, kt, hd, s);
-      Update(s[0], v, hd, std::min(kT, rows.n_keys[r0] - t0), &m[r0], &l[r0], p, rows.out[r0]);
-      Update(s[1], v, hd, std::min(kT, rows.n_keys[r1] - t0), &m[r1], &l[r1], p, rows.out[r1]);
+      const int32_t valid[2] = {std::min(kT, rows.n_keys[r0] - t0), std::min(kT, rows.n_keys[r1] - t0)};
+      const float alpha[2] = {Softmax(s[0], valid[0], &m[r0], &l[r0], p),
+                              Softmax(s[1], valid[1], &m[r1], &l[r1], p + kT)};
+      const float* pr[2] = {p, p + kT};
+      float* out[2] = {rows.out[r0], rows.out[r1]};
+      AllValues<2>(pr, v, hd, valid, alpha, out);
     }
     if (a < n_active) {
       const int r0 = active[a];
       __m256 s[1][4];
       Scores<1>(&rows.q[r0], kt, hd, s);
-      Update(s[0], v, hd, std::min(kT, rows.n_keys[r0] - t0), &m[r0], &l[r0], p, rows.out[r0]);
+      const int32_t valid = std::min(kT, rows.n_keys[r0] - t0);
+      const float alpha = Softmax(s[0], valid, &m[r0], &l[r0], p);
+      AllValues<1>(&p, v, hd, &valid, &alpha, &rows.out[r0]);
     }
   }
   for (int r = 0; r < rows.n_rows; ++r) {
