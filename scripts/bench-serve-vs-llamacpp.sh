@@ -220,7 +220,7 @@ loads, errors = [], []
 for name in ("valet", "llama-server-np1", "llama-server-np2"):
     with open(os.path.join(outdir, name + ".json")) as f:
         r = json.load(f)
-    loads.append(f"{name}: {r['load_average']}")
+    loads.append(f"{name}: {r['load_average'].replace('load average ', '')}")
     idle = r["arms"]["idle"]["ttft_ms"].get("p50")
     for arm in ("idle", "under_indexing"):
         a = r["arms"][arm]
@@ -234,7 +234,7 @@ for name in ("valet", "llama-server-np1", "llama-server-np2"):
 print()
 vocab = "vocabulary as is" if keep_vocab == "1" else "byte tokens 0x80-0xFF typed NORMAL"
 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, model {model} ({vocab}), {threads} threads, "
-      "greedy; load average " + "; ".join(loads))
+      "greedy; load average (1, 5, 15 min) " + "; ".join(loads))
 for e in errors:
     print(f"error: {e}")
 EOF
