@@ -106,12 +106,11 @@ Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string
   o.store.disk_dir = snapshot_dir;
   o.store.warn = [](std::string_view) {};  // fallbacks are counted in the report
   {
-    // The pool is sized in tokens of this model's KV (F32 K and V per layer).
+    // The pool is sized in tokens of this model's KV, in the engine's KV type.
     o.calibrate = false;
     o.engine.kv_capacity_bytes = 1u << 20;
     VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
-    const ModelConfig& m = probe->engine().model().config();
-    *pool_bytes = static_cast<size_t>(f.pool_tokens) * 2 * m.n_layer * m.n_head_kv * m.head_dim * sizeof(float);
+    *pool_bytes = probe->KvBytesFor(static_cast<int32_t>(f.pool_tokens));
   }
   o.calibrate = true;
   o.engine.kv_capacity_bytes = *pool_bytes;

@@ -36,8 +36,11 @@ std::string Fmt(const char* format, double v) {
   return buf;
 }
 
-void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, std::vector<double>& tpot,
-                       std::vector<double>& e2e) {
+struct ChatSamples {
+  std::vector<double> tpot, e2e, wait, prompt;
+};
+
+void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, ChatSamples& chat) {
   for (const TaskRecord& t : run.tasks) {
     ++s.submitted;
     TaskRow row;
@@ -68,8 +71,12 @@ void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, std
       case TaskKind::kChat:
         ++s.chat_turns;
         if (m.ttft() >= 0) s.ttft_samples_ms.push_back(m.ttft() * 1e3);
-        if (m.tpot() >= 0) tpot.push_back(m.tpot() * 1e3);
-        if (m.e2e() >= 0) e2e.push_back(m.e2e() * 1e3);
+        if (m.tpot() >= 0) chat.tpot.push_back(m.tpot() * 1e3);
+        if (m.e2e() >= 0) chat.e2e.push_back(m.e2e() * 1e3);
+        if (m.start_time >= m.submit_time && m.first_token_time >= m.start_time) {
+          chat.wait.push_back((m.start_time - m.submit_time) * 1e3);
+          chat.prompt.push_back((m.first_token_time - m.start_time) * 1e3);
+        }
         if (t.turn == run.first_turn_after_resume) s.ttft_after_resume_ms = m.ttft() * 1e3;
         break;
       case TaskKind::kDoc: ++s.docs_completed; break;
@@ -132,11 +139,12 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
   ArmSummary s;
   if (blocks.empty()) return s;
   s.arm = blocks.front().arm;
-  std::vector<double> tpot, e2e, preempt;
+  ChatSamples chat;
+  std::vector<double> preempt;
   int32_t first_turn = 0;
   for (const ArmRun& run : blocks) {
     if (s.error.empty()) s.error = run.error;
-    CollectTaskCounts(run, first_turn, s, tpot, e2e);
+    CollectTaskCounts(run, first_turn, s, chat);
     first_turn += static_cast<int32_t>(
         std::count_if(run.tasks.begin(), run.tasks.end(), [](const TaskRecord& t) { return t.kind == TaskKind::kChat; }));
     Background(run, s);
@@ -154,8 +162,10 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
     if (run.resume_seconds >= 0) s.resume_ms = std::max(0.0, s.resume_ms) + run.resume_seconds * 1e3;
   }
   s.ttft_ms = ComputePercentiles(s.ttft_samples_ms);
-  s.tpot_ms = ComputePercentiles(std::move(tpot));
-  s.e2e_ms = ComputePercentiles(std::move(e2e));
+  s.tpot_ms = ComputePercentiles(std::move(chat.tpot));
+  s.e2e_ms = ComputePercentiles(std::move(chat.e2e));
+  s.wait_ms = ComputePercentiles(std::move(chat.wait));
+  s.prompt_ms = ComputePercentiles(std::move(chat.prompt));
   s.preempt_ms = ComputePercentiles(std::move(preempt)).Scaled(1e3);
   if (idle != nullptr && idle->ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
     s.slowdown_p50 = s.ttft_ms.p50 / idle->ttft_ms.p50;
@@ -174,16 +184,17 @@ std::string ReportMarkdown(const ContentionReport& r) {
                 "samples, with fewer the p99 columns hold the maximum:\n\n",
                 r.config.turns, r.config.block_turns, static_cast<long long>(kMinSamplesForP99));
   md += line;
-  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 [95% CI] | ×idle p99 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
-  md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 [95% CI] | ×idle p99 | wait p50 | prompt p50 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
+  md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ArmSummary& a : r.arms) {
     const bool p99 = a.ttft_ms.count >= kMinSamplesForP99;
     std::string ci = Fmt("%.2f", a.slowdown_p50);
     if (a.slowdown_p50_ci.lo >= 0) ci += " [" + Fmt("%.2f", a.slowdown_p50_ci.lo) + ", " + Fmt("%.2f", a.slowdown_p50_ci.hi) + "]";
-    std::snprintf(line, sizeof(line), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+    std::snprintf(line, sizeof(line), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                   ArmName(a.arm), Fmt("%.0f", a.ttft_ms.p50).c_str(), Fmt("%.0f", a.ttft_ms.p90).c_str(),
                   p99 ? Fmt("%.0f", a.ttft_ms.p99).c_str() : "(max)", Fmt("%.0f", a.ttft_ms.max).c_str(), ci.c_str(),
-                  Fmt("%.2f", a.slowdown_p99).c_str(), Fmt("%.1f", a.tpot_ms.p50).c_str(),
+                  Fmt("%.2f", a.slowdown_p99).c_str(), Fmt("%.1f", a.wait_ms.p50).c_str(),
+                  Fmt("%.1f", a.prompt_ms.p50).c_str(), Fmt("%.1f", a.tpot_ms.p50).c_str(),
                   Fmt("%.1f", a.tpot_ms.p99).c_str(), Fmt("%.0f", a.e2e_ms.p50).c_str(),
                   Fmt("%.0f", a.e2e_ms.p99).c_str(), Fmt("%.1f", a.preempt_ms.p50).c_str(),
                   Fmt("%.1f", a.preempt_ms.p99).c_str());
@@ -226,6 +237,8 @@ std::string ReportJson(const ContentionReport& r) {
     WritePercentiles(w, "tpot_ms", a.tpot_ms);
     WritePercentiles(w, "e2e_ms", a.e2e_ms);
     WritePercentiles(w, "preempt_latency_ms", a.preempt_ms);
+    WritePercentiles(w, "wait_ms", a.wait_ms);
+    WritePercentiles(w, "prompt_ms", a.prompt_ms);
     WriteOptional(w, "slowdown_p50", a.slowdown_p50);
     WriteOptional(w, "slowdown_p99", a.slowdown_p99);
     w.Key("ratio_ci");

@@ -51,6 +51,9 @@ struct ArmSummary {
   std::vector<TaskRow> tasks;
   std::vector<double> ttft_samples_ms;  // chat turns, in submission order
   Percentiles ttft_ms, tpot_ms, e2e_ms, preempt_ms;
+  // A chat's TTFT in two parts: submitted -> sequence opened (the step in
+  // flight, parking others, opening), opened -> first token (its prompt).
+  Percentiles wait_ms, prompt_ms;
   double slowdown_p50 = -1.0;  // TTFT / idle TTFT
   double slowdown_p99 = -1.0;
   RatioInterval slowdown_p50_ci;  // bootstrap 95%
