@@ -34,6 +34,8 @@ constexpr FlagSpec kFlags[] = {
     {"--md", nullptr, true, "write the Markdown table to this file"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1280: parked work must sometimes leave)"},
+    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier (default 8: about one document's KV on the bench model)"},
+    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier (default 16; beyond it parks evict)"},
     {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
@@ -69,6 +71,8 @@ struct Flags {
   std::string json, svg, md;
   int threads = 0;
   int64_t pool_tokens = 1280;
+  int64_t snapshot_ram_mb = 8;
+  int64_t snapshot_disk_mb = 16;
 };
 
 Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
@@ -95,7 +99,9 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
   VALET_ASSIGN_OR_RETURN(f.svg, a.String("--svg", d.svg));
   VALET_ASSIGN_OR_RETURN(f.md, a.String("--md", ""));
   VALET_ASSIGN_OR_RETURN(f.threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
-  VALET_ASSIGN_OR_RETURN(f.pool_tokens, a.Int("--kv-pool-tokens", 1280, 64, 1 << 22));
+  VALET_ASSIGN_OR_RETURN(f.pool_tokens, a.Int("--kv-pool-tokens", f.pool_tokens, 64, 1 << 22));
+  VALET_ASSIGN_OR_RETURN(f.snapshot_ram_mb, a.Int("--snapshot-ram-mb", f.snapshot_ram_mb, 0, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(f.snapshot_disk_mb, a.Int("--snapshot-disk-mb", f.snapshot_disk_mb, 0, 1 << 20));
   return f;
 }
 
@@ -104,6 +110,10 @@ Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string
   o.engine.model_path = f.model;
   o.engine.n_threads = f.threads;
   o.store.disk_dir = snapshot_dir;
+  // Phone-sized: parked documents spill from RAM to disk, and past the disk
+  // budget the cost model evicts.
+  o.store.ram_budget_bytes = static_cast<size_t>(f.snapshot_ram_mb) << 20;
+  o.store.disk_budget_bytes = static_cast<size_t>(f.snapshot_disk_mb) << 20;
   o.store.warn = [](std::string_view) {};  // fallbacks are counted in the report
   {
     // The pool is sized in tokens of this model's KV, in the engine's KV type.
@@ -172,8 +182,10 @@ int RunContention(const char* command, std::span<char* const> argv, const Conten
   if (!report.ok()) return Fail(command, report.status());
   const std::string md = ReportMarkdown(*report);
   std::printf("\n%s\n", md.c_str());
-  std::printf("model %s | %d threads | KV pool %.1f MiB (%lld tokens) | seed %llu | %s\n", flags->model.c_str(),
-              flags->threads, pool_bytes / 1048576.0, static_cast<long long>(flags->pool_tokens),
+  std::printf("model %s | %d threads | KV pool %.1f MiB (%lld tokens) | snapshots RAM %lld MiB, disk %lld MiB | "
+              "seed %llu | %s\n",
+              flags->model.c_str(), flags->threads, pool_bytes / 1048576.0, static_cast<long long>(flags->pool_tokens),
+              static_cast<long long>(flags->snapshot_ram_mb), static_cast<long long>(flags->snapshot_disk_mb),
               static_cast<unsigned long long>(flags->config.seed), report->machine.c_str());
   if (defaults.seed_comparison) std::printf("\nThe seed's phone figures beside ours:\n%s", SeedComparison(*report).c_str());
   for (const auto& [path, text] : {std::pair{flags->json, ReportJson(*report)}, {flags->md, md},

@@ -41,6 +41,14 @@ struct Scheduler::Impl {
 
   void Loop();
   void Apply(Command& command);
+  // Queues a command for the inference thread and wakes it.
+  void Post(Command command) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      inbox.push_back(std::move(command));
+    }
+    work_cv.notify_one();
+  }
   // Wraps the task's callbacks to keep the per-tier counts and to finish
   // the task's bookkeeping after its on_done.
   void Track(TaskRequest& request);
@@ -281,43 +289,31 @@ Status Scheduler::OnLifecycleEvent(LifecycleEvent event) {
 
 Status Scheduler::OnThermalStatus(ThermalStatus status, float headroom) {
   VALET_ASSIGN_OR_RETURN(ThermalStatus checked, ThermalStatusFromInt(static_cast<int>(status)));
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    Impl::Command command;
-    command.kind = Impl::CommandKind::kThermal;
-    command.thermal = checked;
-    command.headroom = headroom;
-    impl_->inbox.push_back(std::move(command));
-  }
-  impl_->work_cv.notify_one();
+  Impl::Command command;
+  command.kind = Impl::CommandKind::kThermal;
+  command.thermal = checked;
+  command.headroom = headroom;
+  impl_->Post(std::move(command));
   return Status::Ok();
 }
 
 Status Scheduler::OnTrimMemory(int level) {
   VALET_ASSIGN_OR_RETURN(TrimLevel checked, TrimLevelFromInt(level));
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    Impl::Command command;
-    command.kind = Impl::CommandKind::kTrim;
-    command.trim = checked;
-    impl_->inbox.push_back(std::move(command));
-  }
-  impl_->work_cv.notify_one();
+  Impl::Command command;
+  command.kind = Impl::CommandKind::kTrim;
+  command.trim = checked;
+  impl_->Post(std::move(command));
   return Status::Ok();
 }
 
 Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
   auto reply = std::make_shared<std::promise<Status>>();
   std::future<Status> result = reply->get_future();
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    Impl::Command command;
-    command.kind = Impl::CommandKind::kBudgets;
-    command.budgets = budgets;
-    command.reply = reply;
-    impl_->inbox.push_back(std::move(command));
-  }
-  impl_->work_cv.notify_one();
+  Impl::Command command;
+  command.kind = Impl::CommandKind::kBudgets;
+  command.budgets = budgets;
+  command.reply = reply;
+  impl_->Post(std::move(command));
   return result.get();
 }
 
