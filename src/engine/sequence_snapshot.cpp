@@ -1,6 +1,7 @@
 #include "engine/sequence_snapshot.h"
 
 #include <cstring>
+#include <vector>
 
 namespace valet {
 namespace {
@@ -22,6 +23,18 @@ struct Fixed {
 };
 static_assert(sizeof(Fixed) == 80, "no padding bytes: the header is copied out whole");
 
+// memcpy must not see an empty vector's null data(), even for 0 bytes.
+void PutInts(uint8_t*& p, const std::vector<int32_t>& v) {
+  if (!v.empty()) std::memcpy(p, v.data(), v.size() * sizeof(int32_t));
+  p += v.size() * sizeof(int32_t);
+}
+
+void GetInts(const uint8_t*& p, uint32_t n, std::vector<int32_t>& v) {
+  v.resize(n);
+  if (n != 0) std::memcpy(v.data(), p, n * sizeof(int32_t));
+  p += n * sizeof(int32_t);
+}
+
 }  // namespace
 
 std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSequence& seq) {
@@ -37,12 +50,9 @@ std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSeq
   uint8_t* p = out.data();
   std::memcpy(p, &f, sizeof(f));
   p += sizeof(f);
-  std::memcpy(p, h.history.data(), h.history.size() * sizeof(int32_t));
-  p += h.history.size() * sizeof(int32_t);
-  std::memcpy(p, h.sampler.recent_tokens.data(), h.sampler.recent_tokens.size() * sizeof(int32_t));
-  p += h.sampler.recent_tokens.size() * sizeof(int32_t);
-  std::memcpy(p, h.sampler.generated.data(), h.sampler.generated.size() * sizeof(int32_t));
-  p += h.sampler.generated.size() * sizeof(int32_t);
+  PutInts(p, h.history);
+  PutInts(p, h.sampler.recent_tokens);
+  PutInts(p, h.sampler.generated);
   seq.ExportRows(h.kv_begin, h.kv_end, p);
   return out;
 }
@@ -66,15 +76,9 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   d.header.kv_begin = f.kv_begin;
   d.header.kv_end = f.kv_end;
   const uint8_t* p = bytes.data() + sizeof(f);
-  d.header.history.resize(f.n_history);
-  std::memcpy(d.header.history.data(), p, f.n_history * sizeof(int32_t));
-  p += f.n_history * sizeof(int32_t);
-  d.header.sampler.recent_tokens.resize(f.n_recent);
-  std::memcpy(d.header.sampler.recent_tokens.data(), p, f.n_recent * sizeof(int32_t));
-  p += f.n_recent * sizeof(int32_t);
-  d.header.sampler.generated.resize(f.n_generated);
-  std::memcpy(d.header.sampler.generated.data(), p, f.n_generated * sizeof(int32_t));
-  p += f.n_generated * sizeof(int32_t);
+  GetInts(p, f.n_history, d.header.history);
+  GetInts(p, f.n_recent, d.header.sampler.recent_tokens);
+  GetInts(p, f.n_generated, d.header.sampler.generated);
   for (int i = 0; i < 4; ++i) d.header.sampler.rng.words[i] = f.rng[i];
   if (d.header.sampler.rng == RngState{}) return Corrupt("sequence snapshot has an all-zero RNG state");
   d.rows = p;
