@@ -171,6 +171,9 @@ Result<Workload> BuildWorkload(const ScenarioConfig& config, const TokenCounter&
     }
     w.turns.push_back(std::move(plan));
   }
+  if (config.doc_instruction_tokens > 0) {
+    VALET_ASSIGN_OR_RETURN(w.doc_instruction, TextOfTokens(config.doc_instruction_tokens, rng, count_tokens));
+  }
   return w;
 }
 

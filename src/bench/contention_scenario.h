@@ -37,6 +37,10 @@ struct ScenarioConfig {
   int32_t user_tokens = 32;       // each +- user_jitter
   int32_t user_jitter = 4;
   int32_t answer_tokens = 32;
+  // A fixed instruction every indexer document starts with, cached as its
+  // shared prefix (0: none). It lets eviction choose between keeping it
+  // (partial) and dropping it too (full).
+  int32_t doc_instruction_tokens = 48;
   int32_t doc_tokens = 768;       // each +- doc_jitter
   int32_t doc_jitter = 64;
   int32_t doc_summary_tokens = 48;
@@ -84,6 +88,7 @@ struct TurnPlan {
 struct Workload {
   std::string system_prompt;
   std::vector<std::string> user_texts;
+  std::string doc_instruction;         // the documents' shared prefix
   std::vector<std::string> doc_texts;  // cycled by the indexer
   std::vector<std::string> summary_texts;
   std::vector<std::string> suggestion_texts;

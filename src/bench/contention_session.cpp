@@ -110,6 +110,7 @@ void ContentionSession::SubmitSide(int32_t turn, int32_t side) {
 void ContentionSession::SubmitDoc() {
   TaskRequest r;
   r.tier = Tier::kOfflineIndexing;
+  r.system_prompt = workload_.doc_instruction;
   r.prompt = workload_.doc_texts[static_cast<size_t>(docs_submitted_) % workload_.doc_texts.size()];
   r.max_tokens = config_.doc_summary_tokens;
   r.sampling.temperature = 0.8f;

@@ -122,6 +122,7 @@ ScenarioConfig ServeLoadConfig(const ServeBenchOptions& options) {
   c.think_max_s = options.think_max_s;
   c.doc_tokens = options.doc_tokens;
   c.doc_jitter = options.doc_tokens / 12;
+  c.doc_instruction_tokens = 0;  // documents as measured against llama-server: one prompt each
   c.summary_chance = 0.0;
   c.suggestion_chance = 0.0;
   c.lifecycle_after_turn = -1;  // not Resolve()d: -1 stays "never"
