@@ -33,9 +33,9 @@ constexpr FlagSpec kFlags[] = {
     {"--svg", nullptr, true, "write the SVG timeline to this file"},
     {"--md", nullptr, true, "write the Markdown table to this file"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
-    {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1280: parked work must sometimes leave)"},
-    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier (default 8: about one document's KV on the bench model)"},
-    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier (default 16; beyond it parks evict)"},
+    {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1024: a document and a summary do not fit together)"},
+    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier, MiB (default 2: side tasks, not a whole document)"},
+    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier, MiB (default 4; what fits neither is evicted)"},
     {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
@@ -70,9 +70,9 @@ struct Flags {
   ScenarioConfig config;
   std::string json, svg, md;
   int threads = 0;
-  int64_t pool_tokens = 1280;
-  int64_t snapshot_ram_mb = 8;
-  int64_t snapshot_disk_mb = 16;
+  int64_t pool_tokens = 1024;
+  int64_t snapshot_ram_mb = 2;
+  int64_t snapshot_disk_mb = 4;
 };
 
 Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
