@@ -231,7 +231,6 @@ StatsMark MarkFrom(const SchedulerStats& stats, double time) {
   m.time = time;
   for (size_t t = 0; t < kNumTiers; ++t) {
     m.processed[t] = stats.prefill_by_tier[t] + stats.generated_by_tier[t];
-    m.busy_s[t] = stats.busy_seconds_by_tier[t];
     m.led_s[t] = stats.led_seconds_by_tier[t];
     m.riders[t] = stats.rider_tokens_by_tier[t];
   }

@@ -129,7 +129,6 @@ struct TaskRecord {
 struct StatsMark {
   double time = 0.0;
   std::array<int64_t, kNumTiers> processed{};  // prompt + generated tokens, per tier
-  std::array<double, kNumTiers> busy_s{};
   std::array<double, kNumTiers> led_s{};
   std::array<int64_t, kNumTiers> riders{};
 };
