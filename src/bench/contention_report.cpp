@@ -118,6 +118,22 @@ void WritePercentiles(JsonWriter& w, const char* key, const Percentiles& p) {
   w.EndObject();
 }
 
+void WriteInterval(JsonWriter& w, const char* key, const RatioInterval& ci) {
+  w.Key(key);
+  if (ci.lo < 0) {
+    w.Null();
+  } else {
+    w.BeginArray().Double(ci.lo).Double(ci.hi).EndArray();
+  }
+}
+
+// "1.06 [0.92, 1.23]", or the ratio alone without an interval.
+std::string WithInterval(double ratio, const RatioInterval& ci) {
+  std::string out = Fmt("%.2f", ratio);
+  if (ci.lo >= 0) out += " [" + Fmt("%.2f", ci.lo) + ", " + Fmt("%.2f", ci.hi) + "]";
+  return out;
+}
+
 void WriteOptional(JsonWriter& w, const char* key, double v) {
   w.Key(key);
   if (v < 0) w.Null(); else w.Double(v);
@@ -170,7 +186,11 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
   if (idle != nullptr && idle->ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
     s.slowdown_p50 = s.ttft_ms.p50 / idle->ttft_ms.p50;
     s.slowdown_p99 = s.ttft_ms.p99 / idle->ttft_ms.p99;
-    s.slowdown_p50_ci = BootstrapP50Ratio(s.ttft_samples_ms, idle->ttft_samples_ms, 0x5eed + static_cast<uint64_t>(s.arm));
+    const uint64_t seed = 0x5eed + static_cast<uint64_t>(s.arm);
+    s.slowdown_p50_ci = BootstrapRatio(s.ttft_samples_ms, idle->ttft_samples_ms, 50, seed);
+    if (s.ttft_ms.count >= kMinSamplesForP99 && idle->ttft_ms.count >= kMinSamplesForP99) {
+      s.slowdown_p99_ci = BootstrapRatio(s.ttft_samples_ms, idle->ttft_samples_ms, 99, seed);
+    }
   }
   FinishBackground(calibration, s);
   return s;
@@ -184,16 +204,16 @@ std::string ReportMarkdown(const ContentionReport& r) {
                 "samples, with fewer the p99 columns hold the maximum:\n\n",
                 r.config.turns, r.config.block_turns, static_cast<long long>(kMinSamplesForP99));
   md += line;
-  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 [95% CI] | ×idle p99 | wait p50 | prompt p50 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
+  md += "| arm | TTFT p50 | p90 | p99 | max | ×idle p50 [95% CI] | ×idle p99 [95% CI] | wait p50 | prompt p50 | TPOT p50 | p99 | E2E p50 | p99 | preempt p50 | p99 |\n";
   md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const ArmSummary& a : r.arms) {
     const bool p99 = a.ttft_ms.count >= kMinSamplesForP99;
-    std::string ci = Fmt("%.2f", a.slowdown_p50);
-    if (a.slowdown_p50_ci.lo >= 0) ci += " [" + Fmt("%.2f", a.slowdown_p50_ci.lo) + ", " + Fmt("%.2f", a.slowdown_p50_ci.hi) + "]";
+    const std::string ci = WithInterval(a.slowdown_p50, a.slowdown_p50_ci);
+    const std::string ci99 = WithInterval(a.slowdown_p99, a.slowdown_p99_ci);
     std::snprintf(line, sizeof(line), "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
                   ArmName(a.arm), Fmt("%.0f", a.ttft_ms.p50).c_str(), Fmt("%.0f", a.ttft_ms.p90).c_str(),
                   p99 ? Fmt("%.0f", a.ttft_ms.p99).c_str() : "(max)", Fmt("%.0f", a.ttft_ms.max).c_str(), ci.c_str(),
-                  Fmt("%.2f", a.slowdown_p99).c_str(), Fmt("%.1f", a.wait_ms.p50).c_str(),
+                  ci99.c_str(), Fmt("%.1f", a.wait_ms.p50).c_str(),
                   Fmt("%.1f", a.prompt_ms.p50).c_str(), Fmt("%.1f", a.tpot_ms.p50).c_str(),
                   Fmt("%.1f", a.tpot_ms.p99).c_str(), Fmt("%.0f", a.e2e_ms.p50).c_str(),
                   Fmt("%.0f", a.e2e_ms.p99).c_str(), Fmt("%.1f", a.preempt_ms.p50).c_str(),
@@ -241,12 +261,8 @@ std::string ReportJson(const ContentionReport& r) {
     WritePercentiles(w, "prompt_ms", a.prompt_ms);
     WriteOptional(w, "slowdown_p50", a.slowdown_p50);
     WriteOptional(w, "slowdown_p99", a.slowdown_p99);
-    w.Key("ratio_ci");
-    if (a.slowdown_p50_ci.lo < 0) {
-      w.Null();
-    } else {
-      w.BeginArray().Double(a.slowdown_p50_ci.lo).Double(a.slowdown_p50_ci.hi).EndArray();
-    }
+    WriteInterval(w, "ratio_ci", a.slowdown_p50_ci);
+    WriteInterval(w, "ratio_ci_p99", a.slowdown_p99_ci);
     w.Key("bg_tokens_per_s").Double(a.bg_tokens_per_s);
     w.Key("bg_tokens").Int(a.bg_tokens);
     w.Key("bg_rider_tokens").Int(a.bg_rider_tokens);

@@ -57,6 +57,7 @@ struct ArmSummary {
   double slowdown_p50 = -1.0;  // TTFT / idle TTFT
   double slowdown_p99 = -1.0;
   RatioInterval slowdown_p50_ci;  // bootstrap 95%
+  RatioInterval slowdown_p99_ci;  // only when both arms have kMinSamplesForP99 turns
   int64_t submitted = 0, done = 0, cancelled = 0, failed = 0, unfinished = 0;
   int64_t chat_turns = 0, docs_completed = 0, summaries_done = 0, suggestions_done = 0;
   double window_s = 0.0;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstddef>
 #include <numeric>
 #include <random>
 
@@ -30,26 +29,25 @@ Percentiles ComputePercentiles(std::vector<double> samples) {
 
 namespace {
 
-double ResampledP50(const std::vector<double>& samples, std::mt19937_64& rng, std::vector<double>& scratch) {
+double Resampled(const std::vector<double>& samples, double pct, std::mt19937_64& rng, std::vector<double>& scratch) {
   std::uniform_int_distribution<size_t> pick(0, samples.size() - 1);
   scratch.resize(samples.size());
   for (double& x : scratch) x = samples[pick(rng)];
-  const size_t rank = (scratch.size() + 1) / 2 - 1;  // nearest-rank p50, as ComputePercentiles
-  std::nth_element(scratch.begin(), scratch.begin() + static_cast<std::ptrdiff_t>(rank), scratch.end());
-  return scratch[rank];
+  std::sort(scratch.begin(), scratch.end());
+  return NearestRank(scratch, pct);
 }
 
 }  // namespace
 
-RatioInterval BootstrapP50Ratio(const std::vector<double>& num, const std::vector<double>& den, uint64_t seed,
-                                int replicates) {
+RatioInterval BootstrapRatio(const std::vector<double>& num, const std::vector<double>& den, double pct,
+                             uint64_t seed, int replicates) {
   if (num.empty() || den.empty() || replicates < 1) return {};
   std::mt19937_64 rng(seed);
   std::vector<double> ratios, scratch;
   ratios.reserve(static_cast<size_t>(replicates));
   for (int i = 0; i < replicates; ++i) {
-    const double n = ResampledP50(num, rng, scratch);
-    const double d = ResampledP50(den, rng, scratch);
+    const double n = Resampled(num, pct, rng, scratch);
+    const double d = Resampled(den, pct, rng, scratch);
     if (d > 0) ratios.push_back(n / d);
   }
   if (ratios.empty()) return {};

@@ -25,15 +25,15 @@ struct Percentiles {
 // from here on.
 inline constexpr int64_t kMinSamplesForP99 = 100;
 
-// A 95% percentile-bootstrap interval for p50(num) / p50(den): each replicate
-// resamples both sets with replacement (seeded, so a report is reproducible).
-// {-1, -1} when either set is empty.
+// A 95% percentile-bootstrap interval for pct(num) / pct(den), nearest-rank
+// percentiles: each replicate resamples both sets with replacement (seeded,
+// so a report is reproducible). {-1, -1} when either set is empty.
 struct RatioInterval {
   double lo = -1.0;
   double hi = -1.0;
 };
-RatioInterval BootstrapP50Ratio(const std::vector<double>& num, const std::vector<double>& den, uint64_t seed,
-                                int replicates = 2000);
+RatioInterval BootstrapRatio(const std::vector<double>& num, const std::vector<double>& den, double pct,
+                             uint64_t seed, int replicates = 2000);
 
 // The smallest sample with at least p% of the samples at or below it.
 double NearestRank(const std::vector<double>& sorted, double p);

@@ -217,6 +217,8 @@ void ExpectReport(const InterleavedRuns& runs, const ScenarioConfig& c, Timing t
       ASSERT_NE(arm->Find(key), nullptr) << key;
       EXPECT_TRUE(arm->Find(key)->is_number()) << key;
     }
+    ASSERT_NE(arm->Find("ratio_ci_p99"), nullptr);
+    EXPECT_EQ(arm->Find("ratio_ci_p99")->size(), 0u) << "no p99 interval from fewer than 100 turns";
     ASSERT_NE(arm->Find("ratio_ci"), nullptr);
     EXPECT_EQ(arm->Find("ratio_ci")->size(), kArms[i] == Arm::kIdle ? 0u : 2u);
     EXPECT_NE(arm->Find("bg_free_rate_vs_solo"), nullptr);

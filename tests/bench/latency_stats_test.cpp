@@ -38,10 +38,10 @@ TEST(LatencyStats, EmptyAndScaled) {
 }
 
 TEST(LatencyStats, BootstrapIntervalOfAP50Ratio) {
-  EXPECT_LT(BootstrapP50Ratio({}, {1.0}, 1).lo, 0);
-  EXPECT_LT(BootstrapP50Ratio({1.0}, {}, 1).hi, 0);
+  EXPECT_LT(BootstrapRatio({}, {1.0}, 50, 1).lo, 0);
+  EXPECT_LT(BootstrapRatio({1.0}, {}, 50, 1).hi, 0);
   // Constant samples: every replicate gives the same ratio.
-  const RatioInterval constant = BootstrapP50Ratio(std::vector<double>(30, 10.0), std::vector<double>(40, 5.0), 1);
+  const RatioInterval constant = BootstrapRatio(std::vector<double>(30, 10.0), std::vector<double>(40, 5.0), 50, 1);
   EXPECT_EQ(constant.lo, 2.0);
   EXPECT_EQ(constant.hi, 2.0);
   // Spread samples: the interval holds the point ratio, is seeded, and
@@ -53,15 +53,21 @@ TEST(LatencyStats, BootstrapIntervalOfAP50Ratio) {
   };
   const std::vector<double> num = spread(30, 2.0), den = spread(30, 1.0);
   const double point = ComputePercentiles(num).p50 / ComputePercentiles(den).p50;
-  const RatioInterval ci = BootstrapP50Ratio(num, den, 7);
+  const RatioInterval ci = BootstrapRatio(num, den, 50, 7);
   EXPECT_LE(ci.lo, point);
   EXPECT_GE(ci.hi, point);
   EXPECT_LT(ci.lo, ci.hi);
-  const RatioInterval same = BootstrapP50Ratio(num, den, 7);
+  const RatioInterval same = BootstrapRatio(num, den, 50, 7);
   EXPECT_EQ(same.lo, ci.lo);
   EXPECT_EQ(same.hi, ci.hi);
-  const RatioInterval wide = BootstrapP50Ratio(spread(300, 2.0), spread(300, 1.0), 7);
+  const RatioInterval wide = BootstrapRatio(spread(300, 2.0), spread(300, 1.0), 50, 7);
   EXPECT_LT(wide.hi - wide.lo, ci.hi - ci.lo);
+  // Any percentile: the p99 interval of 300 samples holds its point ratio.
+  const std::vector<double> num99 = spread(300, 3.0), den99 = spread(300, 1.0);
+  const RatioInterval p99 = BootstrapRatio(num99, den99, 99, 7);
+  const double point99 = ComputePercentiles(num99).p99 / ComputePercentiles(den99).p99;
+  EXPECT_LE(p99.lo, point99);
+  EXPECT_GE(p99.hi, point99);
 }
 
 }  // namespace
