@@ -25,8 +25,9 @@ struct InterleavedRuns {
   std::vector<std::vector<ArmRun>> blocks;  // [arm index in the request][block]
 };
 
-// The configuration of block `index` of `config` (turns, and the lifecycle
-// excursion only in the block holding config.lifecycle_after_turn).
+// The configuration of the block of turns [first, first + count): its turn
+// count, and the lifecycle excursion only if the block holds
+// config.lifecycle_after_turn.
 ScenarioConfig BlockConfig(const ScenarioConfig& config, size_t first, size_t count);
 
 // `config` must be Resolve()d and `workload` built from it.
