@@ -12,6 +12,8 @@
 // follow the reference's order; exp2 is the same polynomial in both).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,6 +45,19 @@ using attention_fn = void (*)(const AttentionRows& rows, const AttentionKeys& ke
 
 inline size_t AttentionWorkFloats(int32_t head_dim) {
   return 2 * static_cast<size_t>(head_dim) * kAttnTileKeys + (kAttnMaxRows + 2) * kAttnTileKeys;
+}
+
+// Every variant's start: running max -inf, running sum 0 and output 0 per
+// row; returns the most keys any row attends to.
+inline int32_t BeginAttentionRows(const AttentionRows& rows, int32_t head_dim, float* m, float* l) {
+  int32_t max_keys = 0;
+  for (int r = 0; r < rows.n_rows; ++r) {
+    m[r] = -INFINITY;
+    l[r] = 0.0f;
+    std::fill_n(rows.out[r], head_dim, 0.0f);
+    max_keys = std::max(max_keys, rows.n_keys[r]);
+  }
+  return max_keys;
 }
 
 // 2^x for x <= 0 to about one ulp (0 below -125): 7th-degree Taylor polynomial

@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 
 #include "kernels/attention.h"
 #include "kernels/kernels_scalar.h"
@@ -209,13 +208,7 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
   float* v = kt + static_cast<size_t>(hd) * kT;
   float* p = v + static_cast<size_t>(hd) * kT;
   float m[kAttnMaxRows], l[kAttnMaxRows];
-  int32_t max_keys = 0;
-  for (int r = 0; r < rows.n_rows; ++r) {
-    m[r] = -INFINITY;
-    l[r] = 0.0f;
-    std::memset(rows.out[r], 0, static_cast<size_t>(hd) * sizeof(float));
-    max_keys = std::max(max_keys, rows.n_keys[r]);
-  }
+  const int32_t max_keys = BeginAttentionRows(rows, hd, m, l);
   for (int32_t t0 = 0; t0 < max_keys; t0 += kT) {
     LoadTile(keys, t0, std::min(kT, max_keys - t0), kt, v);
     int active[kAttnMaxRows], n_active = 0;

@@ -16,12 +16,7 @@ namespace valet {
 namespace {
 
 using testing::RandomRow;
-
-std::vector<const KernelTable*> Tables() {
-  const KernelTable* t[3];
-  const int n = AvailableKernelTables(t);
-  return {t, t + n};
-}
+using testing::Tables;
 
 // n_pos K and V rows of head_dim elements of `type`, and a pointer per row.
 struct Keys {

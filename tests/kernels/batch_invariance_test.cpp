@@ -14,12 +14,7 @@ namespace valet {
 namespace {
 
 using testing::RandomRow;
-
-std::vector<const KernelTable*> Tables() {
-  const KernelTable* t[3];
-  const int n = AvailableKernelTables(t);
-  return {t, t + n};
-}
+using testing::Tables;
 
 struct Matrix {
   std::vector<uint8_t> rows;

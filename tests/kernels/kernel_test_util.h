@@ -59,6 +59,13 @@ inline double Q8_1OffsetBound(GgmlType act_type, const float* w, const float* a,
   return bound * 0x1p-10 * 1.01;
 }
 
+// Every kernel table this CPU can run, the scalar reference first.
+inline std::vector<const KernelTable*> Tables() {
+  const KernelTable* t[3];
+  const int n = AvailableKernelTables(t);
+  return {t, t + n};
+}
+
 inline const GgmlType kWeightTypes[] = {
     GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,   GgmlType::kQ4_0,
     GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL, GgmlType::kQ2_K,

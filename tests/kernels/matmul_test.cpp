@@ -68,11 +68,7 @@ struct Shape {
 
 class MatMulTest : public ::testing::TestWithParam<GgmlType> {};
 
-std::vector<const KernelTable*> Tables() {
-  const KernelTable* t[3];
-  const int n = AvailableKernelTables(t);
-  return {t, t + n};
-}
+using testing::Tables;
 
 // Every available table, with shapes that leave edge rows and tokens outside
 // the tiles (n_out % rows, n_tokens % cols) and thread splits that differ.

@@ -15,12 +15,7 @@ namespace {
 
 using testing::Encode;
 using testing::RandomRow;
-
-std::vector<const KernelTable*> Tables() {
-  const KernelTable* t[3];
-  const int n = AvailableKernelTables(t);
-  return {t, t + n};
-}
+using testing::Tables;
 
 bool IsFloatType(GgmlType type) { return testing::BlockSize(type) == 1; }
 
