@@ -34,8 +34,8 @@ constexpr FlagSpec kFlags[] = {
     {"--md", nullptr, true, "write the Markdown table to this file"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1024: a document and a summary do not fit together)"},
-    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier, MiB (default 2: side tasks, not a whole document)"},
-    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier, MiB (default 4; what fits neither is evicted)"},
+    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier, MiB (default 5: a document of up to ~640 tokens)"},
+    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier, MiB (default 6: up to ~768 tokens; what fits neither is evicted)"},
     {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
@@ -71,8 +71,8 @@ struct Flags {
   std::string json, svg, md;
   int threads = 0;
   int64_t pool_tokens = 1024;
-  int64_t snapshot_ram_mb = 2;
-  int64_t snapshot_disk_mb = 4;
+  int64_t snapshot_ram_mb = 5;
+  int64_t snapshot_disk_mb = 6;
 };
 
 Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {

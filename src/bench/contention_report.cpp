@@ -321,6 +321,7 @@ std::string ReportJson(const ContentionReport& r) {
   w.Key("suggestion_tokens").Int(c.suggestion_tokens);
   w.Key("think_s").BeginArray().Double(c.think_min_s).Double(c.think_max_s).EndArray();
   w.Key("lifecycle_after_turn").Int(c.lifecycle_after_turn).Key("background_s").Double(c.background_s);
+  w.Key("low_memory_turn").Int(c.low_memory_turn);
   w.Key("valet_bg_chunk").Int(c.valet_bg_chunk).Key("baseline_chunk").Int(c.baseline_chunk);
   w.Key("batch_chunk").Int(c.batch_chunk).Key("valet_fill").Bool(c.valet_fill);
   w.EndObject();

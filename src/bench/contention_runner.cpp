@@ -42,6 +42,8 @@ ScenarioConfig BlockConfig(const ScenarioConfig& config, size_t first, size_t co
   const int32_t at = config.lifecycle_after_turn - static_cast<int32_t>(first);
   // The excursion happens between two turns of its block.
   c.lifecycle_after_turn = at >= 0 && at < c.turns ? std::min(at, c.turns - 2) : -1;
+  const int32_t low = config.low_memory_turn - static_cast<int32_t>(first);
+  c.low_memory_turn = low >= 0 && low < c.turns ? low : -1;
   return c;
 }
 

@@ -120,6 +120,8 @@ const char* TaskKindName(TaskKind kind) {
 ScenarioConfig Resolve(ScenarioConfig config) {
   if (config.lifecycle_after_turn < 0 && config.turns >= 4) config.lifecycle_after_turn = config.turns / 2 - 1;
   if (config.lifecycle_after_turn >= config.turns - 1) config.lifecycle_after_turn = -1;
+  if (config.low_memory_turn < 0 && config.turns >= 4) config.low_memory_turn = config.turns * 3 / 4;
+  if (config.low_memory_turn >= config.turns) config.low_memory_turn = -1;
   return config;
 }
 
@@ -248,6 +250,7 @@ class SchedulerSink : public ScenarioSink {
     return scheduler_.Submit(std::move(request));
   }
   Status Lifecycle(LifecycleEvent event) override { return scheduler_.OnLifecycleEvent(event); }
+  Status TrimMemory(TrimLevel level) override { return scheduler_.OnTrimMemory(static_cast<int>(level)); }
   SchedulerStats Stats() const override { return scheduler_.Stats(); }
 
  private:
@@ -263,6 +266,7 @@ class CoreSink : public ScenarioSink {
     return core_.Submit(std::move(request));
   }
   Status Lifecycle(LifecycleEvent event) override { return core_.OnLifecycleEvent(event); }
+  Status TrimMemory(TrimLevel level) override { return core_.OnTrimMemory(level); }
   SchedulerStats Stats() const override { return core_.recorder().Stats(); }
 
   std::deque<std::pair<TaskId, TaskResult>> done;

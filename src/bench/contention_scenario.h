@@ -8,8 +8,9 @@
 // inline suggestions arrive at seeded points of the think times, so every arm
 // gets the same tasks whatever its speed. Midway, the app goes to the
 // background (ON_PAUSE, ON_STOP) for a while and comes back (ON_START,
-// ON_RESUME) before the next turn. The workload uses a clock for arrivals;
-// the scheduler under test does not.
+// ON_RESUME) before the next turn; later, during one chat turn, the OS reports
+// critically low memory. The workload uses a clock for arrivals; the
+// scheduler under test does not.
 #pragma once
 
 #include <array>
@@ -55,6 +56,11 @@ struct ScenarioConfig {
   // The app goes to the background after this turn (-1: never) for this long.
   int32_t lifecycle_after_turn = -1;  // < 0 and turns >= 4: turns / 2
   double background_s = 3.0;
+  // The OS reports critically low memory (onTrimMemory RUNNING_CRITICAL) this
+  // long after this turn's chat is submitted (-1: never): parked work gives
+  // its KV back, prefixes included, and the pool shrinks until work needs it.
+  int32_t low_memory_turn = -1;  // < 0 and turns >= 4: turns * 3 / 4
+  double low_memory_delay_s = 0.05;
   int32_t calibration_docs = 1;       // indexer-alone documents per block (the solo rate)
   // Arms run in interleaved blocks of this many turns (each block: the
   // calibration, then every arm, the order rotating from block to block), so

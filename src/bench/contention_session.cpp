@@ -53,7 +53,17 @@ void ContentionSession::ScheduleTurn(int32_t turn, double now) {
 
 void ContentionSession::Fire(const Timer& timer, double now) {
   switch (timer.kind) {
-    case TimerKind::kTurn: SubmitChat(timer.turn); break;
+    case TimerKind::kTurn:
+      SubmitChat(timer.turn);
+      if (timer.turn == config_.low_memory_turn) {
+        timers_.push_back({now + config_.low_memory_delay_s, TimerKind::kLowMemory, timer.turn, 0});
+      }
+      break;
+    case TimerKind::kLowMemory:
+      if (Status s = sink_.TrimMemory(TrimLevel::kRunningCritical); !s.ok() && run_.error.empty()) {
+        run_.error = s.ToString();
+      }
+      break;
     case TimerKind::kSide: SubmitSide(timer.turn, timer.side); break;
     case TimerKind::kResumeApp:
       Lifecycle(LifecycleEvent::kOnStart);

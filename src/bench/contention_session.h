@@ -23,6 +23,7 @@ class ScenarioSink {
   // Attaches its own completion callback to `request`.
   virtual Result<TaskId> Submit(TaskRequest request) = 0;
   virtual Status Lifecycle(LifecycleEvent event) = 0;
+  virtual Status TrimMemory(TrimLevel level) = 0;
   virtual SchedulerStats Stats() const = 0;
 };
 
@@ -44,7 +45,7 @@ class ContentionSession {
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
  private:
-  enum class TimerKind { kTurn, kSide, kResumeApp };
+  enum class TimerKind { kTurn, kSide, kResumeApp, kLowMemory };
   struct Timer {
     double at = 0.0;
     TimerKind kind = TimerKind::kTurn;

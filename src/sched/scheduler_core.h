@@ -155,6 +155,7 @@ class SchedulerCore {
   bool RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed);
   bool ParkResidentVictim(const std::vector<const Task*>& keep, size_t bytes_needed);
   bool DropParkedPrefix(const std::vector<const Task*>& keep);
+  bool EvictFully(Task& task);
   bool RestorePool();
   // Pool bytes a task of `tokens` (shared prefix, prompt, max_tokens) needs to run alone.
   size_t BytesAlone(int64_t tokens) const;
@@ -162,6 +163,8 @@ class SchedulerCore {
   int64_t LargestLiveTask() const;
   // Parked-resident tasks lose their KV down to the shared prefix.
   void EvictParked();
+  // Partially evicted tasks drop their shared-prefix reference too (full).
+  void DropEvictedPrefixes();
   void ShrinkPool();
   void ParkEverythingToDisk();
   size_t EstimateBytesNeeded(const Task& incoming);

@@ -73,13 +73,25 @@ bool SchedulerCore::DropParkedPrefix(const std::vector<const Task*>& keep) {
       victim = t;
     }
   }
-  if (victim == nullptr) return false;
-  Result<ParkReport> report = engine_.Park(victim->seq, ParkKind::kFull);
+  return victim != nullptr && EvictFully(*victim);
+}
+
+bool SchedulerCore::EvictFully(Task& task) {
+  Result<ParkReport> report = engine_.Park(task.seq, ParkKind::kFull);
   if (!report.ok()) return false;
-  victim->park_kind = ParkKind::kFull;
-  recorder_.Event(victim->id, TimelineKind::kParked, Now(), report->kind, report->bytes, report->tokens_dropped);
+  task.park_kind = ParkKind::kFull;
+  recorder_.Event(task.id, TimelineKind::kParked, Now(), report->kind, report->bytes, report->tokens_dropped);
   recorder_.UpdateStats([&](SchedulerStats& s) { ++s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)]; });
   return true;
+}
+
+void SchedulerCore::DropEvictedPrefixes() {
+  // Snapshots keep their prefix: dropping it would cost the snapshot too.
+  for (auto& [id, task] : tasks_) {
+    Task* t = task.get();
+    if (!t->seq_open || t->active || t->park_kind != ParkKind::kPartial) continue;
+    if (Result<SequenceInfo> info = engine_.Info(t->seq); info.ok() && info->n_shared > 0) (void)EvictFully(*t);
+  }
 }
 
 bool SchedulerCore::RestorePool() {
@@ -130,6 +142,7 @@ Status SchedulerCore::OnTrimMemory(TrimLevel level) {
   if (actions.demote_snapshots) engine_.DemoteSnapshots();
   if (actions.evict_parked) {
     EvictParked();
+    if (actions.drop_parked_prefixes) DropEvictedPrefixes();
     engine_.DropUnusedPrefixes();
   }
   if (actions.shrink) ShrinkPool();

@@ -45,6 +45,8 @@ TrimActions TrimActionsFor(TrimLevel level) {
   a.evict_parked = level >= TrimLevel::kRunningLow;
   // Critical while running, or in the background LRU list: give back the pool.
   a.shrink = level == TrimLevel::kRunningCritical || level >= TrimLevel::kBackground;
+  // Giving the pool back: a prefix only parked work holds is parked memory too.
+  a.drop_parked_prefixes = a.shrink;
   // Next to be killed: keep nothing but what the history can rebuild.
   a.park_running = level >= TrimLevel::kComplete;
   return a;

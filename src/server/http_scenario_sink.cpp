@@ -203,6 +203,10 @@ Status HttpScenarioSink::Lifecycle(LifecycleEvent event) {
   return Unsupported(std::string("an HTTP load has no app lifecycle to send ") + LifecycleEventName(event) + " to");
 }
 
+Status HttpScenarioSink::TrimMemory(TrimLevel level) {
+  return Unsupported(std::string("an HTTP load has no app to send onTrimMemory ") + TrimLevelName(level) + " to");
+}
+
 void HttpScenarioSink::Join() {
   std::vector<std::thread> threads;
   {

@@ -87,8 +87,9 @@ class HttpScenarioSink : public ScenarioSink {
   // DONE with an OK status, DONE with the error of an error event that came
   // after the answer's text, or FAILED.
   Result<TaskId> Submit(TaskRequest request) override;
-  // A server has no app lifecycle to drive: Unsupported.
+  // A server has no app lifecycle or memory signals to drive: Unsupported.
   Status Lifecycle(LifecycleEvent event) override;
+  Status TrimMemory(TrimLevel level) override;
   // Client-side runs have no scheduler counters: all zero.
   SchedulerStats Stats() const override { return {}; }
 

@@ -28,6 +28,8 @@ TEST(TrimLevel, ActionsGrowWithTheLevel) {
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kUiHidden).evict_parked);
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).shrink);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningCritical).shrink);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).drop_parked_prefixes);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningCritical).drop_parked_prefixes);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kBackground).shrink);
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kModerate).park_running);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kComplete).park_running);
@@ -94,6 +96,37 @@ TEST(MemoryTrim, BackgroundShrinksThePoolUntilTheAppComesBack) {
   }
   EXPECT_EQ(p.h.engine.memory().pool_capacity_bytes, budget);
   p.ExpectOutputsAlone();
+}
+
+TEST(MemoryTrim, CriticalEvictsParkedTasksFullyWhenTheyHoldAPrefixAlone) {
+  Harness h;
+  TaskRequest indexer = h.Request(Tier::kOfflineIndexing, "index this document", 12, 3);
+  indexer.system_prompt = "Extract the names in this document.";
+  const Result<TaskId> a = h.core.Submit(std::move(indexer));
+  ASSERT_TRUE(a.ok());
+  for (int i = 0; i < 4; ++i) h.core.RunOneStep();
+  const TaskId chat = h.Submit(Tier::kForegroundChat, "hello", 4, 5);
+  h.core.RunOneStep();  // the indexer is parked resident, holding its instruction's KV
+  const size_t used = h.engine.memory().pool_used_bytes;
+
+  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kUiHidden).ok());
+  SchedulerStats s = h.core.recorder().Stats();
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kPartial)], 1);
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)], 0);  // the instruction stays cached
+  const size_t after_hidden = h.engine.memory().pool_used_bytes;
+  EXPECT_LT(after_hidden, used);
+
+  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  s = h.core.recorder().Stats();
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)], 1);
+  EXPECT_LT(h.engine.memory().pool_used_bytes, after_hidden);  // the instruction's blocks went too
+
+  h.core.RunUntilIdle();
+  std::vector<int32_t> history = h.engine.Tokenize("Extract the names in this document.\n\n", true);
+  for (int32_t t : h.engine.Tokenize("index this document", false)) history.push_back(t);
+  EXPECT_EQ(h.out[*a].tokens, ExpectedAlone(h.engine, history, 3, 12));
+  EXPECT_EQ(h.out[chat].tokens, ExpectedAlone(h.engine, "hello", 5, 4));
+  EXPECT_EQ(h.core.recorder().Stats().failed, 0);
 }
 
 TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
