@@ -377,7 +377,8 @@ class VALET_API Scheduler {
   // Never cancels; applied before the next step. InvalidArgument below 5.
   Status OnTrimMemory(int level);
   // New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
-  // Waits for the inference thread (at most one step), so not from a callback.
+  // Waits for the inference thread (at most one step); from a task callback
+  // it applies them at once. Aborted while the scheduler is being destroyed.
   Status SetMemoryBudgets(const MemoryBudgets& budgets);
   MemoryBudgets memory_budgets() const;
 

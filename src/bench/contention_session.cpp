@@ -144,6 +144,12 @@ void ContentionSession::OnDone(TaskId id, const TaskResult& result, double now) 
   if (record.kind == TaskKind::kChat) {
     ChatDone(record.turn, now);
   } else if (record.kind == TaskKind::kDoc) {
+    if (result.state == TaskState::kFailed) {
+      // A failed document would fail again: stop the indexer, report why.
+      if (run_.error.empty()) run_.error = "doc: " + result.status.ToString();
+      if (run_.arm == Arm::kSolo) Close(now);
+      return;
+    }
     ++docs_done_;
     if (run_.arm == Arm::kSolo && docs_done_ >= config_.calibration_docs) {
       Close(now);

@@ -41,14 +41,18 @@ struct Scheduler::Impl {
 
   void Loop();
   void Apply(Command& command);
-  // Queues a command for the inference thread and wakes it.
-  void Post(Command command) {
+  // Queues a command for the inference thread and wakes it; false once the
+  // scheduler is being destroyed (nothing would answer it then).
+  bool Post(Command command) {
     {
       std::lock_guard<std::mutex> lock(mu);
+      if (stop) return false;
       inbox.push_back(std::move(command));
     }
     work_cv.notify_one();
+    return true;
   }
+  Status ApplyBudgets(const MemoryBudgets& budgets);
   // Wraps the task's callbacks to keep the per-tier counts and to finish
   // the task's bookkeeping after its on_done.
   void Track(TaskRequest& request);
@@ -168,16 +172,19 @@ void Scheduler::Impl::Apply(Command& command) {
     case CommandKind::kTrim:
       (void)core.OnTrimMemory(command.trim).ok();
       break;
-    case CommandKind::kBudgets: {
-      Status s = core.SetMemoryBudgets(command.budgets);
-      if (s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        budgets = command.budgets;
-      }
-      command.reply->set_value(std::move(s));
+    case CommandKind::kBudgets:
+      command.reply->set_value(ApplyBudgets(command.budgets));
       break;
-    }
   }
+}
+
+Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {
+  Status s = core.SetMemoryBudgets(new_budgets);
+  if (s.ok()) {
+    std::lock_guard<std::mutex> lock(mu);
+    budgets = new_budgets;
+  }
+  return s;
 }
 
 void Scheduler::Impl::Loop() {
@@ -313,7 +320,9 @@ Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
   command.kind = Impl::CommandKind::kBudgets;
   command.budgets = budgets;
   command.reply = reply;
-  impl_->Post(std::move(command));
+  // From a task callback the inference thread would wait for itself: apply here.
+  if (std::this_thread::get_id() == impl_->thread.get_id()) return impl_->ApplyBudgets(budgets);
+  if (!impl_->Post(std::move(command))) return Aborted("the scheduler is being destroyed");
   return result.get();
 }
 

@@ -62,6 +62,8 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
 }
 
+SchedulerCore::~SchedulerCore() { (void)RestorePool(); }
+
 Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
   VALET_RETURN_IF_ERROR(ValidateFields(request, engine_.context_length()));
   RenderedPrompt rendered;  // the chat's render errors are reported here

@@ -58,6 +58,11 @@ struct PreparedTask {
 class SchedulerCore {
  public:
   SchedulerCore(EngineInterface& engine, SchedulerOptions options);
+  // Gives a trimmed pool back: the engine outlives this scheduler, and the
+  // next one would otherwise take the trimmed size for the app's budget.
+  ~SchedulerCore();
+  SchedulerCore(const SchedulerCore&) = delete;
+  SchedulerCore& operator=(const SchedulerCore&) = delete;
 
   // Validates and tokenizes; errors leave no trace but the rejected counter.
   Result<TaskId> Submit(TaskRequest request);

@@ -356,8 +356,10 @@ TEST_F(ContentionRealModelTest, EveryArmOnTheTinyModelIsConsistent) {
   Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(o);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
   ScenarioConfig c = ShortConfig();
-  c.turns = 2;
+  c.turns = 3;
+  c.block_turns = 2;  // the second block's schedulers get the engine the first block's trim shrank
   c.lifecycle_after_turn = 0;
+  c.low_memory_turn = 1;
   c.think_max_s = 0.005;
   c.background_s = 0.005;
   Result<Workload> w = BuildWorkload(c, **engine);

@@ -129,6 +129,21 @@ TEST(MemoryTrim, CriticalEvictsParkedTasksFullyWhenTheyHoldAPrefixAlone) {
   EXPECT_EQ(h.core.recorder().Stats().failed, 0);
 }
 
+TEST(MemoryTrim, ASchedulerGivesATrimmedPoolBackWhenDestroyed) {
+  FakeEngine engine;
+  const size_t budget = engine.memory().pool_capacity_bytes;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  {
+    SchedulerCore core(engine, o);
+    ASSERT_TRUE(core.OnTrimMemory(TrimLevel::kBackground).ok());
+    ASSERT_LT(engine.memory().pool_capacity_bytes, budget);
+  }
+  EXPECT_EQ(engine.memory().pool_capacity_bytes, budget);
+  const SchedulerCore next(engine, o);  // the engine outlives schedulers: the next one sees the app's budget
+  EXPECT_EQ(next.memory_budgets().pool_bytes, budget);
+}
+
 TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
   Parked p(ParkPolicy::kAuto);
   ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());

@@ -232,6 +232,40 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   EXPECT_EQ(sink.out[victim_id].result->state, TaskState::kCancelled);
 }
 
+TEST(SchedulerThreaded, CallbacksMaySetMemoryBudgets) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  MemoryBudgets smaller = s->memory_budgets();
+  smaller.pool_bytes /= 2;
+  Status from_callback = Internal("not called");
+  TaskRequest r = Req(Tier::kForegroundChat, "first", 3);
+  r.callbacks.on_done = [&](TaskId, const TaskResult&) { from_callback = s->SetMemoryBudgets(smaller); };
+  ASSERT_TRUE(s->Submit(std::move(r)).ok());
+  s->WaitIdle();  // the inference thread applied them itself instead of waiting for itself
+  EXPECT_TRUE(from_callback.ok()) << from_callback.ToString();
+  EXPECT_EQ(s->memory_budgets().pool_bytes, smaller.pool_bytes);
+  EXPECT_EQ(engine.memory().pool_capacity_bytes, smaller.pool_bytes);
+}
+
+TEST(SchedulerThreaded, SettingBudgetsWhileBeingDestroyedFailsInsteadOfWaiting) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Scheduler* raw = s.get();
+  const MemoryBudgets budgets = s->memory_budgets();
+  std::vector<Status> during;
+  TaskRequest r = Req(Tier::kOfflineIndexing, "long", 2000);
+  // Cancelled by the destructor, on the destroying thread: nothing is left to answer a command.
+  r.callbacks.on_done = [&](TaskId, const TaskResult&) { during.push_back(raw->SetMemoryBudgets(budgets)); };
+  ASSERT_TRUE(s->Submit(std::move(r)).ok());
+  s.reset();
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_EQ(during[0].code(), StatusCode::kAborted);
+}
+
 TEST(SchedulerThreaded, DestroyingWithUnfinishedTasksStopsPromptly) {
   FakeEngine engine;
   SchedulerOptions o;
