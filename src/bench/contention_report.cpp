@@ -50,6 +50,7 @@ void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, Cha
     row.state = t.done ? t.result.state : TaskState::kQueued;
     const TaskMetrics& tm = t.result.metrics;
     row.submit_s = t.done ? tm.submit_time - run.start : -1.0;
+    row.wait_ms = t.done && tm.start_time >= tm.submit_time ? (tm.start_time - tm.submit_time) * 1e3 : -1.0;
     row.ttft_ms = tm.ttft() >= 0 ? tm.ttft() * 1e3 : -1.0;
     row.e2e_ms = tm.e2e() >= 0 ? tm.e2e() * 1e3 : -1.0;
     row.prompt_tokens = tm.prompt_tokens;
@@ -299,6 +300,7 @@ std::string ReportJson(const ContentionReport& r) {
     for (const TaskRow& t : a.tasks) {
       w.BeginObject().Key("id").Int(t.id).Key("kind").String(TaskKindName(t.kind)).Key("turn").Int(t.turn);
       w.Key("state").String(TaskStateName(t.state)).Key("submit_s").Double(t.submit_s);
+      WriteOptional(w, "wait_ms", t.wait_ms);
       WriteOptional(w, "ttft_ms", t.ttft_ms);
       WriteOptional(w, "e2e_ms", t.e2e_ms);
       w.Key("prompt_tokens").Int(t.prompt_tokens).Key("generated_tokens").Int(t.generated_tokens);

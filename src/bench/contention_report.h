@@ -38,6 +38,7 @@ struct TaskRow {
   int32_t turn = -1;
   TaskState state = TaskState::kQueued;
   double submit_s = 0.0;  // since the arm's start
+  double wait_ms = -1.0;  // submit -> sequence opened
   double ttft_ms = -1.0;
   double e2e_ms = -1.0;
   int32_t prompt_tokens = 0;
