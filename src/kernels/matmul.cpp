@@ -221,7 +221,8 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   assert(table.SupportsWeight(w.type) && "MatMul on a weight type without kernels");
   if (n_tokens <= 0 || w.n_out <= 0) return;
   if (w.layout == WeightLayout::kRowGroups) {
-    MatMulPacked(w, x, n_tokens, y, pool, scratch, table);
+    const MatMulOutput out{&w, y};
+    MatMulPacked({&out, 1}, x, n_tokens, pool, scratch, table, RowsEpilogue{});
     return;
   }
 #if VALET_HAVE_BLAS
@@ -233,6 +234,24 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
   (void)UseBlas;
 #endif
   MatMulNative(w, x, n_tokens, y, pool, scratch, table);
+}
+
+void MatMulMany(std::span<const MatMulOutput> outs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                MatMulScratch& scratch, const RowsEpilogue& epilogue, const MatMulOptions& options) {
+  if (n_tokens <= 0 || outs.empty()) return;
+  const bool with_epilogue = epilogue.fn != nullptr;
+  if (CanRunPackedTogether(outs, with_epilogue)) {
+    MatMulPacked(outs, x, n_tokens, pool, scratch, TableFor(options), epilogue);
+    return;
+  }
+  for (const MatMulOutput& o : outs) MatMul(*o.w, x, n_tokens, o.y, pool, scratch, options);
+  if (!with_epilogue) return;
+  const int64_t n_out = outs[0].w->n_out;
+  assert(std::all_of(outs.begin(), outs.end(), [n_out](const MatMulOutput& o) { return o.w->n_out == n_out; }));
+  pool.Run([&epilogue, n_out](int ith, int nth) {
+    const Range r = SplitRange(n_out, ith, nth);
+    if (r.begin < r.end) epilogue.fn(epilogue.ctx, r.begin, r.end);
+  });
 }
 
 void GetRows(const WeightMatrix& w, std::span<const int32_t> ids, float* out) {

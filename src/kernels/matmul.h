@@ -66,6 +66,32 @@ void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 void MatMul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatMulScratch& scratch, const MatMulOptions& options);
 
+// One product of MatMulMany: y = x · wᵀ.
+struct MatMulOutput {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+};
+
+// Work MatMulMany runs on each thread after its share of the products:
+// fn(ctx, row_begin, row_end) for rows [row_begin, row_end) of every output,
+// all tokens. A plain function and context, so a call allocates nothing.
+struct RowsEpilogue {
+  void (*fn)(void* ctx, int64_t row_begin, int64_t row_end) = nullptr;
+  void* ctx = nullptr;
+};
+
+// The products of one activation matrix with several weights of the same n_in
+// (Q, K and V; gate and up), each y bit for bit what MatMul writes. Where the
+// weights allow it (row groups of one activation format) x is converted once
+// and all products run as one pool job: a decode step issues dozens of small
+// products, and each job costs a wake-up and a barrier. With an epilogue,
+// every w has the same n_out and a thread's epilogue rows are the rows it
+// computed of every output, so element-wise work on them (SwiGLU) needs no
+// job of its own.
+void MatMulMany(std::span<const MatMulOutput> outs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                MatMulScratch& scratch, const RowsEpilogue& epilogue = {},
+                const MatMulOptions& options = {});
+
 // True when this build links a BLAS for the large-batch path.
 bool BlasAvailable();
 // Smallest n_tokens for which kAuto uses BLAS for weights of `type` (measured;

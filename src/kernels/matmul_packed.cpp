@@ -30,16 +30,30 @@ ActFormat ActFormatFor(GgmlType type) {
   return {kQK8_0, sizeof(BlockQ8_0S), true};
 }
 
-struct PackedJob {
+// Products one job can hold: Q, K and V, or gate and up, with room to spare.
+constexpr size_t kMaxParts = 4;
+
+struct PackedPart {
   const WeightMatrix* w;
+  float* y;  // [n_tokens][w->n_out]
+  TileKernel gemm;
+  TileKernel gemv;
+  size_t group_bytes;
+  int64_t groups;
+  size_t first_byte;  // where the part's groups start among all parts' bytes
+};
+
+struct PackedJob {
+  PackedPart parts[kMaxParts];
+  size_t n_parts;
+  int64_t n_in;
   const float* x;  // [n_tokens][n_in]
   int64_t n_tokens;
-  float* y;  // [n_tokens][n_out]
   ActFormat format;
   from_float_fn quantize;  // Q8_0 (then widened to BlockQ8_0S) or Q8_K
   uint8_t* act;            // [n_tokens][n_in / format.block] activation blocks
-  TileKernel gemm;
-  TileKernel gemv;
+  size_t total_bytes;
+  RowsEpilogue epilogue;
 };
 
 // Blocks [begin, end) of one activation row: the table's Q8_0 quantization,
@@ -60,12 +74,12 @@ void ConvertBlocks(from_float_fn q8_0, const float* x, BlockQ8_0S* out, int64_t 
 // Each thread converts the same block range of every row, so short batches split evenly.
 void RunConvert(const PackedJob& job, int ith, int nth) {
   const ActFormat& f = job.format;
-  const int64_t n_in = job.w->n_in, nb = n_in / f.block;
+  const int64_t nb = job.n_in / f.block;
   const Range r = SplitRange(nb, ith, nth);
   if (r.begin >= r.end) return;
   for (int64_t t = 0; t < job.n_tokens; ++t) {
     uint8_t* row = job.act + static_cast<size_t>(t * nb) * f.block_bytes;
-    const float* x = job.x + t * n_in;
+    const float* x = job.x + t * job.n_in;
     if (f.q8_0s) {
       ConvertBlocks(job.quantize, x, reinterpret_cast<BlockQ8_0S*>(row), r.begin, r.end);
     } else {
@@ -75,47 +89,88 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
   }
 }
 
-// Threads split whole row groups; within a group every token goes through a
-// kernel with the same per-output operations, tile or tail alike.
+// The first group of a part whose first byte lies at or past `byte`.
+int64_t FirstGroupFrom(const PackedPart& p, size_t byte) {
+  if (byte <= p.first_byte) return 0;
+  const int64_t g = static_cast<int64_t>((byte - p.first_byte + p.group_bytes - 1) / p.group_bytes);
+  return std::min(g, p.groups);
+}
+
+// Threads split whole row groups: by bytes across the parts (a Q6_K group
+// costs more than a Q4_K one), or, with an epilogue, the same group range of
+// every part. Within a group every token goes through a kernel with the same
+// per-output operations, tile or tail alike.
 void RunGroups(const PackedJob& job, int ith, int nth) {
-  const WeightMatrix& w = *job.w;
-  const size_t ldy = static_cast<size_t>(w.n_in / job.format.block) * job.format.block_bytes;
-  const size_t group_bytes = kPackRows * w.row_bytes;
-  const Range groups = SplitRange(w.n_out / kPackRows, ith, nth);
-  const int64_t cols = job.gemm.cols;
+  Range ranges[kMaxParts];
+  if (job.epilogue.fn != nullptr) {
+    const Range r = SplitRange(job.parts[0].groups, ith, nth);
+    for (size_t i = 0; i < job.n_parts; ++i) ranges[i] = r;
+  } else {
+    const size_t b0 = job.total_bytes * static_cast<size_t>(ith) / static_cast<size_t>(nth);
+    const size_t b1 = job.total_bytes * static_cast<size_t>(ith + 1) / static_cast<size_t>(nth);
+    for (size_t i = 0; i < job.n_parts; ++i)
+      ranges[i] = {FirstGroupFrom(job.parts[i], b0), FirstGroupFrom(job.parts[i], b1)};
+  }
+  const size_t ldy = static_cast<size_t>(job.n_in / job.format.block) * job.format.block_bytes;
   for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kChunkTokens) {
     const int64_t t1 = std::min(job.n_tokens, t0 + kChunkTokens);
-    for (int64_t g = groups.begin; g < groups.end; ++g) {
-      const uint8_t* wg = static_cast<const uint8_t*>(w.data) + g * group_bytes;
-      float* yg = job.y + g * kPackRows;
-      int64_t t = t0;
-      for (; t + cols <= t1; t += cols)
-        job.gemm.fn(w.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * w.n_out, w.n_out);
-      for (; t < t1; ++t) job.gemv.fn(w.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * w.n_out, w.n_out);
+    for (size_t i = 0; i < job.n_parts; ++i) {
+      const PackedPart& p = job.parts[i];
+      const int64_t ldo = p.w->n_out, cols = p.gemm.cols;
+      for (int64_t g = ranges[i].begin; g < ranges[i].end; ++g) {
+        const uint8_t* wg = static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(g) * p.group_bytes;
+        float* yg = p.y + g * kPackRows;
+        int64_t t = t0;
+        for (; t + cols <= t1; t += cols) p.gemm.fn(job.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * ldo, ldo);
+        for (; t < t1; ++t) p.gemv.fn(job.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * ldo, ldo);
+      }
     }
   }
+  if (job.epilogue.fn != nullptr && ranges[0].begin < ranges[0].end)
+    job.epilogue.fn(job.epilogue.ctx, ranges[0].begin * kPackRows, ranges[0].end * kPackRows);
 }
 
 }  // namespace
 
-void MatMulPacked(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                  ThreadPool& pool, MatMulScratch& scratch, const KernelTable& table) {
-  assert(w.layout == WeightLayout::kRowGroups && w.n_out % kPackRows == 0);
-  const TypeKernels& k =
-      table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
-  const ActFormat format = ActFormatFor(w.type);
-  const size_t need = static_cast<size_t>(n_tokens * (w.n_in / format.block)) * format.block_bytes;
+bool CanRunPackedTogether(std::span<const MatMulOutput> outs, bool epilogue) {
+  if (outs.empty() || outs.size() > kMaxParts) return false;
+  const WeightMatrix& w0 = *outs[0].w;
+  for (const MatMulOutput& o : outs) {
+    const WeightMatrix& w = *o.w;
+    if (w.layout != WeightLayout::kRowGroups || w.n_in != w0.n_in) return false;
+    if (ActFormatFor(w.type).q8_0s != ActFormatFor(w0.type).q8_0s) return false;
+    if (epilogue && w.n_out != w0.n_out) return false;
+  }
+  return true;
+}
+
+void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, MatMulScratch& scratch, const KernelTable& table,
+                  const RowsEpilogue& epilogue) {
+  assert(CanRunPackedTogether(outs, epilogue.fn != nullptr));
+  const WeightMatrix& w0 = *outs[0].w;
+  const ActFormat format = ActFormatFor(w0.type);
+  const size_t need = static_cast<size_t>(n_tokens * (w0.n_in / format.block)) * format.block_bytes;
   if (scratch.activations.size() < need) scratch.activations.resize(need);
   const GgmlType act_type = format.q8_0s ? GgmlType::kQ8_0 : GgmlType::kQ8_K;
-  const PackedJob job{&w,
-                      x,
-                      n_tokens,
-                      y,
-                      format,
-                      table[act_type].from_float,
-                      scratch.activations.data(),
-                      k.packed_gemm,
-                      k.packed_gemv};
+  PackedJob job{};
+  job.n_parts = outs.size();
+  job.n_in = w0.n_in;
+  job.x = x;
+  job.n_tokens = n_tokens;
+  job.format = format;
+  job.quantize = table[act_type].from_float;
+  job.act = scratch.activations.data();
+  job.epilogue = epilogue;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    const WeightMatrix& w = *outs[i].w;
+    assert(w.n_out % kPackRows == 0);
+    const TypeKernels& k = table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
+    PackedPart& p = job.parts[i];
+    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemv, kPackRows * w.row_bytes, w.n_out / kPackRows,
+                   job.total_bytes};
+    job.total_bytes += static_cast<size_t>(p.groups) * p.group_bytes;
+  }
   if (n_tokens <= kInlineConvertTokens) {
     RunConvert(job, 0, 1);
   } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <unordered_set>
 
@@ -11,11 +12,25 @@
 namespace valet {
 namespace {
 
+// Up to this many tokens in a step, element-wise work runs on the calling
+// thread alone: a decode token's norm or residual add takes less time than
+// waking the pool and meeting at its barrier. Every element is computed the
+// same way on any thread, so this changes no result.
+constexpr int32_t kInlineTokens = 4;
+
+void Parallel(ThreadPool& pool, bool inline_run, const std::function<void(int, int)>& fn) {
+  if (inline_run) {
+    fn(0, 1);
+  } else {
+    pool.Run(fn);
+  }
+}
+
 // y = (x / rms(x)) * w over each row; the sum of squares accumulates in double
 // as llama.cpp does, so long rows do not drift.
 void RmsNorm(const float* x, const float* w, float* y, int32_t n_rows, int32_t dim, float eps,
-             ThreadPool& pool) {
-  pool.Run([&](int ith, int nth) {
+             ThreadPool& pool, bool inline_run) {
+  Parallel(pool, inline_run, [&](int ith, int nth) {
     Range r = SplitRange(n_rows, ith, nth);
     for (int64_t row = r.begin; row < r.end; ++row) {
       const float* xr = x + row * dim;
@@ -29,27 +44,37 @@ void RmsNorm(const float* x, const float* w, float* y, int32_t n_rows, int32_t d
   });
 }
 
-void AddInPlace(float* x, const float* y, int64_t n, ThreadPool& pool) {
-  pool.Run([&](int ith, int nth) {
+void AddInPlace(float* x, const float* y, int64_t n, ThreadPool& pool, bool inline_run) {
+  Parallel(pool, inline_run, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t i = r.begin; i < r.end; ++i) x[i] += y[i];
   });
 }
 
-// gate = silu(gate) * up, element-wise (SwiGLU).
-void SwiGlu(float* gate, const float* up, int64_t n, ThreadPool& pool) {
-  pool.Run([&](int ith, int nth) {
-    Range r = SplitRange(n, ith, nth);
-    for (int64_t i = r.begin; i < r.end; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+// gate = silu(gate) * up, element-wise (SwiGLU), over columns [begin, end)
+// of every token: MatMulMany's epilogue after the gate and up products.
+struct SwiGluRows {
+  float* gate;  // [n_tokens, n_ff]
+  const float* up;
+  int64_t n_ff;
+  int32_t n_tokens;
+
+  static void Run(void* self, int64_t begin, int64_t end) {
+    const auto& s = *static_cast<const SwiGluRows*>(self);
+    for (int32_t t = 0; t < s.n_tokens; ++t) {
+      float* gate = s.gate + t * s.n_ff;
+      const float* up = s.up + t * s.n_ff;
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = gate[i];
+        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+      }
     }
-  });
-}
+  }
+};
 
 // y[row] += b over each row of a [n_rows, dim] matrix.
-void AddBias(float* y, const float* b, int32_t n_rows, int32_t dim, ThreadPool& pool) {
-  pool.Run([&](int ith, int nth) {
+void AddBias(float* y, const float* b, int32_t n_rows, int32_t dim, ThreadPool& pool, bool inline_run) {
+  Parallel(pool, inline_run, [&](int ith, int nth) {
     Range r = SplitRange(n_rows, ith, nth);
     for (int64_t row = r.begin; row < r.end; ++row) {
       float* yr = y + row * dim;
@@ -193,7 +218,8 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
   }
   logits.resize(static_cast<size_t>(n_rows) * c.n_vocab);
   if (n_rows > 0) {
-    RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, pool_);
+    RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, pool_,
+            n_rows <= kInlineTokens);
     MatMul(model_->output(), xn_.data(), n_rows, logits.data(), pool_, matmul_scratch_);  // [n_rows, n_vocab]
   }
   for (const BatchItem& item : batch) item.seq->Commit(static_cast<int32_t>(item.tokens.size()));
@@ -229,26 +255,31 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
   const ModelConfig& c = model_->config();
   const int64_t embd = static_cast<int64_t>(n) * c.n_embd;
 
-  RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_);  // xn: [n, n_embd]
-  MatMul(L.wq, xn_.data(), n, q_.data(), pool_, matmul_scratch_);  // q: [n, q_dim]
-  MatMul(L.wk, xn_.data(), n, k_.data(), pool_, matmul_scratch_);  // k: [n, kv_dim]
-  MatMul(L.wv, xn_.data(), n, v_.data(), pool_, matmul_scratch_);  // v: [n, kv_dim]
-  if (L.bq != nullptr) AddBias(q_.data(), L.bq, n, c.q_dim(), pool_);
-  if (L.bk != nullptr) AddBias(k_.data(), L.bk, n, c.kv_dim(), pool_);
-  if (L.bv != nullptr) AddBias(v_.data(), L.bv, n, c.kv_dim(), pool_);
+  const bool few = n <= kInlineTokens;
+
+  RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
+  // q: [n, q_dim], k and v: [n, kv_dim]
+  const MatMulOutput qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+  MatMulMany(qkv, xn_.data(), n, pool_, matmul_scratch_);
+  if (L.bq != nullptr) AddBias(q_.data(), L.bq, n, c.q_dim(), pool_, few);
+  if (L.bk != nullptr) AddBias(k_.data(), L.bk, n, c.kv_dim(), pool_, few);
+  if (L.bv != nullptr) AddBias(v_.data(), L.bv, n, c.kv_dim(), pool_, few);
   // Per-head norms: q viewed as [n * n_head, head_dim], k as [n * n_head_kv, head_dim].
-  if (L.q_norm != nullptr) RmsNorm(q_.data(), L.q_norm, q_.data(), n * c.n_head, c.head_dim, c.rms_eps, pool_);
-  if (L.k_norm != nullptr) RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_);
+  if (L.q_norm != nullptr)
+    RmsNorm(q_.data(), L.q_norm, q_.data(), n * c.n_head, c.head_dim, c.rms_eps, pool_, few);
+  if (L.k_norm != nullptr)
+    RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_, few);
   Attention(il, n);                                                 // attn: [n, n_head * head_dim]
   MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
-  AddInPlace(x_.data(), tmp_.data(), embd, pool_);
+  AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 
-  RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_);  // xn: [n, n_embd]
-  MatMul(L.w_gate, xn_.data(), n, gate_.data(), pool_, matmul_scratch_);  // gate: [n, n_ff]
-  MatMul(L.w_up, xn_.data(), n, up_.data(), pool_, matmul_scratch_);      // up: [n, n_ff]
-  SwiGlu(gate_.data(), up_.data(), static_cast<int64_t>(n) * c.n_ff, pool_);
+  RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
+  // gate = silu(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
+  SwiGluRows swiglu{gate_.data(), up_.data(), c.n_ff, n};
+  const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
+  MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, RowsEpilogue{SwiGluRows::Run, &swiglu});
   MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
-  AddInPlace(x_.data(), tmp_.data(), embd, pool_);
+  AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 }
 
 void LlamaContext::Attention(int32_t il, int32_t n) {
@@ -266,7 +297,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const KvType kv_type = seq_of_[0]->pool().layout().type;
   const GgmlType row_type = kv_type == KvType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
   const from_float_fn store_row = kernels[row_type].from_float;
-  pool_.Run([&](int ith, int nth) {
+  Parallel(pool_, n <= kInlineTokens, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
       const float* cs = rope_.data() + t * c.rope_dim;

@@ -4,7 +4,9 @@
 // row-group layouts, on every available kernel table.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "kernel_test_util.h"
 #include "kernels/matmul.h"
@@ -70,6 +72,74 @@ TEST_P(BatchInvarianceTest, RowsAloneEqualRowsInBatches) {
   for (const KernelTable* table : Tables()) {
     ExpectBatchInvariant(m.w, *table, "rows");
     if (!m.packed.empty()) ExpectBatchInvariant(m.w_packed, *table, "row groups");
+  }
+}
+
+// MatMulMany's outputs are MatMul's bits, whether its products run as one job
+// (row groups of one activation format) or one by one, and its epilogue sees
+// every row exactly once, after that row of every output is written.
+TEST_P(BatchInvarianceTest, ManyProductsEqualSeparateProducts) {
+  const int64_t n_in = 512;
+  // Q4_K_M-style mixes: a second type of the same activation format joins the job.
+  const GgmlType other = GetParam() == GgmlType::kQ4_K   ? GgmlType::kQ6_K
+                         : GetParam() == GgmlType::kQ4_0 ? GgmlType::kQ8_0
+                                                         : GetParam();
+  const Matrix a = MakeMatrix(GetParam(), n_in, 40, 11);
+  const Matrix b = MakeMatrix(other, n_in, 16, 12);
+  const Matrix c = MakeMatrix(GetParam(), n_in, 40, 13);
+  struct Seen {
+    std::vector<int> count;
+    const float* y0;
+    const float* y2;
+    bool written = true;
+    static void Fn(void* self, int64_t begin, int64_t end) {
+      auto& s = *static_cast<Seen*>(self);
+      for (int64_t r = begin; r < end; ++r) {
+        ++s.count[static_cast<size_t>(r)];
+        // Rows of both outputs are done: neither still holds the fill value.
+        s.written = s.written && s.y0[r] != -1.0f && s.y2[r] != -1.0f;
+      }
+    }
+  };
+  for (const KernelTable* table : Tables()) {
+    const MatMulOptions options{MatMulBackend::kNative, table};
+    for (bool packed : {false, true}) {
+      if (packed && (a.packed.empty() || b.packed.empty())) continue;
+      const WeightMatrix& wa = packed ? a.w_packed : a.w;
+      const WeightMatrix& wb = packed ? b.w_packed : b.w;
+      const WeightMatrix& wc = packed ? c.w_packed : c.w;
+      for (int64_t tokens : {1, 5, 70}) {
+        const auto x = RandomRow(tokens * n_in, 21);
+        for (int threads : {1, 2, 3}) {
+          ThreadPool pool(threads);
+          MatMulScratch scratch;
+          std::vector<float> want_a(static_cast<size_t>(tokens * 40)), want_b(static_cast<size_t>(tokens * 16));
+          std::vector<float> want_c(want_a.size());
+          MatMul(wa, x.data(), tokens, want_a.data(), pool, scratch, options);
+          MatMul(wb, x.data(), tokens, want_b.data(), pool, scratch, options);
+          MatMul(wc, x.data(), tokens, want_c.data(), pool, scratch, options);
+          std::vector<float> ya(want_a.size(), -1.0f), yb(want_b.size(), -1.0f), yc(want_c.size(), -1.0f);
+          const MatMulOutput three[] = {{&wa, ya.data()}, {&wb, yb.data()}, {&wc, yc.data()}};
+          MatMulMany(three, x.data(), tokens, pool, scratch, {}, options);
+          const std::string what = std::string(table->name) + " " + GgmlTypeName(GetParam()) +
+                                   (packed ? " row groups, " : " rows, ") + std::to_string(tokens) +
+                                   " tokens, " + std::to_string(threads) + " threads";
+          EXPECT_EQ(0, std::memcmp(ya.data(), want_a.data(), ya.size() * sizeof(float))) << what;
+          EXPECT_EQ(0, std::memcmp(yb.data(), want_b.data(), yb.size() * sizeof(float))) << what;
+          EXPECT_EQ(0, std::memcmp(yc.data(), want_c.data(), yc.size() * sizeof(float))) << what;
+
+          std::fill(ya.begin(), ya.end(), -1.0f);
+          std::fill(yc.begin(), yc.end(), -1.0f);
+          Seen seen{std::vector<int>(40, 0), ya.data() + (tokens - 1) * 40, yc.data() + (tokens - 1) * 40};
+          const MatMulOutput two[] = {{&wa, ya.data()}, {&wc, yc.data()}};
+          MatMulMany(two, x.data(), tokens, pool, scratch, RowsEpilogue{Seen::Fn, &seen}, options);
+          EXPECT_EQ(0, std::memcmp(ya.data(), want_a.data(), ya.size() * sizeof(float))) << what;
+          EXPECT_EQ(0, std::memcmp(yc.data(), want_c.data(), yc.size() * sizeof(float))) << what;
+          EXPECT_EQ(seen.count, std::vector<int>(40, 1)) << what;
+          EXPECT_TRUE(seen.written) << what;
+        }
+      }
+    }
   }
 }
 
