@@ -314,14 +314,14 @@ Status Scheduler::OnTrimMemory(int level) {
 }
 
 Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
+  // From a task callback the inference thread would wait for itself: apply here.
+  if (std::this_thread::get_id() == impl_->thread.get_id()) return impl_->ApplyBudgets(budgets);
   auto reply = std::make_shared<std::promise<Status>>();
   std::future<Status> result = reply->get_future();
   Impl::Command command;
   command.kind = Impl::CommandKind::kBudgets;
   command.budgets = budgets;
   command.reply = reply;
-  // From a task callback the inference thread would wait for itself: apply here.
-  if (std::this_thread::get_id() == impl_->thread.get_id()) return impl_->ApplyBudgets(budgets);
   if (!impl_->Post(std::move(command))) return Aborted("the scheduler is being destroyed");
   return result.get();
 }
