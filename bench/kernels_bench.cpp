@@ -179,6 +179,42 @@ void LayoutArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatMulLayout)->Apply(LayoutArgs);
 
+// Decode's weight stream: one token through 512 MiB of row-group matrices
+// (3072 -> 8192, copies of one packed matrix), far past the last-level cache,
+// so the rate is the GEMV's share of memory bandwidth; compare with
+// build/bench/valet_membw at the same thread count. args: type id, threads.
+void BM_DecodeStream(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const int64_t n_in = 3072, n_out = 8192;
+  Problem p = MakeProblem(type, n_in, n_out, 1);
+  std::vector<uint8_t> one(PackedBytes(p.w));
+  const WeightMatrix packed = PackWeights(p.w, one.data());
+  const size_t copies = (size_t{512} << 20) / one.size();
+  std::vector<uint8_t> all(copies * one.size());
+  std::vector<WeightMatrix> ws(copies, packed);
+  for (size_t i = 0; i < copies; ++i) {
+    std::copy(one.begin(), one.end(), all.begin() + static_cast<ptrdiff_t>(i * one.size()));
+    ws[i].data = all.data() + i * one.size();
+  }
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  MatMulScratch scratch;
+  for (auto _ : state) {
+    for (const WeightMatrix& w : ws) MatMul(w, p.x.data(), 1, p.y.data(), pool, scratch);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(all.size()),
+                                              benchmark::Counter::kIsIterationInvariantRate,
+                                              benchmark::Counter::kIs1000);
+}
+
+void DecodeStreamArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (int64_t threads : {1, 2}) b->Args({static_cast<int64_t>(t), threads});
+  }
+}
+BENCHMARK(BM_DecodeStream)->Apply(DecodeStreamArgs)->UseRealTime();
+
 // args: type id, n_out, n_tokens, backend (1 native, 2 blas); n_in = 2048, 2 threads.
 void BM_MatMulBackend(benchmark::State& state) {
   if (state.range(3) == 2 && !BlasAvailable()) {
