@@ -105,24 +105,13 @@ KernelTable BuildAvx2() {
   return t;
 }
 
-KernelTable BuildVnni(const KernelTable& avx2) {
+// One of the VNNI encodings (kernels_vnni.h) over the AVX2 table: the same
+// integers, so the same bits; the row-group kernels stay AVX2's.
+using patch_fn = void (*)(KernelTable&);
+KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch) {
   KernelTable t = avx2;
-  t.name = "vnni";
-  const struct {
-    GgmlType type;
-    vec_dot_fn dot;
-  } dots[] = {
-      {GgmlType::kF32, vnni::DotF32},      {GgmlType::kF16, vnni::DotF16},
-      {GgmlType::kBF16, vnni::DotBf16},    {GgmlType::kQ8_0, vnni::DotQ8_0},
-      {GgmlType::kQ4_0, vnni::DotQ4_0},
-      {GgmlType::kQ4_1, vnni::DotQ4_1},    {GgmlType::kQ5_0, vnni::DotQ5_0},
-      {GgmlType::kQ5_1, vnni::DotQ5_1},    {GgmlType::kIQ4_NL, vnni::DotIQ4_NL},
-      {GgmlType::kQ2_K, vnni::DotQ2_K},    {GgmlType::kQ3_K, vnni::DotQ3_K},
-      {GgmlType::kQ4_K, vnni::DotQ4_K},    {GgmlType::kQ5_K, vnni::DotQ5_K},
-      {GgmlType::kQ6_K, vnni::DotQ6_K},    {GgmlType::kIQ4_XS, vnni::DotIQ4_XS},
-  };
-  for (const auto& d : dots) t.types[static_cast<uint32_t>(d.type)].vec_dot = d.dot;
-  PatchTiles(t, vnni::GemmTile, vnni::GemvTile);
+  t.name = name;
+  patch(t);
   return t;
 }
 
@@ -141,8 +130,7 @@ KernelTable BuildNeon() {
   patch(GgmlType::kQ4_0, neon::DotQ4_0);
   t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].from_float = neon::Q8_0FromFloat;
   PatchTiles(t, neon::GemmTile, neon::GemvTile);
-  // No NEON row-group kernels yet: the model keeps rows rather than pack for the scalar loops.
-  for (TypeKernels& k : t.types) k.packed_gemm = k.packed_gemv = TileKernel{};
+  PatchPacked(t, neon::PackedTile);
   return t;
 }
 
@@ -156,6 +144,7 @@ KernelTable BuildNeonDotprod(const KernelTable& neon) {
     k.gemm = neon::DotprodTile(type, 2);
     k.gemv = neon::DotprodTile(type, 1);
   }
+  PatchPacked(t, neon::DotprodPackedTile);
   return t;
 }
 
@@ -188,6 +177,16 @@ bool CpuHasAvxVnni() {
 #endif
 }
 
+bool CpuHasAvx512Vnni() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+  return CpuHasAvx2() && avx512vnni::Compiled() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512vnni");
+#else
+  return false;
+#endif
+}
+
 bool Forced(const char* forced, const char* name) {
   return forced != nullptr && std::strcmp(forced, name) == 0;
 }
@@ -201,7 +200,9 @@ const KernelTable& ChooseActive() {
     if (!Forced(forced, "neon_dotprod") && NeonI8mmKernels() != nullptr) return *NeonI8mmKernels();
     return NeonDotprodKernels() != nullptr ? *NeonDotprodKernels() : *NeonKernels();
   }
-  if (!Forced(forced, "avx2") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
+  if (Forced(forced, "avx2")) return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
+  if (!Forced(forced, "avx512vnni") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
+  if (Avx512VnniKernels() != nullptr) return *Avx512VnniKernels();
   return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
 }
 
@@ -219,7 +220,14 @@ const KernelTable* Avx2Kernels() {
 
 const KernelTable* AvxVnniKernels() {
   static const KernelTable* table =
-      CpuHasAvxVnni() ? new KernelTable(BuildVnni(*Avx2Kernels())) : nullptr;
+      CpuHasAvxVnni() ? new KernelTable(BuildVnni(*Avx2Kernels(), "vnni", vnni::Patch)) : nullptr;
+  return table;
+}
+
+const KernelTable* Avx512VnniKernels() {
+  static const KernelTable* table =
+      CpuHasAvx512Vnni() ? new KernelTable(BuildVnni(*Avx2Kernels(), "avx512vnni", avx512vnni::Patch))
+                         : nullptr;
   return table;
 }
 
@@ -252,11 +260,12 @@ const KernelTable* NeonI8mmKernels() {
 #endif
 }
 
-int AvailableKernelTables(const KernelTable* out[3]) {
+int AvailableKernelTables(const KernelTable* out[kMaxKernelTables]) {
   int n = 0;
   out[n++] = &ScalarKernels();
   if (Avx2Kernels() != nullptr) out[n++] = Avx2Kernels();
   if (AvxVnniKernels() != nullptr) out[n++] = AvxVnniKernels();
+  if (Avx512VnniKernels() != nullptr) out[n++] = Avx512VnniKernels();
   if (NeonKernels() != nullptr) out[n++] = NeonKernels();
   // Only the best extension table, like VNNI over AVX2: the dotprod table's
   // own gemm tiles are covered on a CPU with dotprod but not i8mm (the qemu

@@ -67,9 +67,9 @@ struct KernelTable {
 };
 
 // The table chosen once, at first use. On x86-64, from CPUID: AVX-VNNI when
-// present, else AVX2, else scalar; on AArch64, from HWCAP: NEON with i8mm,
-// else with dotprod, else plain NEON. VALET_KERNELS=scalar|avx2|vnni|neon|
-// neon_dotprod|neon_i8mm in the environment forces one (an unavailable choice
+// present, else AVX-512 VNNI, else AVX2, else scalar; on AArch64, from HWCAP:
+// NEON with i8mm, else with dotprod, else plain NEON. VALET_KERNELS=scalar|
+// avx2|vnni|avx512vnni|neon|neon_dotprod|neon_i8mm in the environment forces one (an unavailable choice
 // falls back to the best remaining table of this build).
 const KernelTable& ActiveKernels();
 const char* ActiveKernelsName();
@@ -80,6 +80,9 @@ const KernelTable& ScalarKernels();
 const KernelTable* Avx2Kernels();
 // AVX2 plus AVX-VNNI int8 dot products, or nullptr when the CPU (or build) lacks them.
 const KernelTable* AvxVnniKernels();
+// AVX2 plus AVX-512 VNNI int8 dot products (EVEX, 256-bit vectors), or nullptr
+// when the CPU (or build) lacks AVX-512 F/BW/VL/VNNI.
+const KernelTable* Avx512VnniKernels();
 // The AArch64 NEON variants, or nullptr on builds for other architectures.
 const KernelTable* NeonKernels();
 // NEON plus SDOT (FEAT_DotProd) for Q8_0/Q4_0, or nullptr when the CPU lacks it.
@@ -87,7 +90,9 @@ const KernelTable* NeonDotprodKernels();
 // NEON dotprod plus SMMLA (FEAT_I8MM) gemm tiles, or nullptr when the CPU lacks it.
 const KernelTable* NeonI8mmKernels();
 // For tests and benchmarks: scalar first, then this CPU's base SIMD table and
-// its best extension table (AVX2 then VNNI, or NEON then i8mm or dotprod): at most 3.
-int AvailableKernelTables(const KernelTable* out[3]);
+// its extension tables (AVX2 then AVX-VNNI and AVX-512 VNNI, or NEON then the
+// best of i8mm and dotprod).
+inline constexpr int kMaxKernelTables = 4;
+int AvailableKernelTables(const KernelTable* out[kMaxKernelTables]);
 
 }  // namespace valet

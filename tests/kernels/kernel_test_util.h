@@ -61,7 +61,7 @@ inline double Q8_1OffsetBound(GgmlType act_type, const float* w, const float* a,
 
 // Every kernel table this CPU can run, the scalar reference first.
 inline std::vector<const KernelTable*> Tables() {
-  const KernelTable* t[3];
+  const KernelTable* t[kMaxKernelTables];
   const int n = AvailableKernelTables(t);
   return {t, t + n};
 }

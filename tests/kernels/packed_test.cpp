@@ -29,7 +29,7 @@ TEST_P(PackedTest, EveryTableEqualsScalarAndAgreesWithRows) {
   const WeightMatrix wp = PackWeights(w, packed.data());
   ThreadPool pool(2);
   MatMulScratch scratch;
-  const KernelTable* tables[3];
+  const KernelTable* tables[kMaxKernelTables];
   const int n_tables = AvailableKernelTables(tables);
   for (int64_t n_tokens : {1, 5, 70}) {
     const auto x = RandomRow(n_tokens * n_in, 9);

@@ -193,7 +193,7 @@ TEST(Quantize, ZerosAndConstantsStayExactForBlockTypes) {
 }
 
 TEST(Quantize, SimdActivationQuantizersAreBitExact) {
-  const KernelTable* tables[3];
+  const KernelTable* tables[kMaxKernelTables];
   const int n_tables = AvailableKernelTables(tables);
   if (n_tables < 2) GTEST_SKIP() << "no SIMD kernel table on this CPU";
   for (uint32_t seed = 1; seed <= 20; ++seed) {

@@ -121,21 +121,31 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, TileTest, ::testing::ValuesIn(testing::
                            return std::string(GgmlTypeName(info.param));
                          });
 
-TEST(KernelTables, VnniImpliesAvx2AndComputesTheSameIntegers) {
-  const KernelTable* vnni = AvxVnniKernels();
-  if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-VNNI";
+// A VNNI table (either encoding) differs from AVX2 in its int8 products only.
+void ExpectSameIntegersAsAvx2(const KernelTable& vnni) {
   const KernelTable* avx2 = Avx2Kernels();
   ASSERT_NE(avx2, nullptr);
   for (GgmlType type : testing::kQuantWeightTypes) {
-    EXPECT_NE((*vnni)[type].vec_dot, (*avx2)[type].vec_dot) << GgmlTypeName(type);
+    EXPECT_NE(vnni[type].vec_dot, (*avx2)[type].vec_dot) << GgmlTypeName(type);
     for (int64_t n : LengthsFor(type)) {
       const Rows x = MakeRows(type, n, 1, 5, 1.0f);
-      const Rows y = MakeRows((*vnni)[type].vec_dot_type, n, 1, 6, 0.5f);
-      EXPECT_EQ((*vnni)[type].vec_dot(n, x.Row(0), y.Row(0)),
-                (*avx2)[type].vec_dot(n, x.Row(0), y.Row(0)))
-          << GgmlTypeName(type) << " n=" << n;
+      const Rows y = MakeRows(vnni[type].vec_dot_type, n, 1, 6, 0.5f);
+      EXPECT_EQ(vnni[type].vec_dot(n, x.Row(0), y.Row(0)), (*avx2)[type].vec_dot(n, x.Row(0), y.Row(0)))
+          << vnni.name << " " << GgmlTypeName(type) << " n=" << n;
     }
   }
+}
+
+TEST(KernelTables, VnniImpliesAvx2AndComputesTheSameIntegers) {
+  const KernelTable* vnni = AvxVnniKernels();
+  if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-VNNI";
+  ExpectSameIntegersAsAvx2(*vnni);
+}
+
+TEST(KernelTables, Avx512VnniImpliesAvx2AndComputesTheSameIntegers) {
+  const KernelTable* vnni = Avx512VnniKernels();
+  if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/VNNI";
+  ExpectSameIntegersAsAvx2(*vnni);
 }
 
 }  // namespace

@@ -85,7 +85,7 @@ TEST_P(VecDotTest, ScalarMatchesDequantizedDoubleSum) {
 
 // Every SIMD table this CPU can run (AVX2, AVX-VNNI, NEON).
 TEST_P(VecDotTest, SimdMatchesScalar) {
-  const KernelTable* tables[3];
+  const KernelTable* tables[kMaxKernelTables];
   const int n_tables = AvailableKernelTables(tables);
   if (n_tables < 2) GTEST_SKIP() << "no SIMD kernel table on this CPU";
   const GgmlType type = GetParam();
@@ -115,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDotTest, ::testing::ValuesIn(testing
 TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   const KernelTable& active = ActiveKernels();
   EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels() ||
-              &active == AvxVnniKernels() || &active == NeonKernels() || &active == NeonDotprodKernels() ||
+              &active == AvxVnniKernels() || &active == Avx512VnniKernels() || &active == NeonKernels() || &active == NeonDotprodKernels() ||
               &active == NeonI8mmKernels());
   EXPECT_STREQ(ActiveKernelsName(), active.name);
   for (GgmlType t : testing::kWeightTypes) {
@@ -135,7 +135,7 @@ TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
 // NEON is mandatory on AArch64, so its builds always offer the table (and
 // only those builds do).
 TEST(KernelTable, NeonTableExactlyOnAarch64Builds) {
-  const KernelTable* tables[3];
+  const KernelTable* tables[kMaxKernelTables];
   const int n_tables = AvailableKernelTables(tables);
   const bool listed = std::find(tables, tables + n_tables, NeonKernels()) != tables + n_tables;
 #if defined(__aarch64__) && defined(__ARM_NEON)
