@@ -17,4 +17,12 @@ namespace avx2 {
 TileKernel PackedTile(GgmlType type, int cols);
 }  // namespace avx2
 
+namespace neon {
+// The same float operations as the reference, rows 0..3 and 4..7 of a group
+// in two vectors (packed_neon.cpp); fn == nullptr off AArch64.
+TileKernel PackedTile(GgmlType type, int cols);  // plain NEON (SMULL)
+// SDOT; only callable when neon::CpuHasDotprod().
+TileKernel DotprodPackedTile(GgmlType type, int cols);
+}  // namespace neon
+
 }  // namespace valet

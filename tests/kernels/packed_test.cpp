@@ -31,6 +31,12 @@ TEST_P(PackedTest, EveryTableEqualsScalarAndAgreesWithRows) {
   MatMulScratch scratch;
   const KernelTable* tables[kMaxKernelTables];
   const int n_tables = AvailableKernelTables(tables);
+  // MatMul would fall back to the scalar kernels for a table without them,
+  // and the comparison below would pass without testing anything.
+  for (int k = 0; k < n_tables; ++k) {
+    ASSERT_NE((*tables[k])[type].packed_gemm.fn, nullptr) << tables[k]->name;
+    ASSERT_NE((*tables[k])[type].packed_gemv.fn, nullptr) << tables[k]->name;
+  }
   for (int64_t n_tokens : {1, 5, 70}) {
     const auto x = RandomRow(n_tokens * n_in, 9);
     const size_t n_y = static_cast<size_t>(n_tokens * n_out);
