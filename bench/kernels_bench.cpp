@@ -179,16 +179,24 @@ void LayoutArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatMulLayout)->Apply(LayoutArgs);
 
-// Decode's weight stream: one token through 512 MiB of row-group matrices
-// (3072 -> 8192, copies of one packed matrix), far past the last-level cache,
-// so the rate is the GEMV's share of memory bandwidth; compare with
-// build/bench/valet_membw at the same thread count. args: type id, threads.
+// Decode's weight stream: one token through 512 MiB of matrices (3072 ->
+// 8192, copies of one matrix), far past the last-level cache, so the rate is
+// the GEMV's share of memory bandwidth; compare with build/bench/valet_membw
+// at the same thread count. args: type id, threads, layout (0 rows, 1 row groups).
 void BM_DecodeStream(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const int64_t n_in = 3072, n_out = 8192;
   Problem p = MakeProblem(type, n_in, n_out, 1);
-  std::vector<uint8_t> one(PackedBytes(p.w));
-  const WeightMatrix packed = PackWeights(p.w, one.data());
+  std::vector<uint8_t> one = p.weights;
+  WeightMatrix packed = p.w;
+  if (state.range(2) == 1) {
+    if (!CanPack(p.w)) {
+      state.SkipWithError("no row-group layout");
+      return;
+    }
+    one.resize(PackedBytes(p.w));
+    packed = PackWeights(p.w, one.data());
+  }
   const size_t copies = (size_t{512} << 20) / one.size();
   std::vector<uint8_t> all(copies * one.size());
   std::vector<WeightMatrix> ws(copies, packed);
@@ -209,8 +217,11 @@ void BM_DecodeStream(benchmark::State& state) {
 }
 
 void DecodeStreamArgs(benchmark::internal::Benchmark* b) {
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
-    for (int64_t threads : {1, 2}) b->Args({static_cast<int64_t>(t), threads});
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ5_0,
+                     GgmlType::kQ5_K, GgmlType::kQ3_K}) {
+    for (int64_t threads : {1, 2}) {
+      for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), threads, layout});
+    }
   }
 }
 BENCHMARK(BM_DecodeStream)->Apply(DecodeStreamArgs)->UseRealTime();
