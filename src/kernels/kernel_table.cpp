@@ -30,10 +30,11 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
   }
 }
 
-// The row-group kernels of the types that have a row-group layout.
+// The row-group kernels a variant has, of the types that have a row-group
+// layout; the model keeps rows for the others (weight_pack.h).
 using packed_for_fn = TileKernel (*)(GgmlType, int cols);
 void PatchPacked(KernelTable& t, packed_for_fn packed) {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.packed_gemm = packed(type, 4);
     k.packed_gemv = packed(type, 1);
@@ -116,7 +117,8 @@ KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch)
 }
 
 #if VALET_NEON_COMPILED
-// Only the types with a NEON dot change; the K-quants keep the scalar dots.
+// Only the types with a NEON dot change; the K-quants keep the scalar dots
+// (their row-grouped matrices, Q4_K, Q5_K and Q6_K, run the NEON row-group kernels).
 KernelTable BuildNeon() {
   KernelTable t = BuildScalar();
   t.name = "neon";
@@ -134,7 +136,8 @@ KernelTable BuildNeon() {
   return t;
 }
 
-// SDOT dots and tiles for Q8_0 and Q4_0; every other type as the base table.
+// SDOT dots and tiles for Q8_0 and Q4_0, SDOT row-group kernels for the four
+// row-group types; every other type as the base table.
 KernelTable BuildNeonDotprod(const KernelTable& neon) {
   KernelTable t = neon;
   t.name = "neon_dotprod";

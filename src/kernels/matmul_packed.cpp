@@ -26,7 +26,8 @@ struct ActFormat {
 };
 
 ActFormat ActFormatFor(GgmlType type) {
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ6_K) return {kQK_K, sizeof(BlockQ8_K), false};
+  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K)
+    return {kQK_K, sizeof(BlockQ8_K), false};
   return {kQK8_0, sizeof(BlockQ8_0S), true};
 }
 

@@ -6,6 +6,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "kernels/packed_blocks.h"
 
 #pragma GCC push_options
@@ -122,13 +124,16 @@ void GemmQ8_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
-// Q4_K: per sub-block, 8 nibble products summed in int16 (as Q4_0), then
-// scaled by the rows' 6-bit scales in the int16 -> int32 multiply-add; the
-// mins against the activation block sums, two sub-blocks per multiply-add.
-template <int C>
-void GemmQ4_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
-                int64_t ldo) {
-  const auto* w = static_cast<const BlockQ4_Kx8*>(x);
+// Q4_K and Q5_K: per sub-block, the products of 4-bit quants summed in
+// int16 over 8 chunks (as Q4_0); 5-bit quants (up to 31 * 127 * 2 per int16)
+// only over 4 chunks at a time. Then scaled by the rows' 6-bit scales in the
+// int16 -> int32 multiply-add; the mins against the activation block sums,
+// two sub-blocks per multiply-add.
+template <class Packed, int C>
+void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                  int64_t ldo) {
+  constexpr bool kFiveBits = std::is_same_v<Packed, BlockQ5_Kx8>;
+  const auto* w = static_cast<const Packed*>(x);
   const auto* yb = static_cast<const uint8_t*>(y);
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[C];
@@ -136,7 +141,7 @@ void GemmQ4_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
   const int64_t nb = n / kQK_K;
   for (int64_t l = 0; l < nb; ++l) {
-    const BlockQ4_Kx8& b = w[l];
+    const Packed& b = w[l];
     if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
     const BlockQ8_K* a[C];
 #pragma GCC unroll 8
@@ -151,6 +156,12 @@ void GemmQ4_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
       for (int m = 0; m < 8; ++m) {
         const __m256i raw = Load256(qs + 32 * m);
         q[m] = _mm256_and_si256(s % 2 == 0 ? raw : _mm256_srli_epi16(raw, 4), low4);
+        if constexpr (kFiveBits) {
+          // Bit s of each qh byte to bit 4 (the int16 shifts move bits across
+          // bytes only outside the 0x10 mask).
+          const __m256i hb = _mm256_slli_epi16(_mm256_srli_epi16(Load256(b.qh + 32 * m), s), 4);
+          q[m] = _mm256_or_si256(q[m], _mm256_and_si256(hb, _mm256_set1_epi8(0x10)));
+        }
       }
       // Lane r: row r's scale in both int16 halves.
       const __m256i sc32 =
@@ -159,10 +170,15 @@ void GemmQ4_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
 #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
         const int8_t* ys = a[j]->qs + 32 * s;
-        __m256i p = _mm256_maddubs_epi16(q[0], Broadcast4(ys));
+        constexpr int kChunksPerSum = kFiveBits ? 4 : 8;
+#pragma GCC unroll 2
+        for (int m0 = 0; m0 < 8; m0 += kChunksPerSum) {
+          __m256i p = _mm256_maddubs_epi16(q[m0], Broadcast4(ys + 4 * m0));
 #pragma GCC unroll 8
-        for (int m = 1; m < 8; ++m) p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[m], Broadcast4(ys + 4 * m)));
-        isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
+          for (int m = m0 + 1; m < m0 + kChunksPerSum; ++m)
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[m], Broadcast4(ys + 4 * m)));
+          isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
+        }
       }
     }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
@@ -259,7 +275,9 @@ TileKernel Make(GgmlType type) {
     case GgmlType::kQ8_0:
       return {GemmQ8_0x8<C>, kPackRows, C};
     case GgmlType::kQ4_K:
-      return {GemmQ4_Kx8<C>, kPackRows, C};
+      return {GemmQ4Q5_Kx8<BlockQ4_Kx8, C>, kPackRows, C};
+    case GgmlType::kQ5_K:
+      return {GemmQ4Q5_Kx8<BlockQ5_Kx8, C>, kPackRows, C};
     case GgmlType::kQ6_K:
       return {GemmQ6_Kx8<C>, kPackRows, C};
     default:

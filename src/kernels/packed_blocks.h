@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_blocks_k.h"
 
 namespace valet {
 
@@ -52,6 +53,21 @@ struct BlockQ4_Kx8 {
 };
 static_assert(sizeof(BlockQ4_Kx8) == kPackRows * sizeof(BlockQ4_K) + 4 * kPackRows,
               "8 Q4_K blocks, repacked with unpacked scales");
+
+// The Q5_K super-blocks of 8 rows at one position: BlockQ4_Kx8's fields for
+// the scales, mins and low 4 bits, then the 5th bits interleaved as the
+// quants are: qh[32 * m + 4 * r + b] = row r's qh[4 * m + b], whose bit s is
+// the high bit of element 32s + 4m + b.
+struct BlockQ5_Kx8 {
+  uint16_t d[kPackRows];
+  uint16_t dmin[kPackRows];
+  uint8_t sc[8 * kPackRows];
+  uint8_t mins[8 * kPackRows];
+  uint8_t qh[kPackRows * kQK_K / 8];
+  uint8_t qs[kPackRows * kQK_K / 2];
+};
+static_assert(sizeof(BlockQ5_Kx8) == kPackRows * sizeof(BlockQ5_K) + 4 * kPackRows,
+              "8 Q5_K blocks, repacked with unpacked scales");
 
 // The Q6_K super-blocks of 8 rows at one position, the same bytes as 8 Q6_K
 // blocks. u(e) = q(e) + 32 in 0..63 is element e's 6-bit quant; sub-block s

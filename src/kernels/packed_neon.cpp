@@ -18,6 +18,8 @@
 
 #include <arm_neon.h>
 
+#include <type_traits>
+
 #include "kernels/packed_blocks.h"
 
 namespace valet::neon {
@@ -43,14 +45,23 @@ inline void PrefetchAhead(const void* block) {
 namespace plain {
 namespace {
 
-// acc lane i += row i's 4 quants (bytes 4i..4i+3 of w) . activations 4L..4L+3 of a.
+// Pair sums, SADALP folding each SMULL in: lane 2i + k of lo holds the sum of
+// row i's products 2k and 2k + 1 for rows 0..1, of hi for rows 2..3; one
+// pairwise add at the end of a dot makes the 4 rows' sums.
+struct DotAcc {
+  int32x4_t lo, hi;
+};
+
+inline DotAcc DotZero() { return {vdupq_n_s32(0), vdupq_n_s32(0)}; }
+
 template <int L>
-inline int32x4_t Dot(int32x4_t acc, int8x16_t w, int8x16_t a) {
+inline DotAcc Dot(DotAcc acc, int8x16_t w, int8x16_t a) {
   const int8x16_t b = vreinterpretq_s8_s32(vdupq_laneq_s32(vreinterpretq_s32_s8(a), L));
-  const int32x4_t p0 = vpaddlq_s16(vmull_s8(vget_low_s8(w), vget_low_s8(b)));
-  const int32x4_t p1 = vpaddlq_s16(vmull_high_s8(w, b));
-  return vaddq_s32(acc, vpaddq_s32(p0, p1));
+  return {vpadalq_s16(acc.lo, vmull_s8(vget_low_s8(w), vget_low_s8(b))),
+          vpadalq_s16(acc.hi, vmull_high_s8(w, b))};
 }
+
+inline int32x4_t DotSum(DotAcc acc) { return vpaddq_s32(acc.lo, acc.hi); }
 
 #include "kernels/packed_neon_body.inc"
 
@@ -63,10 +74,16 @@ inline int32x4_t Dot(int32x4_t acc, int8x16_t w, int8x16_t a) {
 namespace sdot {
 namespace {
 
+using DotAcc = int32x4_t;
+
+inline DotAcc DotZero() { return vdupq_n_s32(0); }
+
 template <int L>
-inline int32x4_t Dot(int32x4_t acc, int8x16_t w, int8x16_t a) {
+inline DotAcc Dot(DotAcc acc, int8x16_t w, int8x16_t a) {
   return vdotq_laneq_s32(acc, w, a, L);
 }
+
+inline int32x4_t DotSum(DotAcc acc) { return acc; }
 
 #include "kernels/packed_neon_body.inc"
 

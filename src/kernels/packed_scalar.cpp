@@ -39,25 +39,34 @@ void PackedLoop(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   }
 }
 
+// Element k (0..31) of sub-block s of row r, 4 bits (Q4_K) or 5 (Q5_K).
+int QuantQ4_Kx8(const BlockQ4_Kx8& b, int r, int s, int k) {
+  const uint8_t v = b.qs[256 * (s / 2) + 32 * (k / 4) + 4 * r + k % 4];
+  return s % 2 == 0 ? (v & 0x0f) : (v >> 4);
+}
+
+int QuantQ5_Kx8(const BlockQ5_Kx8& b, int r, int s, int k) {
+  const uint8_t v = b.qs[256 * (s / 2) + 32 * (k / 4) + 4 * r + k % 4];
+  const int high = (b.qh[32 * (k / 4) + 4 * r + k % 4] >> s) & 1;
+  return (s % 2 == 0 ? (v & 0x0f) : (v >> 4)) | (high << 4);
+}
+
 // Per super-block: isum = sum_j sc_j (q_j . y_j), msum = sum_j m_j bsum_j;
 // acc = fma(d dy, isum, acc), then acc = fma(-(dmin dy), msum, acc).
-template <int C>
-void PackedQ4_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
-  const auto* w = static_cast<const BlockQ4_Kx8*>(x);
+template <class Packed, int (*Quant)(const Packed&, int, int, int), int C>
+void PackedQ4Q5_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const Packed*>(x);
   const int64_t nb = n / kQK_K;
   for (int j = 0; j < C; ++j) {
     const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
     for (int r = 0; r < kPackRows; ++r) {
       float acc = 0.0f;
       for (int64_t l = 0; l < nb; ++l) {
-        const BlockQ4_Kx8& b = w[l];
+        const Packed& b = w[l];
         int isum = 0, msum = 0;
         for (int s = 0; s < 8; ++s) {
           int dot = 0;
-          for (int k = 0; k < 32; ++k) {
-            const uint8_t v = b.qs[256 * (s / 2) + 32 * (k / 4) + 4 * r + k % 4];
-            dot += (s % 2 == 0 ? (v & 0x0f) : (v >> 4)) * a[l].qs[32 * s + k];
-          }
+          for (int k = 0; k < 32; ++k) dot += Quant(b, r, s, k) * a[l].qs[32 * s + k];
           isum += b.sc[8 * s + r] * dot;
           msum += b.mins[16 * (s / 2) + 2 * r + s % 2] * (a[l].bsums[2 * s] + a[l].bsums[2 * s + 1]);
         }
@@ -107,7 +116,9 @@ TileKernel Make(GgmlType type) {
     case GgmlType::kQ8_0:
       return {PackedLoop<BlockQ8_0x8, QuantQ8_0x8, C>, kPackRows, C};
     case GgmlType::kQ4_K:
-      return {PackedQ4_K<C>, kPackRows, C};
+      return {PackedQ4Q5_K<BlockQ4_Kx8, QuantQ4_Kx8, C>, kPackRows, C};
+    case GgmlType::kQ5_K:
+      return {PackedQ4Q5_K<BlockQ5_Kx8, QuantQ5_Kx8, C>, kPackRows, C};
     case GgmlType::kQ6_K:
       return {PackedQ6_K<C>, kPackRows, C};
     default:

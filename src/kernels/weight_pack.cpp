@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/packed_blocks.h"
 
@@ -30,13 +31,16 @@ void PackGroups(const WeightMatrix& w, Packed* dst) {
   }
 }
 
-void PackQ4_K(const WeightMatrix& w, BlockQ4_Kx8* dst) {
+// Q4_K and Q5_K: scales and mins unpacked, the low 4 bits (and Q5_K's 5th
+// bits) interleaved 4 bytes at a time.
+template <class Block, class Packed>
+void PackQ4Q5_K(const WeightMatrix& w, Packed* dst) {
   const int64_t nb = w.n_in / kQK_K;
   for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
     for (int64_t l = 0; l < nb; ++l) {
-      BlockQ4_Kx8& p = dst[g * nb + l];
+      Packed& p = dst[g * nb + l];
       for (int r = 0; r < kPackRows; ++r) {
-        const BlockQ4_K& b = static_cast<const BlockQ4_K*>(w.Row(g * kPackRows + r))[l];
+        const Block& b = static_cast<const Block*>(w.Row(g * kPackRows + r))[l];
         p.d[r] = b.d;
         p.dmin[r] = b.dmin;
         for (int j = 0; j < 8; ++j) {
@@ -44,6 +48,9 @@ void PackQ4_K(const WeightMatrix& w, BlockQ4_Kx8* dst) {
         }
         for (int c = 0; c < 4; ++c) {
           for (int m = 0; m < 8; ++m) std::memcpy(&p.qs[256 * c + 32 * m + 4 * r], &b.qs[32 * c + 4 * m], 4);
+        }
+        if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+          for (int m = 0; m < 8; ++m) std::memcpy(&p.qh[32 * m + 4 * r], &b.qh[4 * m], 4);
         }
       }
     }
@@ -91,14 +98,15 @@ void PackQ6_K(const WeightMatrix& w, BlockQ6_Kx8* dst) {
 bool CanPack(const WeightMatrix& w) {
   const bool type_ok =
       w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K ||
-      w.type == GgmlType::kQ6_K;
+      w.type == GgmlType::kQ5_K || w.type == GgmlType::kQ6_K;
   return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
          w.row_bytes == GgmlRowSize(w.type, w.n_in);
 }
 
 size_t PackedBytes(const WeightMatrix& w) {
-  if (w.type == GgmlType::kQ4_K)
-    return sizeof(BlockQ4_Kx8) * static_cast<size_t>(w.n_out / kPackRows * (w.n_in / kQK_K));
+  const auto groups_blocks = static_cast<size_t>(w.n_out / kPackRows * (w.n_in / kQK_K));
+  if (w.type == GgmlType::kQ4_K) return sizeof(BlockQ4_Kx8) * groups_blocks;
+  if (w.type == GgmlType::kQ5_K) return sizeof(BlockQ5_Kx8) * groups_blocks;
   return w.row_bytes * static_cast<size_t>(w.n_out);
 }
 
@@ -107,7 +115,9 @@ WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
   if (w.type == GgmlType::kQ4_0) {
     PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
   } else if (w.type == GgmlType::kQ4_K) {
-    PackQ4_K(w, static_cast<BlockQ4_Kx8*>(dst));
+    PackQ4Q5_K<BlockQ4_K>(w, static_cast<BlockQ4_Kx8*>(dst));
+  } else if (w.type == GgmlType::kQ5_K) {
+    PackQ4Q5_K<BlockQ5_K>(w, static_cast<BlockQ5_Kx8*>(dst));
   } else if (w.type == GgmlType::kQ6_K) {
     PackQ6_K(w, static_cast<BlockQ6_Kx8*>(dst));
   } else {
