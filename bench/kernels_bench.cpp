@@ -171,7 +171,7 @@ void BM_MatMulLayout(benchmark::State& state) {
 }
 
 void LayoutArgs(benchmark::internal::Benchmark* b) {
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     for (int64_t tokens : {1, 64}) {
       for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), tokens, layout});
     }
