@@ -32,6 +32,10 @@ __attribute__((target("avx2"))) double SumSlice(const float* p, size_t n) {
 int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 10;
+  if (threads < 1 || threads > 1024 || reps < 1) {
+    std::fprintf(stderr, "usage: valet_membw [threads >= 1] [reps >= 1]\n");
+    return 2;
+  }
   const size_t n = (256u << 20) / sizeof(float);
   std::vector<float> buf(n, 1.0f);
   std::vector<double> gbs;
