@@ -69,7 +69,7 @@ Result<double> Args::Double(const std::string& name, double fallback, double min
 Result<KvType> Args::KvTypeFlag() const {
   VALET_ASSIGN_OR_RETURN(std::string name, String("--kv-type", "f16"));
   if (std::optional<KvType> t = ParseKvType(name)) return *t;
-  return InvalidArgument("--kv-type must be f16 or f32, got '" + name + "'");
+  return InvalidArgument("--kv-type must be f16, q8_0 or f32, got '" + name + "'");
 }
 
 std::vector<std::string> Args::All(const std::string& name) const {

@@ -15,7 +15,7 @@
 namespace valet::cli {
 
 // The --kv-type flag every engine command takes.
-inline constexpr const char* kKvTypeHelp = "KV cache element type: f16 | f32 (default f16)";
+inline constexpr const char* kKvTypeHelp = "KV cache element type: f16 | q8_0 | f32 (default f16; q8_0 needs head_dim a multiple of 32)";
 
 struct FlagSpec {
   const char* name;        // "--temp"
@@ -32,7 +32,7 @@ class Args {
   Result<std::string> String(const std::string& name, std::optional<std::string> fallback) const;
   Result<int64_t> Int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
   Result<double> Double(const std::string& name, double fallback, double min, double max) const;
-  // --kv-type: f16 (the default) or f32.
+  // --kv-type: f16 (the default), q8_0 or f32.
   Result<KvType> KvTypeFlag() const;
   // Every value given for a repeatable flag, in order.
   std::vector<std::string> All(const std::string& name) const;

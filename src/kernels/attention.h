@@ -10,6 +10,8 @@
 // into steps, on however many threads, and the same bits from the scalar
 // reference and the SIMD variants (the SIMD lanes and horizontal reductions
 // follow the reference's order; exp2 is the same polynomial in both).
+// Q8_0 rows widen to scale * int8, a product an fp32 holds exactly (11 + 7
+// significant bits), so every variant's widened tile is the same floats.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +36,7 @@ struct AttentionRows {
 };
 
 struct AttentionKeys {
-  GgmlType type = GgmlType::kF16;  // element type of the rows: kF32 or kF16
+  GgmlType type = GgmlType::kF16;  // element type of the rows: kF32, kF16 or kQ8_0 (head_dim % 32 == 0)
   int32_t head_dim = 0;
   const void* const* k = nullptr;  // [max n_keys] key rows
   const void* const* v = nullptr;  // [max n_keys] value rows

@@ -10,6 +10,7 @@
 #include "kernels/attention.h"
 #include "kernels/fp16.h"
 #include "kernels/kernels_scalar.h"
+#include "kernels/quant_blocks.h"
 
 namespace valet::scalar {
 namespace {
@@ -42,6 +43,10 @@ float Reduce32(const float* s, Op op) {
 
 float Element(GgmlType type, const void* row, int32_t d) {
   if (type == GgmlType::kF16) return Fp16ToFp32(static_cast<const uint16_t*>(row)[d]);
+  if (type == GgmlType::kQ8_0) {
+    const BlockQ8_0& b = static_cast<const BlockQ8_0*>(row)[d / kQK8_0];
+    return Fp16ToFp32(b.d) * static_cast<float>(b.qs[d % kQK8_0]);
+  }
   return static_cast<const float*>(row)[d];
 }
 

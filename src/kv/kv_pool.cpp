@@ -22,6 +22,11 @@ Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
   if (l.n_layer <= 0 || l.n_kv_head <= 0 || l.head_dim <= 0 || l.block_tokens <= 0) {
     return InvalidArgument("KV layout needs positive layers, heads, head_dim and block size");
   }
+  if (!KvTypeFits(l.type, l.head_dim)) {
+    return InvalidArgument(std::string("KV type ") + KvTypeName(l.type) + " stores rows in blocks of " +
+                           std::to_string(kKvQ8_0Block) + " elements, but this model's head_dim is " +
+                           std::to_string(l.head_dim) + "; use --kv-type f16 or f32");
+  }
   const size_t n_blocks = options.capacity_bytes / l.block_bytes();
   if (n_blocks == 0) {
     return InvalidArgument("KV pool capacity " + std::to_string(options.capacity_bytes) +
@@ -166,7 +171,7 @@ template <typename Fn>
 void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
   const KvLayout& l = pool_->layout();
   const int32_t n = end - begin;
-  const size_t row = static_cast<size_t>(l.head_dim) * l.elem_bytes();
+  const size_t row = l.row_bytes();
   for (int32_t pos = begin; pos < end;) {
     const int32_t in_block = pos % l.block_tokens;
     const int32_t run = std::min(end - pos, l.block_tokens - in_block);
@@ -175,7 +180,7 @@ void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
       for (int32_t kv = 0; kv < 2; ++kv) {
         for (int32_t head = 0; head < l.n_kv_head; ++head) {
           const size_t slab = (static_cast<size_t>(layer) * 2 + kv) * l.n_kv_head + head;
-          fn(block + l.slab_offset(layer, kv, head) * l.elem_bytes() + in_block * row,
+          fn(block + l.slab_byte_offset(layer, kv, head) + in_block * row,
              (slab * n + (pos - begin)) * row, run * row);
         }
       }

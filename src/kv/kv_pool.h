@@ -112,18 +112,17 @@ class KvSequence {
   // Bytes ExportRows writes for `n` positions.
   size_t rows_bytes(int32_t n) const { return static_cast<size_t>(n) * pool_->layout().token_bytes(); }
   // Copies the K and V rows of filled positions [begin, end) out as
-  // [n_layer][K|V][n_kv_head][end - begin][head_dim] elements of the pool's type.
+  // [n_layer][K|V][n_kv_head][end - begin] rows of the pool's type.
   void ExportRows(int32_t begin, int32_t end, void* out) const;
   // Writes rows in ExportRows' order into positions [n_tokens(), n_tokens() + n)
   // of reserved room (after Reserve(n)); Commit(n) makes them part of the sequence.
   void ImportRows(int32_t n, const void* in);
 
-  // Start of the head_dim elements (of the pool's KvType) for (layer, kv, head, position).
+  // Start of the row of head_dim elements (of the pool's KvType) for (layer, kv, head, position).
   void* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
     const KvLayout& l = pool_->layout();
-    return pool_->block_data(blocks_[pos / l.block_tokens]) +
-           (l.slab_offset(layer, kv, head) + static_cast<size_t>(pos % l.block_tokens) * l.head_dim) *
-               l.elem_bytes();
+    return pool_->block_data(blocks_[pos / l.block_tokens]) + l.slab_byte_offset(layer, kv, head) +
+           static_cast<size_t>(pos % l.block_tokens) * l.row_bytes();
   }
 
  private:

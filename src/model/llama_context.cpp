@@ -295,7 +295,9 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   // v at each token's position (converted to the pool's element type), so
   // that every token of the step sees the earlier tokens of its own sequence.
   const KvType kv_type = seq_of_[0]->pool().layout().type;
-  const GgmlType row_type = kv_type == KvType::kF16 ? GgmlType::kF16 : GgmlType::kF32;
+  const GgmlType row_type = kv_type == KvType::kF16    ? GgmlType::kF16
+                            : kv_type == KvType::kQ8_0 ? GgmlType::kQ8_0
+                                                       : GgmlType::kF32;
   const from_float_fn store_row = kernels[row_type].from_float;
   Parallel(pool_, n <= kInlineTokens, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);

@@ -40,7 +40,7 @@ TEST(CliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
   ExpectUsageError("generate -m x.gguf -p", "needs a value");
   ExpectUsageError("synth-model --preset huge -o /tmp/x.gguf", "preset");
   ExpectUsageError("synth-model --preset tiny --arch mamba -o /tmp/x.gguf", "unknown architecture 'mamba'");
-  ExpectUsageError("generate -m x.gguf -p hi --kv-type q4", "--kv-type must be f16 or f32");
+  ExpectUsageError("generate -m x.gguf -p hi --kv-type q4", "--kv-type must be f16, q8_0 or f32");
 }
 
 TEST(CliTest, BadModelFilesAreNamedInTheError) {
@@ -82,6 +82,19 @@ TEST(CliTest, InfoReportsTensorsAndMemory) {
   EXPECT_NE(r.out.find("KV cache: f16, 0.6 KiB per token"), std::string::npos) << r.out;
   CliRun f32 = Valet("info -m " + kStories + " --kv-type f32");
   EXPECT_NE(f32.out.find("KV cache: f32, 1.2 KiB per token"), std::string::npos) << f32.out;
+  // head size 8 is not a whole Q8_0 block: refused with the reason.
+  CliRun q8 = Valet("info -m " + kStories + " --kv-type q8_0");
+  EXPECT_NE(q8.exit_code, 0);
+  EXPECT_NE(q8.out.find("head_dim is 8"), std::string::npos) << q8.out;
+}
+
+TEST(CliTest, InfoReportsQ8_0KvBytes) {
+  const std::string tiny = std::string(VALET_SHARED_DIR) + "/models/synth-tiny-q8_0.gguf";
+  if (!std::filesystem::exists(tiny)) GTEST_SKIP() << "shared data absent: " << tiny;
+  // 4 layers x (K, V) x 2 KV heads x one 34-byte block (head size 32) = 544 bytes a token
+  CliRun r = Valet("info -m " + tiny + " --kv-type q8_0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("KV cache: q8_0, 0.5 KiB per token"), std::string::npos) << r.out;
 }
 
 TEST(CliTest, GenerateChatUsesTheModelsTemplate) {

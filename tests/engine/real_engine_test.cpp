@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,6 +20,10 @@ namespace fs = std::filesystem;
 
 constexpr int32_t kChunk = 16;
 constexpr int32_t kDecode = 10;
+// Largest q8_0-vs-f16 KV logit difference, as a fraction of the step's largest
+// |logit|, over 41 teacher-forced outputs: measured 0.0247 (synth-tiny Q8_0),
+// 0.0212 (synth-tiny Q4_0), 0.0196 (phi3 Q4_0), 0.0104 (qwen3 Q4_K_M); 2x headroom.
+constexpr double kQ8LogitTolerance = 0.05;
 
 std::string ModelPath(const std::string& name) { return std::string(VALET_SHARED_DIR) + "/models/" + name; }
 
@@ -58,6 +64,7 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
     o.engine.n_ctx = 256;
     o.engine.max_batch_tokens = 64;
     o.engine.kv_capacity_bytes = 8u << 20;
+    o.engine.kv_type = kv_type_;
     o.store.ram_budget_bytes = 4u << 20;
     o.store.disk_dir = dir_.string();
     o.store.compression = Compression::kZstd;
@@ -164,6 +171,7 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
   }
 
   std::string path_;
+  KvType kv_type_ = KvType::kF16;
   fs::path dir_;
   std::vector<std::string> warnings_;
 };
@@ -302,6 +310,118 @@ TEST_P(RealEngineMiscTest, StepErrorsChangeNothing) {
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineMiscTest, ::testing::Values("synth-tiny-q8_0.gguf"),
                          [](const auto&) { return std::string("q8x0"); });
+
+// The same engine with a Q8_0 KV cache (synth-tiny's head_dim is 32: one
+// block per row; phi3's is 64: two).
+class RealEngineKvQ8Test : public RealEngineTest {
+ protected:
+  void SetUp() override {
+    RealEngineTest::SetUp();
+    kv_type_ = KvType::kQ8_0;
+  }
+
+  // A 40-token prompt, then `steps` greedy decode steps; with `forced`, the
+  // decode feeds those tokens instead of its own picks (teacher forcing), so
+  // two KV types are compared on the same inputs even where they would part.
+  Trace GreedyTrace(KvType kv, int steps, const std::vector<int32_t>* forced) {
+    kv_type_ = kv;
+    std::unique_ptr<RealEngine> e = Open();
+    if (!e) return {};
+    const std::vector<int32_t> prompt = Tokens(40, 2, e->engine().model().config().n_vocab);
+    SequenceId id = *e->OpenSequence({{}, Greedy()});
+    Trace trace;
+    std::vector<int32_t> next = prompt;
+    for (int i = 0; i <= steps; ++i) {
+      StepItem item{id, next, 0, true};
+      Result<StepResult> r = e->Step({&item, 1});
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) return trace;
+      trace.tokens.push_back(r->outputs.at(0).token);
+      std::span<const float> l = e->last_logits(id);
+      trace.logits.emplace_back(l.begin(), l.end());
+      next = {forced != nullptr ? forced->at(static_cast<size_t>(i)) : trace.tokens.back()};
+    }
+    return trace;
+  }
+};
+
+TEST_P(RealEngineKvQ8Test, SnapshotsResumeBitExactly) {
+  const Trace ref = Run(Sampled(), {});
+  ASSERT_EQ(ref.tokens.size(), 1u + kDecode);
+  for (ParkKind kind : {ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk}) {
+    for (int at : {1, 3, 7}) {
+      const Trace t = Run(Sampled(), {at, kind, false});
+      ASSERT_EQ(t.tokens, ref.tokens) << ParkKindName(kind) << " at event " << at;
+      for (size_t i = 0; i < ref.logits.size(); ++i) {
+        ASSERT_EQ(t.logits[i], ref.logits[i]) << ParkKindName(kind) << " at event " << at << ", output " << i;
+      }
+    }
+  }
+}
+
+// Q8_0 rounds each K and V element to 1/254 of its block's largest magnitude
+// (F16 to 2^-11 of its own); through the attention's weighted sums that moves
+// the logits by a few hundredths of their range (kQ8LogitTolerance). The
+// random test models have near ties (measured: one flip at a gap of 0.015 of
+// the range on synth-tiny Q8_0, one at 0.0004 on phi3), so a top token may
+// change only where F16's top two were that close.
+TEST_P(RealEngineKvQ8Test, LogitsStayCloseToF16AndTheTopTokenAgrees) {
+  constexpr int kSteps = 40;
+  const Trace f16 = GreedyTrace(KvType::kF16, kSteps, nullptr);
+  ASSERT_EQ(f16.tokens.size(), kSteps + 1u);
+  const Trace q8 = GreedyTrace(KvType::kQ8_0, kSteps, &f16.tokens);
+  ASSERT_EQ(q8.tokens.size(), kSteps + 1u);
+  double worst = 0;
+  int flips = 0;
+  for (size_t i = 0; i < f16.logits.size(); ++i) {
+    const std::vector<float>& f = f16.logits[i];
+    float scale = 1.0f;
+    for (float v : f) scale = std::max(scale, std::fabs(v));
+    for (size_t j = 0; j < f.size(); ++j) {
+      worst = std::max(worst, static_cast<double>(std::fabs(q8.logits[i][j] - f[j]) / scale));
+    }
+    if (q8.tokens[i] == f16.tokens[i]) continue;
+    // A flip is allowed only where F16's top two were closer than two
+    // tolerances apart (a near tie of the random synthetic weights).
+    const float gap = f[static_cast<size_t>(f16.tokens[i])] - f[static_cast<size_t>(q8.tokens[i])];
+    ++flips;
+    EXPECT_LT(gap, 2 * kQ8LogitTolerance * scale) << "output " << i << " changed its top token";
+    std::printf("output %zu: top token %d -> %d at an F16 gap of %.3g of the range\n", i, f16.tokens[i],
+                q8.tokens[i], gap / scale);
+  }
+  std::printf("q8_0 vs f16 KV: largest logit difference %.3g of the logit range, %d flips\n", worst, flips);
+  EXPECT_LT(worst, kQ8LogitTolerance);
+  EXPECT_LE(flips, 2) << "of " << f16.logits.size() << " outputs";
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineKvQ8Test,
+                         ::testing::Values("synth-tiny-q8_0.gguf", "synth-tiny-q4_0.gguf", "phi3-q4_0.gguf"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           n = n.substr(0, n.size() - 5);
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : 'x';
+                           return n;
+                         });
+
+// stories260K's head_dim is 8: a Q8_0 row would not be whole blocks, and the
+// engine says so instead of opening.
+TEST(RealEngineKvQ8ErrorTest, RefusesAHeadDimThatIsNotAMultipleOf32) {
+  const std::string path = ModelPath("stories260K.gguf");
+  if (!fs::exists(path)) GTEST_SKIP() << path << " is absent (shared test models not installed)";
+  RealEngineOptions o;
+  o.engine.model_path = path;
+  o.engine.n_threads = 1;
+  o.engine.n_ctx = 64;
+  o.engine.kv_capacity_bytes = 1u << 20;
+  o.engine.kv_type = KvType::kQ8_0;
+  o.calibrate = false;
+  Result<std::unique_ptr<RealEngine>> e = RealEngine::Open(o);
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(e.status().message().find("head_dim is 8"), std::string::npos) << e.status().ToString();
+  o.engine.kv_type = KvType::kF16;
+  EXPECT_TRUE(RealEngine::Open(o).ok());
+}
 
 // The scheduler stops a task at any of these tokens, so a chat model ends its
 // turn at "<|end|>" as well as at EOS: llama.cpp's set for Phi-3 is </s>,

@@ -8,9 +8,11 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "kernel_test_util.h"
 #include "kernels/kernels_scalar.h"
+#include "kernels/quant_blocks.h"
 
 namespace valet {
 namespace {
@@ -45,6 +47,15 @@ struct Keys {
   // Rows from position `from` on replaced by NaNs (keys a row must never see).
   void PoisonFrom(int32_t from) {
     const size_t row = GgmlRowSize(type, hd);
+    if (type == GgmlType::kQ8_0) {  // quantizing NaN is undefined: NaN scales instead
+      for (size_t j = from; j < k_rows.size(); ++j) {
+        for (uint8_t* r : {k.data() + j * row, v.data() + j * row}) {
+          auto* b = reinterpret_cast<BlockQ8_0*>(r);
+          for (int32_t i = 0; i < hd / kQK8_0; ++i) b[i].d = 0x7e00;
+        }
+      }
+      return;
+    }
     const std::vector<float> nan(static_cast<size_t>(hd), std::numeric_limits<float>::quiet_NaN());
     for (size_t j = from; j < k_rows.size(); ++j) {
       ScalarKernels()[type].from_float(nan.data(), k.data() + j * row, hd);
@@ -84,11 +95,19 @@ struct Queries {
   }
 };
 
+constexpr GgmlType kKvTypes[] = {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0};
+
+// Q8_0 rows are whole 32-element blocks: its head sizes are multiples of 32.
+std::vector<int32_t> HeadDims(GgmlType type, std::vector<int32_t> hds) {
+  if (type == GgmlType::kQ8_0) std::erase_if(hds, [](int32_t hd) { return hd % kQK8_0 != 0; });
+  return hds;
+}
+
 const std::vector<int32_t> kKeyCounts = {1, 2, 31, 32, 33, 64, 95, 100, 130, 7, 40, 64, 1, 128, 129, 3, 77, 50};
 
 TEST(Attention, ReferenceMatchesSoftmaxInDouble) {
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-    for (int32_t hd : {64, 128, 40, 20}) {
+  for (GgmlType type : kKvTypes) {
+    for (int32_t hd : HeadDims(type, {64, 128, 40, 20, 32})) {
       const Keys keys(type, hd, 130, 5);
       Queries qs(hd, kKeyCounts, 9);
       qs.RunAll(ScalarKernels(), keys.View());
@@ -118,8 +137,8 @@ TEST(Attention, ReferenceMatchesSoftmaxInDouble) {
 }
 
 TEST(Attention, EveryTableEqualsTheReferenceBitForBit) {
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
-    for (int32_t hd : {64, 128, 80, 40}) {
+  for (GgmlType type : kKvTypes) {
+    for (int32_t hd : HeadDims(type, {64, 128, 80, 40, 96})) {
       const Keys keys(type, hd, 130, 21);
       Queries want(hd, kKeyCounts, 23);
       want.RunAll(ScalarKernels(), keys.View());
@@ -141,7 +160,7 @@ TEST(Attention, EveryTableEqualsTheReferenceBitForBit) {
 TEST(Attention, ARowsResultDoesNotDependOnItsCallOrOnLaterKeys) {
   const int32_t hd = 64;
   for (const KernelTable* table : Tables()) {
-    for (GgmlType type : {GgmlType::kF32, GgmlType::kF16}) {
+    for (GgmlType type : kKvTypes) {
       const Keys keys(type, hd, 130, 31);
       Queries alone(hd, kKeyCounts, 37);
       for (size_t r = 0; r < alone.q.size(); ++r) alone.Run(*table, keys.View(), r, 1);
@@ -165,6 +184,20 @@ TEST(Attention, ARowsResultDoesNotDependOnItsCallOrOnLaterKeys) {
         ASSERT_EQ(0, std::memcmp(pair.out[0].data(), alone.out[r].data(), hd * sizeof(float)))
             << table->name << " " << GgmlTypeName(type) << ": row " << r << " beside a row of 130 keys";
       }
+    }
+  }
+}
+
+// The KV cache quantizes K and V rows with the active table's Q8_0
+// from_float: every table must write the reference's bits, so a row's cache
+// bytes (and a snapshot of them) do not depend on the CPU that wrote them.
+TEST(Attention, EveryTablesQ8_0RowQuantizerEqualsTheReference) {
+  for (float scale : {0.01f, 1.0f, 40.0f}) {
+    const std::vector<float> x = RandomRow(128 * 64, 77, scale);
+    const std::vector<uint8_t> want = testing::Encode(ScalarKernels(), GgmlType::kQ8_0, x);
+    for (const KernelTable* table : Tables()) {
+      const std::vector<uint8_t> got = testing::Encode(*table, GgmlType::kQ8_0, x);
+      ASSERT_EQ(got, want) << table->name << " scale " << scale;
     }
   }
 }

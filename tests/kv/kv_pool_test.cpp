@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace valet {
@@ -87,6 +90,83 @@ TEST(KvSequenceTest, ExportThenImportReproducesTheRowsInOtherBlocks) {
         for (int32_t p = 0; p < 11; ++p)
           for (int32_t d = 0; d < l.head_dim; ++d)
             ASSERT_EQ(Row(a, layer, kv, h, p)[d], Row(b, layer, kv, h, p)[d]) << layer << kv << h << " pos " << p;
+}
+
+// A Q8_0 row is head_dim / 32 blocks of 34 bytes (fp16 scale + 32 int8),
+// so elements are no unit of the layout: every offset counts bytes.
+TEST(KvLayoutTest, ByteMathOfEveryType) {
+  KvLayout l{3, 2, 64, 16, KvType::kF32};
+  EXPECT_EQ(l.row_bytes(), 256u);
+  l.type = KvType::kF16;
+  EXPECT_EQ(l.row_bytes(), 128u);
+  l.type = KvType::kQ8_0;
+  EXPECT_EQ(l.row_bytes(), 68u);  // 2 blocks
+  EXPECT_EQ(l.head_slab_bytes(), 16u * 68);
+  EXPECT_EQ(l.token_bytes(), 3u * 2 * 2 * 68);
+  EXPECT_EQ(l.block_bytes(), 3u * 2 * 2 * 16 * 68);
+  EXPECT_EQ(l.block_bytes(), l.token_bytes() * l.block_tokens);
+  EXPECT_EQ(l.slab_byte_offset(0, 0, 0), 0u);
+  EXPECT_EQ(l.slab_byte_offset(0, 0, 1), 16u * 68);
+  EXPECT_EQ(l.slab_byte_offset(0, 1, 0), 2u * 16 * 68);
+  EXPECT_EQ(l.slab_byte_offset(2, 1, 1), 11u * 16 * 68);
+  EXPECT_EQ(l.slab_byte_offset(2, 1, 1) + l.head_slab_bytes(), l.block_bytes());
+  EXPECT_EQ(KvRowBytes(KvType::kQ8_0, 128) * 100 / KvRowBytes(KvType::kF16, 128), 53u);  // 53% of F16
+
+  EXPECT_TRUE(KvTypeFits(KvType::kQ8_0, 32));
+  EXPECT_TRUE(KvTypeFits(KvType::kQ8_0, 128));
+  EXPECT_FALSE(KvTypeFits(KvType::kQ8_0, 8));
+  EXPECT_FALSE(KvTypeFits(KvType::kQ8_0, 80));
+  EXPECT_TRUE(KvTypeFits(KvType::kF16, 8));
+  for (KvType t : {KvType::kF32, KvType::kF16, KvType::kQ8_0}) EXPECT_EQ(ParseKvType(KvTypeName(t)), t);
+  EXPECT_EQ(ParseKvType("q4_0"), std::nullopt);
+}
+
+TEST(KvPoolTest, Q8_0RefusesAHeadDimThatIsNotWholeBlocks) {
+  KvPoolOptions o;
+  o.layout = KvLayout{2, 2, 8, 4, KvType::kQ8_0};
+  o.capacity_bytes = 1 << 20;
+  Result<std::unique_ptr<KvPool>> pool = KvPool::Create(o);
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(pool.status().message().find("head_dim is 8"), std::string::npos) << pool.status().message();
+  o.layout.head_dim = 64;
+  EXPECT_TRUE(KvPool::Create(o).ok());
+}
+
+// Rows of Q8_0 bytes (not whole floats) move between blocks byte for byte,
+// across a block boundary and into a copied shared block.
+TEST(KvSequenceTest, Q8_0RowsExportAndImportByteForByte) {
+  KvPoolOptions o;
+  o.layout = KvLayout{2, 2, 64, 4, KvType::kQ8_0};
+  o.capacity_bytes = 16 * o.layout.block_bytes();
+  auto pool = std::move(KvPool::Create(o).value());
+  const KvLayout& l = pool->layout();
+  KvSequence a(*pool);
+  ASSERT_TRUE(a.Reserve(11).ok());
+  for (int32_t layer = 0; layer < l.n_layer; ++layer)
+    for (int32_t kv = 0; kv < 2; ++kv)
+      for (int32_t h = 0; h < l.n_kv_head; ++h)
+        for (int32_t p = 0; p < 11; ++p) {
+          auto* row = static_cast<uint8_t*>(a.row(layer, kv, h, p));
+          for (size_t i = 0; i < l.row_bytes(); ++i) row[i] = static_cast<uint8_t>(layer * 97 + kv * 53 + h * 31 + p * 7 + i);
+        }
+  a.Commit(11);
+  // Rows of one slab are adjacent: position p + 1 starts row_bytes() after p.
+  EXPECT_EQ(static_cast<uint8_t*>(a.row(1, 1, 1, 2)) + l.row_bytes(), a.row(1, 1, 1, 3));
+  std::vector<uint8_t> rows(a.rows_bytes(8));
+  EXPECT_EQ(rows.size(), 8 * l.token_bytes());
+  a.ExportRows(3, 11, rows.data());
+  KvSequence b(*pool);
+  b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(1), 3);
+  ASSERT_TRUE(b.Reserve(8).ok());
+  b.ImportRows(8, rows.data());
+  b.Commit(8);
+  for (int32_t layer = 0; layer < l.n_layer; ++layer)
+    for (int32_t kv = 0; kv < 2; ++kv)
+      for (int32_t h = 0; h < l.n_kv_head; ++h)
+        for (int32_t p = 0; p < 11; ++p)
+          ASSERT_EQ(0, std::memcmp(a.row(layer, kv, h, p), b.row(layer, kv, h, p), l.row_bytes()))
+              << layer << kv << h << " pos " << p;
 }
 
 struct CountingReclaimer : KvReclaimer {
