@@ -171,7 +171,8 @@ void BM_MatMulLayout(benchmark::State& state) {
 }
 
 void LayoutArgs(benchmark::internal::Benchmark* b) {
-  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
+                     GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL}) {
     for (int64_t tokens : {1, 64}) {
       for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), tokens, layout});
     }
@@ -218,7 +219,7 @@ void BM_DecodeStream(benchmark::State& state) {
 
 void DecodeStreamArgs(benchmark::internal::Benchmark* b) {
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ5_0,
-                     GgmlType::kQ5_K, GgmlType::kQ3_K}) {
+                     GgmlType::kQ5_K, GgmlType::kQ3_K, GgmlType::kQ4_1, GgmlType::kQ5_1, GgmlType::kIQ4_NL}) {
     for (int64_t threads : {1, 2}) {
       for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), threads, layout});
     }

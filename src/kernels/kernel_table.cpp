@@ -34,7 +34,8 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
 // layout; the model keeps rows for the others (weight_pack.h).
 using packed_for_fn = TileKernel (*)(GgmlType, int cols);
 void PatchPacked(KernelTable& t, packed_for_fn packed) {
-  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
+                        GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.packed_gemm = packed(type, 4);
     k.packed_gemv = packed(type, 1);

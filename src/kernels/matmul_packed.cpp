@@ -18,17 +18,19 @@ constexpr int64_t kChunkTokens = 64;
 constexpr int64_t kInlineConvertTokens = 4;
 
 // What the row-group kernels of a type read: BlockQ8_0S rows (the 32-element
-// types), or the table's Q8_K rows (the super-block types).
+// types), BlockQ8_1S rows (Q4_1 and Q5_1, whose offsets need Q8_1's s), or the
+// table's Q8_K rows (the super-block types). act is the type quantized from.
 struct ActFormat {
   int64_t block;      // elements per activation block
   size_t block_bytes;
-  bool q8_0s;
+  GgmlType act;       // kQ8_0 (widened to BlockQ8_0S), kQ8_1 (BlockQ8_1S) or kQ8_K
 };
 
 ActFormat ActFormatFor(GgmlType type) {
   if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K)
-    return {kQK_K, sizeof(BlockQ8_K), false};
-  return {kQK8_0, sizeof(BlockQ8_0S), true};
+    return {kQK_K, sizeof(BlockQ8_K), GgmlType::kQ8_K};
+  if (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1) return {kQK8_0, sizeof(BlockQ8_1S), GgmlType::kQ8_1};
+  return {kQK8_0, sizeof(BlockQ8_0S), GgmlType::kQ8_0};
 }
 
 // Products one job can hold: Q, K and V, or gate and up, with room to spare.
@@ -51,7 +53,7 @@ struct PackedJob {
   const float* x;  // [n_tokens][n_in]
   int64_t n_tokens;
   ActFormat format;
-  from_float_fn quantize;  // Q8_0 (then widened to BlockQ8_0S) or Q8_K
+  from_float_fn quantize;  // Q8_0 / Q8_1 (then widened) or Q8_K
   uint8_t* act;            // [n_tokens][n_in / format.block] activation blocks
   size_t total_bytes;
   RowsEpilogue epilogue;
@@ -72,6 +74,18 @@ void ConvertBlocks(from_float_fn q8_0, const float* x, BlockQ8_0S* out, int64_t 
   }
 }
 
+// The same for Q8_1: its fp16 d and s widened.
+void ConvertBlocks1(from_float_fn q8_1, const float* x, BlockQ8_1S* out, int64_t begin, int64_t end) {
+  for (int64_t l = begin; l < end; ++l) {
+    BlockQ8_1 b;
+    q8_1(x + l * kQK8_0, &b, kQK8_0);
+    BlockQ8_1S& s = out[l];
+    s.d = Fp16ToFp32(b.d);
+    s.s = Fp16ToFp32(b.s);
+    std::memcpy(s.qs, b.qs, sizeof(s.qs));
+  }
+}
+
 // Each thread converts the same block range of every row, so short batches split evenly.
 void RunConvert(const PackedJob& job, int ith, int nth) {
   const ActFormat& f = job.format;
@@ -81,8 +95,10 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
   for (int64_t t = 0; t < job.n_tokens; ++t) {
     uint8_t* row = job.act + static_cast<size_t>(t * nb) * f.block_bytes;
     const float* x = job.x + t * job.n_in;
-    if (f.q8_0s) {
+    if (f.act == GgmlType::kQ8_0) {
       ConvertBlocks(job.quantize, x, reinterpret_cast<BlockQ8_0S*>(row), r.begin, r.end);
+    } else if (f.act == GgmlType::kQ8_1) {
+      ConvertBlocks1(job.quantize, x, reinterpret_cast<BlockQ8_1S*>(row), r.begin, r.end);
     } else {
       job.quantize(x + r.begin * f.block, row + static_cast<size_t>(r.begin) * f.block_bytes,
                    (r.end - r.begin) * f.block);
@@ -139,7 +155,7 @@ bool CanRunPackedTogether(std::span<const MatMulOutput> outs, bool epilogue) {
   for (const MatMulOutput& o : outs) {
     const WeightMatrix& w = *o.w;
     if (w.layout != WeightLayout::kRowGroups || w.n_in != w0.n_in) return false;
-    if (ActFormatFor(w.type).q8_0s != ActFormatFor(w0.type).q8_0s) return false;
+    if (ActFormatFor(w.type).act != ActFormatFor(w0.type).act) return false;
     if (epilogue && w.n_out != w0.n_out) return false;
   }
   return true;
@@ -153,14 +169,13 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
   const ActFormat format = ActFormatFor(w0.type);
   const size_t need = static_cast<size_t>(n_tokens * (w0.n_in / format.block)) * format.block_bytes;
   if (scratch.activations.size() < need) scratch.activations.resize(need);
-  const GgmlType act_type = format.q8_0s ? GgmlType::kQ8_0 : GgmlType::kQ8_K;
   PackedJob job{};
   job.n_parts = outs.size();
   job.n_in = w0.n_in;
   job.x = x;
   job.n_tokens = n_tokens;
   job.format = format;
-  job.quantize = table[act_type].from_float;
+  job.quantize = table[format.act].from_float;
   job.act = scratch.activations.data();
   job.epilogue = epilogue;
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -124,6 +124,95 @@ void GemmQ8_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
+// Q4_1, Q5_0, Q5_1, IQ4_NL. Unsigned quants (Q4_1, Q5_1, Q5_0 as q + 16)
+// take maddubs directly, the int16 sums over 8 chunks of 4 bits or 4 chunks
+// of 5 bits (4 * 2 * 31 * 127 < 2^15); Q5_0's offset 16 * sum(y) comes off in
+// int32. IQ4_NL's table values (|v| <= 127) take Q8_0's sign trick, each
+// product to int32 alone. Per block acc = fma(dw dy, isum, acc), then for Q4_1
+// and Q5_1 acc = fma(m, s, acc), as the scalar reference.
+template <class Packed, int C>
+void GemmLegacyx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                  int64_t ldo) {
+  constexpr bool kOffset = requires(const Packed& p) { p.m; };
+  constexpr bool kFiveBits = requires(const Packed& p) { p.qh; };
+  constexpr bool kTable = std::is_same_v<Packed, BlockIQ4_NLx8>;
+  constexpr bool kCentred = std::is_same_v<Packed, BlockQ5_0x8>;
+  using Act = std::conditional_t<kOffset, BlockQ8_1S, BlockQ8_0S>;
+  const auto* w = static_cast<const Packed*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f), bit4 = _mm256_set1_epi8(0x10);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK4_0;
+  for (int64_t l = 0; l < nb; ++l) {
+    const Packed& b = w[l];
+    if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+    // q[m] / q[4 + m], lanes r: elements 4m..4m+3 / 16+4m..16+4m+3 of row r.
+    __m256i q[8];
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kFiveBits) qh = Load256(b.qh);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      const __m256i raw = Load256(b.qs + 32 * m);
+      q[m] = _mm256_and_si256(raw, low4);
+      q[4 + m] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+      if constexpr (kFiveBits) {
+        // Bits m and 4 + m of the qh bytes to bit 4 (the int16 shifts move
+        // bits across bytes only outside the 0x10 mask).
+        q[m] = _mm256_or_si256(q[m], _mm256_and_si256(_mm256_slli_epi16(qh, 4 - m), bit4));
+        q[4 + m] = _mm256_or_si256(q[4 + m], _mm256_and_si256(_mm256_srli_epi16(qh, m), bit4));
+      }
+      if constexpr (kTable) {
+        q[m] = _mm256_shuffle_epi8(values, q[m]);
+        q[4 + m] = _mm256_shuffle_epi8(values, q[4 + m]);
+      }
+    }
+    __m256i u[8];
+    if constexpr (kTable) {
+#pragma GCC unroll 8
+      for (int i = 0; i < 8; ++i) u[i] = _mm256_abs_epi8(q[i]);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      const Act& a = reinterpret_cast<const Act*>(yb + j * ldy)[l];
+      __m256i isum;
+      if constexpr (kTable) {
+        __m256i t[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const __m256i p = _mm256_maddubs_epi16(u[i], _mm256_sign_epi8(Broadcast4(a.qs + 4 * i), q[i]));
+          t[i % 2] = _mm256_add_epi32(t[i % 2], _mm256_madd_epi16(p, ones));
+        }
+        isum = _mm256_add_epi32(t[0], t[1]);
+      } else {
+        constexpr int kPerSum = kFiveBits ? 4 : 8;
+        isum = _mm256_setzero_si256();
+#pragma GCC unroll 2
+        for (int i0 = 0; i0 < 8; i0 += kPerSum) {
+          __m256i p = _mm256_maddubs_epi16(q[i0], Broadcast4(a.qs + 4 * i0));
+#pragma GCC unroll 8
+          for (int i = i0 + 1; i < i0 + kPerSum; ++i)
+            p = _mm256_add_epi16(p, _mm256_maddubs_epi16(q[i], Broadcast4(a.qs + 4 * i)));
+          isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, ones));
+        }
+        if constexpr (kCentred) isum = _mm256_sub_epi32(isum, _mm256_set1_epi32(16 * a.sum));
+      }
+      const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(a.d));
+      acc[j] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[j]);
+      if constexpr (kOffset) {
+        const __m256 mw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.m)));
+        acc[j] = _mm256_fmadd_ps(mw, _mm256_set1_ps(a.s), acc[j]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
 // Q4_K and Q5_K: per sub-block, the products of 4-bit quants summed in
 // int16 over 8 chunks (as Q4_0); 5-bit quants (up to 31 * 127 * 2 per int16)
 // only over 4 chunks at a time. Then scaled by the rows' 6-bit scales in the
@@ -274,6 +363,14 @@ TileKernel Make(GgmlType type) {
       return {GemmQ4_0x8<C>, kPackRows, C};
     case GgmlType::kQ8_0:
       return {GemmQ8_0x8<C>, kPackRows, C};
+    case GgmlType::kQ4_1:
+      return {GemmLegacyx8<BlockQ4_1x8, C>, kPackRows, C};
+    case GgmlType::kQ5_0:
+      return {GemmLegacyx8<BlockQ5_0x8, C>, kPackRows, C};
+    case GgmlType::kQ5_1:
+      return {GemmLegacyx8<BlockQ5_1x8, C>, kPackRows, C};
+    case GgmlType::kIQ4_NL:
+      return {GemmLegacyx8<BlockIQ4_NLx8, C>, kPackRows, C};
     case GgmlType::kQ4_K:
       return {GemmQ4Q5_Kx8<BlockQ4_Kx8, C>, kPackRows, C};
     case GgmlType::kQ5_K:

@@ -37,6 +37,41 @@ struct BlockQ8_0x8 {
 };
 static_assert(sizeof(BlockQ8_0x8) == kPackRows * sizeof(BlockQ8_0), "8 Q8_0 blocks, repacked");
 
+// The other 32-element types take BlockQ4_0x8's layout: d[r] (and m[r], the
+// offset of Q4_1 and Q5_1) row r's, qs[32 * m + 4 * r + b] = row r's qs[4 * m
+// + b]. IQ4_NL's nibbles index kIQ4NLValues. Q5_0 and Q5_1 regroup the 5th
+// bits so that byte 4r + b of qh serves the 8 elements of row r that share
+// qs byte offset b: bit m (0..3) is the high bit of element 4m + b, bit 4 + m
+// that of element 16 + 4m + b; chunk m's high bits are then (qh >> m) & 1 and
+// (qh >> (4 + m)) & 1, one shift and mask of one 32-byte load.
+struct BlockQ4_1x8 {
+  uint16_t d[kPackRows];
+  uint16_t m[kPackRows];
+  uint8_t qs[kPackRows * kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ4_1x8) == kPackRows * sizeof(BlockQ4_1), "8 Q4_1 blocks, repacked");
+
+struct BlockQ5_0x8 {
+  uint16_t d[kPackRows];
+  uint8_t qh[kPackRows * 4];
+  uint8_t qs[kPackRows * kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ5_0x8) == kPackRows * sizeof(BlockQ5_0), "8 Q5_0 blocks, repacked");
+
+struct BlockQ5_1x8 {
+  uint16_t d[kPackRows];
+  uint16_t m[kPackRows];
+  uint8_t qh[kPackRows * 4];
+  uint8_t qs[kPackRows * kQK4_0 / 2];
+};
+static_assert(sizeof(BlockQ5_1x8) == kPackRows * sizeof(BlockQ5_1), "8 Q5_1 blocks, repacked");
+
+struct BlockIQ4_NLx8 {
+  uint16_t d[kPackRows];
+  uint8_t qs[kPackRows * kQK4_0 / 2];
+};
+static_assert(sizeof(BlockIQ4_NLx8) == kPackRows * sizeof(BlockIQ4_NL), "8 IQ4_NL blocks, repacked");
+
 // The Q4_K super-blocks of 8 rows at one position, scales and mins unpacked
 // from their 6-bit fields (32 bytes more than 8 Q4_K blocks, +2.8%, so that a
 // sub-block's 8 scales are one load). sc[8 * j + r] is row r's scale of
@@ -96,5 +131,15 @@ struct BlockQ8_0S {
   int8_t qs[kQK8_0];
 };
 static_assert(sizeof(BlockQ8_0S) == 40, "block_q8_0s is 40 bytes");
+
+// The activation block of Q4_1 and Q5_1 row groups: the Q8_1 block of the
+// same 32 floats, d and s (fp16 in Q8_1, so the offset term equals the row
+// path's m * s) widened once.
+struct BlockQ8_1S {
+  float d;
+  float s;
+  int8_t qs[kQK8_0];
+};
+static_assert(sizeof(BlockQ8_1S) == 40, "block_q8_1s is 40 bytes");
 
 }  // namespace valet

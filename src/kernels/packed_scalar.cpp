@@ -2,6 +2,7 @@
 // the interleaved layout, the float update a fused multiply-add as the SIMD
 // lanes do it, so the SIMD kernels equal these bit for bit.
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/fp16.h"
 #include "kernels/packed_blocks.h"
@@ -19,13 +20,38 @@ int QuantQ4_0x8(const BlockQ4_0x8& b, int r, int k) {
 
 int QuantQ8_0x8(const BlockQ8_0x8& b, int r, int k) { return b.qs[32 * (k / 4) + 4 * r + k % 4]; }
 
+// Byte k % 16 of row r's qs, nibble k / 16: the unsigned 4 bits of element k.
+template <class Packed>
+int Nibble(const Packed& b, int r, int k) {
+  const int byte = k % 16;
+  const uint8_t v = b.qs[32 * (byte / 4) + 4 * r + byte % 4];
+  return k < 16 ? (v & 0x0f) : (v >> 4);
+}
+
+// The unsigned 5 bits of element k (packed_blocks.h: qh regrouped by byte offset).
+template <class Packed>
+int Quant5(const Packed& b, int r, int k) {
+  const int byte = k % 16;
+  const int bit = (k < 16 ? 0 : 4) + byte / 4;
+  return Nibble(b, r, k) | (((b.qh[4 * r + byte % 4] >> bit) & 1) << 4);
+}
+
+int QuantQ4_1x8(const BlockQ4_1x8& b, int r, int k) { return Nibble(b, r, k); }
+int QuantQ5_0x8(const BlockQ5_0x8& b, int r, int k) { return Quant5(b, r, k) - 16; }
+int QuantQ5_1x8(const BlockQ5_1x8& b, int r, int k) { return Quant5(b, r, k); }
+int QuantIQ4_NLx8(const BlockIQ4_NLx8& b, int r, int k) { return kIQ4NLValues[Nibble(b, r, k)]; }
+
+// Per block: acc = fma(dw dy, isum, acc); for the types with an offset m
+// (Q4_1, Q5_1, BlockQ8_1S activations) then acc = fma(m, s, acc).
 template <class Packed, int (*Quant)(const Packed&, int, int), int C>
 void PackedLoop(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
                 int64_t ldo) {
+  constexpr bool kOffset = requires(const Packed& p) { p.m; };
+  using Act = std::conditional_t<kOffset, BlockQ8_1S, BlockQ8_0S>;
   const auto* w = static_cast<const Packed*>(x);
   const int64_t nb = n / kQK8_0;
   for (int j = 0; j < C; ++j) {
-    const auto* a = reinterpret_cast<const BlockQ8_0S*>(static_cast<const uint8_t*>(y) + j * ldy);
+    const auto* a = reinterpret_cast<const Act*>(static_cast<const uint8_t*>(y) + j * ldy);
     for (int r = 0; r < kPackRows; ++r) {
       float acc = 0.0f;
       for (int64_t l = 0; l < nb; ++l) {
@@ -33,6 +59,7 @@ void PackedLoop(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
         for (int k = 0; k < kQK8_0; ++k) isum += Quant(w[l], r, k) * a[l].qs[k];
         const float d = Fp16ToFp32(w[l].d[r]) * a[l].d;
         acc = std::fma(d, static_cast<float>(isum), acc);
+        if constexpr (kOffset) acc = std::fma(Fp16ToFp32(w[l].m[r]), a[l].s, acc);
       }
       out[j * ldo + r] = acc;
     }
@@ -115,6 +142,14 @@ TileKernel Make(GgmlType type) {
       return {PackedLoop<BlockQ4_0x8, QuantQ4_0x8, C>, kPackRows, C};
     case GgmlType::kQ8_0:
       return {PackedLoop<BlockQ8_0x8, QuantQ8_0x8, C>, kPackRows, C};
+    case GgmlType::kQ4_1:
+      return {PackedLoop<BlockQ4_1x8, QuantQ4_1x8, C>, kPackRows, C};
+    case GgmlType::kQ5_0:
+      return {PackedLoop<BlockQ5_0x8, QuantQ5_0x8, C>, kPackRows, C};
+    case GgmlType::kQ5_1:
+      return {PackedLoop<BlockQ5_1x8, QuantQ5_1x8, C>, kPackRows, C};
+    case GgmlType::kIQ4_NL:
+      return {PackedLoop<BlockIQ4_NLx8, QuantIQ4_NLx8, C>, kPackRows, C};
     case GgmlType::kQ4_K:
       return {PackedQ4Q5_K<BlockQ4_Kx8, QuantQ4_Kx8, C>, kPackRows, C};
     case GgmlType::kQ5_K:

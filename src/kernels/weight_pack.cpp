@@ -9,6 +9,22 @@
 namespace valet {
 namespace {
 
+// Q5_0 / Q5_1: the 32 high bits of a row's block regrouped by qs byte offset
+// b (packed_blocks.h): out[b] bit m = element 4m + b's, bit 4 + m = element
+// 16 + 4m + b's.
+void PackHighBits(const uint8_t* qh, uint8_t* out) {
+  uint32_t h;
+  std::memcpy(&h, qh, sizeof(h));
+  for (int b = 0; b < 4; ++b) {
+    uint32_t v = 0;
+    for (int m = 0; m < 4; ++m) {
+      v |= ((h >> (4 * m + b)) & 1) << m;
+      v |= ((h >> (16 + 4 * m + b)) & 1) << (4 + m);
+    }
+    out[b] = static_cast<uint8_t>(v);
+  }
+}
+
 // Row group g, block l: the kPackRows blocks of type Block at position l of
 // rows 8g..8g+7, their quants interleaved 4 bytes at a time.
 template <class Block, class Packed>
@@ -22,6 +38,8 @@ void PackGroups(const WeightMatrix& w, Packed* dst) {
       for (int r = 0; r < kPackRows; ++r) {
         const Block& b = static_cast<const Block*>(w.Row(g * kPackRows + r))[l];
         p.d[r] = b.d;
+        if constexpr (requires { b.m; }) p.m[r] = b.m;
+        if constexpr (requires { b.qh; }) PackHighBits(b.qh, &p.qh[kChunkBytes * r]);
         for (int m = 0; m < kQuantBytes / kChunkBytes; ++m) {
           std::memcpy(&p.qs[kPackRows * kChunkBytes * m + kChunkBytes * r], &b.qs[kChunkBytes * m],
                       kChunkBytes);
@@ -98,7 +116,8 @@ void PackQ6_K(const WeightMatrix& w, BlockQ6_Kx8* dst) {
 bool CanPack(const WeightMatrix& w) {
   const bool type_ok =
       w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K ||
-      w.type == GgmlType::kQ5_K || w.type == GgmlType::kQ6_K;
+      w.type == GgmlType::kQ5_K || w.type == GgmlType::kQ6_K || w.type == GgmlType::kQ4_1 ||
+      w.type == GgmlType::kQ5_0 || w.type == GgmlType::kQ5_1 || w.type == GgmlType::kIQ4_NL;
   return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
          w.row_bytes == GgmlRowSize(w.type, w.n_in);
 }
@@ -114,6 +133,14 @@ WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
   assert(CanPack(w) && "PackWeights on a matrix without a row-group layout");
   if (w.type == GgmlType::kQ4_0) {
     PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
+  } else if (w.type == GgmlType::kQ4_1) {
+    PackGroups<BlockQ4_1>(w, static_cast<BlockQ4_1x8*>(dst));
+  } else if (w.type == GgmlType::kQ5_0) {
+    PackGroups<BlockQ5_0>(w, static_cast<BlockQ5_0x8*>(dst));
+  } else if (w.type == GgmlType::kQ5_1) {
+    PackGroups<BlockQ5_1>(w, static_cast<BlockQ5_1x8*>(dst));
+  } else if (w.type == GgmlType::kIQ4_NL) {
+    PackGroups<BlockIQ4_NL>(w, static_cast<BlockIQ4_NLx8*>(dst));
   } else if (w.type == GgmlType::kQ4_K) {
     PackQ4Q5_K<BlockQ4_K>(w, static_cast<BlockQ4_Kx8*>(dst));
   } else if (w.type == GgmlType::kQ5_K) {

@@ -2,7 +2,8 @@
 //
 // A packed matrix replaces its row-major original for MatMul: the model keeps
 // one copy, not both. Packing needs whole row groups (n_out % kPackRows == 0)
-// of a type with a row-group layout (Q4_0, Q8_0, Q4_K, Q5_K, Q6_K); other matrices stay rows.
+// of a type with a row-group layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q4_K, Q5_K,
+// Q6_K); other matrices stay rows.
 #pragma once
 
 #include <cstddef>
