@@ -172,7 +172,8 @@ void BM_MatMulLayout(benchmark::State& state) {
 
 void LayoutArgs(benchmark::internal::Benchmark* b) {
   for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-                     GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL}) {
+                     GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL, GgmlType::kQ3_K,
+                     GgmlType::kQ2_K, GgmlType::kIQ4_XS}) {
     for (int64_t tokens : {1, 64}) {
       for (int64_t layout : {0, 1}) b->Args({static_cast<int64_t>(t), tokens, layout});
     }

@@ -35,7 +35,8 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
 using packed_for_fn = TileKernel (*)(GgmlType, int cols);
 void PatchPacked(KernelTable& t, packed_for_fn packed) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
-                        GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
+                        GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
+                        GgmlType::kQ6_K, GgmlType::kIQ4_XS}) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.packed_gemm = packed(type, 4);
     k.packed_gemv = packed(type, 1);

@@ -27,7 +27,8 @@ struct ActFormat {
 };
 
 ActFormat ActFormatFor(GgmlType type) {
-  if (type == GgmlType::kQ4_K || type == GgmlType::kQ5_K || type == GgmlType::kQ6_K)
+  if (type == GgmlType::kQ2_K || type == GgmlType::kQ3_K || type == GgmlType::kQ4_K || type == GgmlType::kQ5_K ||
+      type == GgmlType::kQ6_K || type == GgmlType::kIQ4_XS)
     return {kQK_K, sizeof(BlockQ8_K), GgmlType::kQ8_K};
   if (type == GgmlType::kQ4_1 || type == GgmlType::kQ5_1) return {kQK8_0, sizeof(BlockQ8_1S), GgmlType::kQ8_1};
   return {kQK8_0, sizeof(BlockQ8_0S), GgmlType::kQ8_0};

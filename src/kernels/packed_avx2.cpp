@@ -356,6 +356,182 @@ void GemmQ6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
+// IQ4_XS: each nibble through kIQ4NLValues (one shuffle), the signed values'
+// sign moved onto the activations so maddubs sees |v| (up to 2 * 127 * 127
+// per int16, so each product goes to int32 at once, times the row's scale).
+template <int C>
+void GemmIQ4_XSx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                  int64_t ldo) {
+  const auto* w = static_cast<const BlockIQ4_XSx8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i values = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4NLValues)));
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK_K;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockIQ4_XSx8& b = w[l];
+    if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
+    const BlockQ8_K* a[C];
+    __m256i isum[C];
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
+      isum[j] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 8; ++s) {
+      __m256i v[8];  // [0..3]: elements 4m..4m+3, [4..7]: 16+4m..16+4m+3 of every row
+#pragma GCC unroll 4
+      for (int m = 0; m < 4; ++m) {
+        const __m256i raw = Load256(b.qs + 128 * s + 32 * m);
+        v[m] = _mm256_shuffle_epi8(values, _mm256_and_si256(raw, low4));
+        v[4 + m] = _mm256_shuffle_epi8(values, _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4));
+      }
+      // Lane r: row r's scale in both int16 halves.
+      const __m256i sc32 =
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.sc + 8 * s)));
+      const __m256i sc = _mm256_or_si256(_mm256_and_si256(sc32, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(sc32, 16));
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const int8_t* ys = a[j]->qs + 32 * s;
+#pragma GCC unroll 8
+        for (int i = 0; i < 8; ++i) {
+          const int8_t* yi = ys + (i < 4 ? 4 * i : 16 + 4 * (i - 4));
+          const __m256i p = _mm256_maddubs_epi16(_mm256_abs_epi8(v[i]), _mm256_sign_epi8(Broadcast4(yi), v[i]));
+          isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, sc));
+        }
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[j]->d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
+// Q2_K: 2-bit quants times the activations, summed in int16 per group of 16
+// and scaled by the rows' 4-bit scales in the int16 -> int32 multiply-add;
+// the 4-bit mins against the activation group sums.
+template <int C>
+void GemmQ2_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const BlockQ2_Kx8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low2 = _mm256_set1_epi8(3), low4 = _mm256_set1_epi16(15);
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK_K;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ2_Kx8& b = w[l];
+    if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
+    const BlockQ8_K* a[C];
+    __m256i isum[C], msum[C];
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
+      isum[j] = msum[j] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 8; ++s) {
+      const uint8_t* qs = b.qs + 256 * (s / 4);
+      __m256i q[8];
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) q[m] = _mm256_and_si256(_mm256_srli_epi16(Load256(qs + 32 * m), 2 * (s % 4)), low2);
+      // Lane r: row r's scales bytes of groups 2s, 2s + 1 as int16: scales, mins.
+      const __m256i raw = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sc + 16 * s)));
+      const __m256i scales = _mm256_and_si256(raw, low4), mins = _mm256_srli_epi16(raw, 4);
+      const __m256i s0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(scales, 0xa0), 0xa0);
+      const __m256i s1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(scales, 0xf5), 0xf5);
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const int8_t* ys = a[j]->qs + 32 * s;
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; ++h) {
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[2 * h], Broadcast4(ys + 8 * h)),
+                                             _mm256_maddubs_epi16(q[2 * h + 1], Broadcast4(ys + 8 * h + 4)));
+          isum[j] = _mm256_add_epi32(isum[j], _mm256_madd_epi16(p, h < 2 ? s0 : s1));
+        }
+        const __m256i bsum = Broadcast4(reinterpret_cast<const int8_t*>(a[j]->bsums + 2 * s));
+        msum[j] = _mm256_add_epi32(msum[j], _mm256_madd_epi16(mins, bsum));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+    const __m256 dmw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.dmin)));
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      const __m256 dy = _mm256_set1_ps(a[j]->d);
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dy), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+      acc[j] = _mm256_fnmadd_ps(_mm256_mul_ps(dmw, dy), _mm256_cvtepi32_ps(msum[j]), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
+// Q3_K: unsigned 3-bit quants u = q + 4, the products and the 4 * sc_g *
+// bsum_g offset as Q6_K's (the int16 sums are smaller still).
+template <int C>
+void GemmQ3_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                int64_t ldo) {
+  const auto* w = static_cast<const BlockQ3_Kx8*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  __m256 acc[C];
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
+  const int64_t nb = n / kQK_K;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ3_Kx8& b = w[l];
+    if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
+    const BlockQ8_K* a[C];
+    __m256i isum[C];
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
+      isum[j] = _mm256_setzero_si256();
+    }
+    for (int s = 0; s < 8; ++s) {
+      const uint8_t* qs = b.qs + 256 * (s / 4);
+      __m256i q[8];
+#pragma GCC unroll 8
+      for (int m = 0; m < 8; ++m) {
+        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Load256(qs + 32 * m), 2 * (s % 4)), low2);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(Load256(b.hmask + 32 * m), s), one);
+        q[m] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+      }
+      // Lane r: row r's scales of groups 2s, 2s + 1 as int16; each duplicated; times 4.
+      const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sc + 16 * s)));
+      const __m256i s0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xa0), 0xa0);
+      const __m256i s1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
+      const __m256i pair4 = _mm256_slli_epi16(pair, 2);
+#pragma GCC unroll 8
+      for (int j = 0; j < C; ++j) {
+        const int8_t* ys = a[j]->qs + 32 * s;
+        __m256i t = isum[j];
+#pragma GCC unroll 4
+        for (int h = 0; h < 4; ++h) {
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[2 * h], Broadcast4(ys + 8 * h)),
+                                             _mm256_maddubs_epi16(q[2 * h + 1], Broadcast4(ys + 8 * h + 4)));
+          t = _mm256_add_epi32(t, _mm256_madd_epi16(p, h < 2 ? s0 : s1));
+        }
+        const __m256i bsum = Broadcast4(reinterpret_cast<const int8_t*>(a[j]->bsums + 2 * s));
+        isum[j] = _mm256_sub_epi32(t, _mm256_madd_epi16(pair4, bsum));
+      }
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
+#pragma GCC unroll 8
+    for (int j = 0; j < C; ++j) {
+      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[j]->d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
+}
+
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -375,6 +551,12 @@ TileKernel Make(GgmlType type) {
       return {GemmQ4Q5_Kx8<BlockQ4_Kx8, C>, kPackRows, C};
     case GgmlType::kQ5_K:
       return {GemmQ4Q5_Kx8<BlockQ5_Kx8, C>, kPackRows, C};
+    case GgmlType::kQ2_K:
+      return {GemmQ2_Kx8<C>, kPackRows, C};
+    case GgmlType::kIQ4_XS:
+      return {GemmIQ4_XSx8<C>, kPackRows, C};
+    case GgmlType::kQ3_K:
+      return {GemmQ3_Kx8<C>, kPackRows, C};
     case GgmlType::kQ6_K:
       return {GemmQ6_Kx8<C>, kPackRows, C};
     default:

@@ -104,6 +104,51 @@ struct BlockQ5_Kx8 {
 static_assert(sizeof(BlockQ5_Kx8) == kPackRows * sizeof(BlockQ5_K) + 4 * kPackRows,
               "8 Q5_K blocks, repacked with unpacked scales");
 
+// The IQ4_XS super-blocks of 8 rows at one position, scales unpacked to
+// signed bytes (2 bytes more per row than IQ4_XS, +1.5%). Sub-block s
+// (elements 32s..32s+31) is laid out as a BlockQ4_0x8's quants:
+// qs[128 * s + 32 * m + 4 * r + b] = row r's qs[16 * s + 4 * m + b] (low
+// nibble element 32s + 4m + b, high nibble 32s + 16 + 4m + b), each nibble an
+// index into kIQ4NLValues. sc[8 * s + r] is row r's scale (less 32) of sub-block s.
+struct BlockIQ4_XSx8 {
+  uint16_t d[kPackRows];
+  int8_t sc[8 * kPackRows];
+  uint8_t qs[kPackRows * kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XSx8) == kPackRows * sizeof(BlockIQ4_XS) + 2 * kPackRows,
+              "8 IQ4_XS blocks, repacked with unpacked scales");
+
+// The Q2_K super-blocks of 8 rows at one position, the same bytes as 8 Q2_K
+// blocks. Sub-block s's 2-bit quants are read from 32-byte chunks m (0..7),
+// row r's byte b of qs[256 * (s / 4) + 32 * m + 4 * r + b] holding element
+// 32s + 4m + b in bits 2 (s % 4) .. 2 (s % 4) + 1; sc[16 * s + 2 * r + i] is
+// row r's scales byte of group 2s + i (scale in the low nibble, min in the high).
+struct BlockQ2_Kx8 {
+  uint16_t d[kPackRows];
+  uint16_t dmin[kPackRows];
+  uint8_t sc[16 * kPackRows];
+  uint8_t qs[kPackRows * kQK_K / 4];
+};
+static_assert(sizeof(BlockQ2_Kx8) == kPackRows * sizeof(BlockQ2_K), "8 Q2_K blocks, repacked");
+
+// The Q3_K super-blocks of 8 rows at one position, scales unpacked to signed
+// bytes (32 bytes more than 8 Q3_K blocks). Sub-block s (elements
+// 32s..32s+31) is read from 32-byte chunks m (0..7), each 4 elements of every
+// row: row r's byte b of
+//   qs[256 * (s / 4) + 32 * m + 4 * r + b]: the low 2 bits of element
+//     32s + 4m + b in bits 2 (s % 4) .. 2 (s % 4) + 1;
+//   hmask[32 * m + 4 * r + b]: its high bit in bit s.
+// The quant is low | high << 2, less 4. sc[16 * s + 2 * r + i] is row r's
+// scale (less 32) of group 2s + i (16 elements).
+struct BlockQ3_Kx8 {
+  uint16_t d[kPackRows];
+  int8_t sc[16 * kPackRows];
+  uint8_t hmask[kPackRows * kQK_K / 8];
+  uint8_t qs[kPackRows * kQK_K / 4];
+};
+static_assert(sizeof(BlockQ3_Kx8) == kPackRows * sizeof(BlockQ3_K) + 4 * kPackRows,
+              "8 Q3_K blocks, repacked with unpacked scales");
+
 // The Q6_K super-blocks of 8 rows at one position, the same bytes as 8 Q6_K
 // blocks. u(e) = q(e) + 32 in 0..63 is element e's 6-bit quant; sub-block s
 // (elements 32s..32s+31) is read from 32-byte chunks m (0..7), each 4

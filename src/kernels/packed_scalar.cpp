@@ -135,6 +135,97 @@ void PackedQ6_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   }
 }
 
+// Per super-block: isum = sum_s sc_s sum_{e in s} v_e y_e with v_e the
+// kIQ4NLValues entry of element e's nibble; acc = fma(d dy, isum, acc).
+template <int C>
+void PackedIQ4_XS(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const BlockIQ4_XSx8*>(x);
+  const int64_t nb = n / kQK_K;
+  for (int j = 0; j < C; ++j) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
+    for (int r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < nb; ++l) {
+        const BlockIQ4_XSx8& b = w[l];
+        int isum = 0;
+        for (int s = 0; s < 8; ++s) {
+          int dot = 0;
+          for (int k = 0; k < 32; ++k) {
+            const int byte = k % 16;
+            const uint8_t v = b.qs[128 * s + 32 * (byte / 4) + 4 * r + byte % 4];
+            dot += kIQ4NLValues[k < 16 ? (v & 0x0f) : (v >> 4)] * a[l].qs[32 * s + k];
+          }
+          isum += b.sc[8 * s + r] * dot;
+        }
+        acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
+      }
+      out[j * ldo + r] = acc;
+    }
+  }
+}
+
+// Per super-block: isum = sum_g sc_g sum_{e in g} q_e y_e with q_e in 0..3,
+// msum = sum_g m_g bsum_g; acc = fma(d dy, isum, acc), then
+// acc = fma(-(dmin dy), msum, acc).
+template <int C>
+void PackedQ2_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const BlockQ2_Kx8*>(x);
+  const int64_t nb = n / kQK_K;
+  for (int j = 0; j < C; ++j) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
+    for (int r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < nb; ++l) {
+        const BlockQ2_Kx8& b = w[l];
+        int isum = 0, msum = 0;
+        for (int g = 0; g < 16; ++g) {
+          int dot = 0;
+          for (int e = 16 * g; e < 16 * g + 16; ++e) {
+            const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+            dot += ((b.qs[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3) * a[l].qs[e];
+          }
+          const uint8_t scales = b.sc[16 * (g / 2) + 2 * r + g % 2];
+          isum += (scales & 15) * dot;
+          msum += (scales >> 4) * a[l].bsums[g];
+        }
+        acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
+        acc = std::fma(-(Fp16ToFp32(b.dmin[r]) * a[l].d), static_cast<float>(msum), acc);
+      }
+      out[j * ldo + r] = acc;
+    }
+  }
+}
+
+// Per super-block: isum = sum_g sc_g sum_{e in g} q_e y_e with q_e in -4..3;
+// acc = fma(d dy, isum, acc).
+template <int C>
+void PackedQ3_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const BlockQ3_Kx8*>(x);
+  const int64_t nb = n / kQK_K;
+  for (int j = 0; j < C; ++j) {
+    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
+    for (int r = 0; r < kPackRows; ++r) {
+      float acc = 0.0f;
+      for (int64_t l = 0; l < nb; ++l) {
+        const BlockQ3_Kx8& b = w[l];
+        int isum = 0;
+        for (int g = 0; g < 16; ++g) {
+          int dot = 0;
+          for (int e = 16 * g; e < 16 * g + 16; ++e) {
+            const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+            const int lo = (b.qs[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
+            const int hi = (b.hmask[32 * m + 4 * r + k] >> s) & 1;
+            dot += ((lo | (hi << 2)) - 4) * a[l].qs[e];
+          }
+          isum += b.sc[16 * (g / 2) + 2 * r + g % 2] * dot;
+        }
+        acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
+      }
+      out[j * ldo + r] = acc;
+    }
+  }
+}
+
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -154,6 +245,12 @@ TileKernel Make(GgmlType type) {
       return {PackedQ4Q5_K<BlockQ4_Kx8, QuantQ4_Kx8, C>, kPackRows, C};
     case GgmlType::kQ5_K:
       return {PackedQ4Q5_K<BlockQ5_Kx8, QuantQ5_Kx8, C>, kPackRows, C};
+    case GgmlType::kQ2_K:
+      return {PackedQ2_K<C>, kPackRows, C};
+    case GgmlType::kIQ4_XS:
+      return {PackedIQ4_XS<C>, kPackRows, C};
+    case GgmlType::kQ3_K:
+      return {PackedQ3_K<C>, kPackRows, C};
     case GgmlType::kQ6_K:
       return {PackedQ6_K<C>, kPackRows, C};
     default:

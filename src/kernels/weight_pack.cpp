@@ -2,6 +2,7 @@
 
 #include <cassert>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 #include "kernels/packed_blocks.h"
@@ -75,6 +76,61 @@ void PackQ4Q5_K(const WeightMatrix& w, Packed* dst) {
   }
 }
 
+void PackIQ4_XS(const WeightMatrix& w, BlockIQ4_XSx8* dst) {
+  const int64_t nb = w.n_in / kQK_K;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      BlockIQ4_XSx8& p = dst[g * nb + l];
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockIQ4_XS& b = static_cast<const BlockIQ4_XS*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        for (int s = 0; s < 8; ++s) {
+          p.sc[8 * s + r] = static_cast<int8_t>(UnpackIQ4XSScale(b, s) - 32);
+          for (int m = 0; m < 4; ++m) std::memcpy(&p.qs[128 * s + 32 * m + 4 * r], &b.qs[16 * s + 4 * m], 4);
+        }
+      }
+    }
+  }
+}
+
+void PackQ2_K(const WeightMatrix& w, BlockQ2_Kx8* dst) {
+  const int64_t nb = w.n_in / kQK_K;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      BlockQ2_Kx8& p = dst[g * nb + l];
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ2_K& b = static_cast<const BlockQ2_K*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        p.dmin[r] = b.dmin;
+        for (int grp = 0; grp < 16; ++grp) p.sc[16 * (grp / 2) + 2 * r + grp % 2] = b.scales[grp];
+        for (int m = 0; m < 8; ++m) {
+          for (int h = 0; h < 2; ++h) std::memcpy(&p.qs[256 * h + 32 * m + 4 * r], &b.qs[32 * h + 4 * m], 4);
+        }
+      }
+    }
+  }
+}
+
+void PackQ3_K(const WeightMatrix& w, BlockQ3_Kx8* dst) {
+  const int64_t nb = w.n_in / kQK_K;
+  for (int64_t g = 0; g < w.n_out / kPackRows; ++g) {
+    for (int64_t l = 0; l < nb; ++l) {
+      BlockQ3_Kx8& p = dst[g * nb + l];
+      for (int r = 0; r < kPackRows; ++r) {
+        const BlockQ3_K& b = static_cast<const BlockQ3_K*>(w.Row(g * kPackRows + r))[l];
+        p.d[r] = b.d;
+        for (int grp = 0; grp < 16; ++grp) {
+          p.sc[16 * (grp / 2) + 2 * r + grp % 2] = static_cast<int8_t>(UnpackQ3KScale(b.scales, grp) - 32);
+        }
+        for (int m = 0; m < 8; ++m) {
+          std::memcpy(&p.hmask[32 * m + 4 * r], &b.hmask[4 * m], 4);
+          for (int h = 0; h < 2; ++h) std::memcpy(&p.qs[256 * h + 32 * m + 4 * r], &b.qs[32 * h + 4 * m], 4);
+        }
+      }
+    }
+  }
+}
+
 // The 256 6-bit quants (q + 32) of a Q6_K block in element order.
 void Q6KQuants(const BlockQ6_K& b, uint8_t* u) {
   for (int h = 0; h < 2; ++h) {
@@ -111,45 +167,57 @@ void PackQ6_K(const WeightMatrix& w, BlockQ6_Kx8* dst) {
   }
 }
 
+// Each quantized type's packer and the bytes of one packed group of blocks.
+struct Packer {
+  void (*pack)(const WeightMatrix& w, void* dst);
+  size_t packed_block_bytes;  // per kPackRows blocks at one position
+};
+
+template <class Packed, void (*Pack)(const WeightMatrix&, Packed*)>
+constexpr Packer MakePacker() {
+  return {[](const WeightMatrix& w, void* dst) { Pack(w, static_cast<Packed*>(dst)); }, sizeof(Packed)};
+}
+
+template <class Block, class Packed>
+constexpr Packer GroupPacker() {
+  return MakePacker<Packed, PackGroups<Block, Packed>>();
+}
+
+std::optional<Packer> PackerFor(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0: return GroupPacker<BlockQ4_0, BlockQ4_0x8>();
+    case GgmlType::kQ4_1: return GroupPacker<BlockQ4_1, BlockQ4_1x8>();
+    case GgmlType::kQ5_0: return GroupPacker<BlockQ5_0, BlockQ5_0x8>();
+    case GgmlType::kQ5_1: return GroupPacker<BlockQ5_1, BlockQ5_1x8>();
+    case GgmlType::kIQ4_NL: return GroupPacker<BlockIQ4_NL, BlockIQ4_NLx8>();
+    case GgmlType::kQ8_0: return GroupPacker<BlockQ8_0, BlockQ8_0x8>();
+    case GgmlType::kQ2_K: return MakePacker<BlockQ2_Kx8, PackQ2_K>();
+    case GgmlType::kQ3_K: return MakePacker<BlockQ3_Kx8, PackQ3_K>();
+    case GgmlType::kQ4_K: return MakePacker<BlockQ4_Kx8, PackQ4Q5_K<BlockQ4_K, BlockQ4_Kx8>>();
+    case GgmlType::kQ5_K: return MakePacker<BlockQ5_Kx8, PackQ4Q5_K<BlockQ5_K, BlockQ5_Kx8>>();
+    case GgmlType::kQ6_K: return MakePacker<BlockQ6_Kx8, PackQ6_K>();
+    case GgmlType::kIQ4_XS: return MakePacker<BlockIQ4_XSx8, PackIQ4_XS>();
+    default: return std::nullopt;
+  }
+}
+
 }  // namespace
 
 bool CanPack(const WeightMatrix& w) {
-  const bool type_ok =
-      w.type == GgmlType::kQ4_0 || w.type == GgmlType::kQ8_0 || w.type == GgmlType::kQ4_K ||
-      w.type == GgmlType::kQ5_K || w.type == GgmlType::kQ6_K || w.type == GgmlType::kQ4_1 ||
-      w.type == GgmlType::kQ5_0 || w.type == GgmlType::kQ5_1 || w.type == GgmlType::kIQ4_NL;
-  return type_ok && w.layout == WeightLayout::kRows && w.n_out > 0 && w.n_out % kPackRows == 0 &&
-         w.row_bytes == GgmlRowSize(w.type, w.n_in);
+  return PackerFor(w.type).has_value() && w.layout == WeightLayout::kRows && w.n_out > 0 &&
+         w.n_out % kPackRows == 0 && w.row_bytes == GgmlRowSize(w.type, w.n_in);
 }
 
 size_t PackedBytes(const WeightMatrix& w) {
-  const auto groups_blocks = static_cast<size_t>(w.n_out / kPackRows * (w.n_in / kQK_K));
-  if (w.type == GgmlType::kQ4_K) return sizeof(BlockQ4_Kx8) * groups_blocks;
-  if (w.type == GgmlType::kQ5_K) return sizeof(BlockQ5_Kx8) * groups_blocks;
-  return w.row_bytes * static_cast<size_t>(w.n_out);
+  const std::optional<Packer> p = PackerFor(w.type);
+  assert(p.has_value() && "PackedBytes of a type without a row-group layout");
+  const int64_t blocks_per_row = w.n_in / GetGgmlTypeTraits(w.type).block_size;
+  return p->packed_block_bytes * static_cast<size_t>(w.n_out / kPackRows * blocks_per_row);
 }
 
 WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
   assert(CanPack(w) && "PackWeights on a matrix without a row-group layout");
-  if (w.type == GgmlType::kQ4_0) {
-    PackGroups<BlockQ4_0>(w, static_cast<BlockQ4_0x8*>(dst));
-  } else if (w.type == GgmlType::kQ4_1) {
-    PackGroups<BlockQ4_1>(w, static_cast<BlockQ4_1x8*>(dst));
-  } else if (w.type == GgmlType::kQ5_0) {
-    PackGroups<BlockQ5_0>(w, static_cast<BlockQ5_0x8*>(dst));
-  } else if (w.type == GgmlType::kQ5_1) {
-    PackGroups<BlockQ5_1>(w, static_cast<BlockQ5_1x8*>(dst));
-  } else if (w.type == GgmlType::kIQ4_NL) {
-    PackGroups<BlockIQ4_NL>(w, static_cast<BlockIQ4_NLx8*>(dst));
-  } else if (w.type == GgmlType::kQ4_K) {
-    PackQ4Q5_K<BlockQ4_K>(w, static_cast<BlockQ4_Kx8*>(dst));
-  } else if (w.type == GgmlType::kQ5_K) {
-    PackQ4Q5_K<BlockQ5_K>(w, static_cast<BlockQ5_Kx8*>(dst));
-  } else if (w.type == GgmlType::kQ6_K) {
-    PackQ6_K(w, static_cast<BlockQ6_Kx8*>(dst));
-  } else {
-    PackGroups<BlockQ8_0>(w, static_cast<BlockQ8_0x8*>(dst));
-  }
+  PackerFor(w.type)->pack(w, dst);
   WeightMatrix packed = w;
   packed.data = dst;
   packed.layout = WeightLayout::kRowGroups;

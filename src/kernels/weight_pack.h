@@ -2,8 +2,8 @@
 //
 // A packed matrix replaces its row-major original for MatMul: the model keeps
 // one copy, not both. Packing needs whole row groups (n_out % kPackRows == 0)
-// of a type with a row-group layout (Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_0, Q4_K, Q5_K,
-// Q6_K); other matrices stay rows.
+// of a quantized type (every one valet reads: Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL,
+// Q8_0, Q2_K..Q6_K, IQ4_XS); float matrices stay rows.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +15,7 @@ namespace valet {
 // True when w is row-major and dense and its type and row count allow a
 // row-group layout.
 bool CanPack(const WeightMatrix& w);
-// Bytes PackWeights writes for w: the rows it replaces (Q4_K, Q5_K: 4 bytes more per
+// Bytes PackWeights writes for w: the rows it replaces (Q3_K, Q4_K, Q5_K: 4 bytes more per
 // row and super-block, its scales unpacked).
 size_t PackedBytes(const WeightMatrix& w);
 // Writes w (CanPack(w)) as row groups into dst and returns the matrix viewing dst.

@@ -14,9 +14,9 @@ namespace {
 
 using testing::RandomRow;
 
-const GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1,  GgmlType::kQ5_0, GgmlType::kQ5_1,
-                                 GgmlType::kIQ4_NL, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ5_K,
-                                 GgmlType::kQ6_K};
+const GgmlType kPackedTypes[] = {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,  GgmlType::kQ5_1,
+                                 GgmlType::kIQ4_NL, GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K,
+                                 GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K, GgmlType::kIQ4_XS};
 
 class PackedTest : public ::testing::TestWithParam<GgmlType> {};
 
