@@ -120,7 +120,7 @@ KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch)
 
 #if VALET_NEON_COMPILED
 // Only the types with a NEON dot change; the K-quants keep the scalar dots
-// (their row-grouped matrices, Q4_K, Q5_K and Q6_K, run the NEON row-group kernels).
+// (their matrices are row groups, which run the NEON row-group kernels).
 KernelTable BuildNeon() {
   KernelTable t = BuildScalar();
   t.name = "neon";
@@ -138,8 +138,8 @@ KernelTable BuildNeon() {
   return t;
 }
 
-// SDOT dots and tiles for Q8_0 and Q4_0, SDOT row-group kernels for the four
-// row-group types; every other type as the base table.
+// SDOT dots and tiles for Q8_0 and Q4_0, SDOT row-group kernels for every
+// row-group type; every other type as the base table.
 KernelTable BuildNeonDotprod(const KernelTable& neon) {
   KernelTable t = neon;
   t.name = "neon_dotprod";
