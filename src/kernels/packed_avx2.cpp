@@ -294,21 +294,47 @@ void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, f
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
-// Q6_K: unsigned 6-bit quants u = q + 32; two products summed in int16
-// (2 * 2 * 63 * 127 < 2^15) per group scale; the 32 * sc_g * bsum_g offset
-// taken off per sub-block, so isum is the exact integer of the reference.
-template <int C>
-void GemmQ6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
-                int64_t ldo) {
-  const auto* w = static_cast<const BlockQ6_Kx8*>(x);
-  const auto* yb = static_cast<const uint8_t*>(y);
+// Sub-block s's quants of a Q6_K (u = q + 32, 6 bits) or Q3_K (u = q + 4,
+// 3 bits) row group, unsigned, chunk m of every row in q[m].
+inline void UnsignedQuants(const BlockQ6_Kx8& b, int s, __m256i* q) {
   const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(3);
+  const uint8_t* ql = b.ql + 256 * (s / 2);
+  const uint8_t* qh = b.qh + 256 * (s / 4);
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Load256(ql + 32 * m), 4 * (s % 2)), low4);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(Load256(qh + 32 * m), 2 * (s % 4)), low2);
+    q[m] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
+  }
+}
+
+inline void UnsignedQuants(const BlockQ3_Kx8& b, int s, __m256i* q) {
+  const __m256i low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
+  const uint8_t* qs = b.qs + 256 * (s / 4);
+#pragma GCC unroll 8
+  for (int m = 0; m < 8; ++m) {
+    const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Load256(qs + 32 * m), 2 * (s % 4)), low2);
+    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(Load256(b.hmask + 32 * m), s), one);
+    q[m] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
+  }
+}
+
+// Q3_K and Q6_K: the unsigned quants' products, two summed in int16
+// (2 * 2 * 63 * 127 < 2^15) per group scale; the offset (4 or 32) * sc_g *
+// bsum_g taken off per sub-block, so isum is the exact integer of the reference.
+template <class Packed, int C>
+void GemmQ3Q6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
+                  int64_t ldo) {
+  // log2 of the offset that makes the quants unsigned: 32 for Q6_K, 4 for Q3_K.
+  constexpr int kOffsetShift = std::is_same_v<Packed, BlockQ6_Kx8> ? 5 : 2;
+  const auto* w = static_cast<const Packed*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
   __m256 acc[C];
 #pragma GCC unroll 8
   for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
   const int64_t nb = n / kQK_K;
   for (int64_t l = 0; l < nb; ++l) {
-    const BlockQ6_Kx8& b = w[l];
+    const Packed& b = w[l];
     if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
     const BlockQ8_K* a[C];
     __m256i isum[C];
@@ -318,20 +344,13 @@ void GemmQ6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
       isum[j] = _mm256_setzero_si256();
     }
     for (int s = 0; s < 8; ++s) {
-      const uint8_t* ql = b.ql + 256 * (s / 2);
-      const uint8_t* qh = b.qh + 256 * (s / 4);
       __m256i q[8];
-#pragma GCC unroll 8
-      for (int m = 0; m < 8; ++m) {
-        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Load256(ql + 32 * m), 4 * (s % 2)), low4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(Load256(qh + 32 * m), 2 * (s % 4)), low2);
-        q[m] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 4));
-      }
-      // Lane r: row r's scales of groups 2s, 2s + 1 as int16; each duplicated; times 32.
+      UnsignedQuants(b, s, q);
+      // Lane r: row r's scales of groups 2s, 2s + 1 as int16; each duplicated; times the offset.
       const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sc + 16 * s)));
       const __m256i s0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xa0), 0xa0);
       const __m256i s1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
-      const __m256i pair32 = _mm256_slli_epi16(pair, 5);
+      const __m256i pair_offset = _mm256_slli_epi16(pair, kOffsetShift);
 #pragma GCC unroll 8
       for (int j = 0; j < C; ++j) {
         const int8_t* ys = a[j]->qs + 32 * s;
@@ -343,7 +362,7 @@ void GemmQ6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
           t = _mm256_add_epi32(t, _mm256_madd_epi16(p, h < 2 ? s0 : s1));
         }
         const __m256i bsum = Broadcast4(reinterpret_cast<const int8_t*>(a[j]->bsums + 2 * s));
-        isum[j] = _mm256_sub_epi32(t, _mm256_madd_epi16(pair32, bsum));
+        isum[j] = _mm256_sub_epi32(t, _mm256_madd_epi16(pair_offset, bsum));
       }
     }
     const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
@@ -472,66 +491,6 @@ void GemmQ2_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
-// Q3_K: unsigned 3-bit quants u = q + 4, the products and the 4 * sc_g *
-// bsum_g offset as Q6_K's (the int16 sums are smaller still).
-template <int C>
-void GemmQ3_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out,
-                int64_t ldo) {
-  const auto* w = static_cast<const BlockQ3_Kx8*>(x);
-  const auto* yb = static_cast<const uint8_t*>(y);
-  const __m256i low2 = _mm256_set1_epi8(3), one = _mm256_set1_epi8(1);
-  __m256 acc[C];
-#pragma GCC unroll 8
-  for (int j = 0; j < C; ++j) acc[j] = _mm256_setzero_ps();
-  const int64_t nb = n / kQK_K;
-  for (int64_t l = 0; l < nb; ++l) {
-    const BlockQ3_Kx8& b = w[l];
-    if constexpr (C == 1) PrefetchAhead<sizeof(b)>(&b);
-    const BlockQ8_K* a[C];
-    __m256i isum[C];
-#pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) {
-      a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
-      isum[j] = _mm256_setzero_si256();
-    }
-    for (int s = 0; s < 8; ++s) {
-      const uint8_t* qs = b.qs + 256 * (s / 4);
-      __m256i q[8];
-#pragma GCC unroll 8
-      for (int m = 0; m < 8; ++m) {
-        const __m256i lo = _mm256_and_si256(_mm256_srli_epi16(Load256(qs + 32 * m), 2 * (s % 4)), low2);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(Load256(b.hmask + 32 * m), s), one);
-        q[m] = _mm256_or_si256(lo, _mm256_slli_epi16(hi, 2));
-      }
-      // Lane r: row r's scales of groups 2s, 2s + 1 as int16; each duplicated; times 4.
-      const __m256i pair = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.sc + 16 * s)));
-      const __m256i s0 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xa0), 0xa0);
-      const __m256i s1 = _mm256_shufflehi_epi16(_mm256_shufflelo_epi16(pair, 0xf5), 0xf5);
-      const __m256i pair4 = _mm256_slli_epi16(pair, 2);
-#pragma GCC unroll 8
-      for (int j = 0; j < C; ++j) {
-        const int8_t* ys = a[j]->qs + 32 * s;
-        __m256i t = isum[j];
-#pragma GCC unroll 4
-        for (int h = 0; h < 4; ++h) {
-          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(q[2 * h], Broadcast4(ys + 8 * h)),
-                                             _mm256_maddubs_epi16(q[2 * h + 1], Broadcast4(ys + 8 * h + 4)));
-          t = _mm256_add_epi32(t, _mm256_madd_epi16(p, h < 2 ? s0 : s1));
-        }
-        const __m256i bsum = Broadcast4(reinterpret_cast<const int8_t*>(a[j]->bsums + 2 * s));
-        isum[j] = _mm256_sub_epi32(t, _mm256_madd_epi16(pair4, bsum));
-      }
-    }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.d)));
-#pragma GCC unroll 8
-    for (int j = 0; j < C; ++j) {
-      acc[j] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[j]->d)), _mm256_cvtepi32_ps(isum[j]), acc[j]);
-    }
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
-}
-
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -556,9 +515,9 @@ TileKernel Make(GgmlType type) {
     case GgmlType::kIQ4_XS:
       return {GemmIQ4_XSx8<C>, kPackRows, C};
     case GgmlType::kQ3_K:
-      return {GemmQ3_Kx8<C>, kPackRows, C};
+      return {GemmQ3Q6_Kx8<BlockQ3_Kx8, C>, kPackRows, C};
     case GgmlType::kQ6_K:
-      return {GemmQ6_Kx8<C>, kPackRows, C};
+      return {GemmQ3Q6_Kx8<BlockQ6_Kx8, C>, kPackRows, C};
     default:
       return {};
   }

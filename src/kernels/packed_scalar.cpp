@@ -105,27 +105,38 @@ void PackedQ4Q5_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, f
   }
 }
 
-// Per super-block: isum = sum_g sc_g sum_{e in g} (u_e - 32) y_e;
+// Element e (0..255) of row r as a signed quant: Q6_K's u - 32, Q3_K's
+// low | high << 2, less 4.
+int SignedQuantK(const BlockQ6_Kx8& b, int r, int e) {
+  const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+  const int lo = (b.ql[256 * (s / 2) + 32 * m + 4 * r + k] >> (4 * (s % 2))) & 15;
+  const int hi = (b.qh[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
+  return (lo | (hi << 4)) - 32;
+}
+
+int SignedQuantK(const BlockQ3_Kx8& b, int r, int e) {
+  const int s = e / 32, m = (e % 32) / 4, k = e % 4;
+  const int lo = (b.qs[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
+  const int hi = (b.hmask[32 * m + 4 * r + k] >> s) & 1;
+  return (lo | (hi << 2)) - 4;
+}
+
+// Q3_K and Q6_K, per super-block: isum = sum_g sc_g sum_{e in g} q_e y_e;
 // acc = fma(d dy, isum, acc).
-template <int C>
-void PackedQ6_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
-  const auto* w = static_cast<const BlockQ6_Kx8*>(x);
+template <class Packed, int C>
+void PackedQ3Q6_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  const auto* w = static_cast<const Packed*>(x);
   const int64_t nb = n / kQK_K;
   for (int j = 0; j < C; ++j) {
     const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
     for (int r = 0; r < kPackRows; ++r) {
       float acc = 0.0f;
       for (int64_t l = 0; l < nb; ++l) {
-        const BlockQ6_Kx8& b = w[l];
+        const Packed& b = w[l];
         int isum = 0;
         for (int g = 0; g < 16; ++g) {
           int dot = 0;
-          for (int e = 16 * g; e < 16 * g + 16; ++e) {
-            const int s = e / 32, m = (e % 32) / 4, k = e % 4;
-            const int lo = (b.ql[256 * (s / 2) + 32 * m + 4 * r + k] >> (4 * (s % 2))) & 15;
-            const int hi = (b.qh[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
-            dot += ((lo | (hi << 4)) - 32) * a[l].qs[e];
-          }
+          for (int e = 16 * g; e < 16 * g + 16; ++e) dot += SignedQuantK(b, r, e) * a[l].qs[e];
           isum += b.sc[16 * (g / 2) + 2 * r + g % 2] * dot;
         }
         acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
@@ -196,36 +207,6 @@ void PackedQ2_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   }
 }
 
-// Per super-block: isum = sum_g sc_g sum_{e in g} q_e y_e with q_e in -4..3;
-// acc = fma(d dy, isum, acc).
-template <int C>
-void PackedQ3_K(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
-  const auto* w = static_cast<const BlockQ3_Kx8*>(x);
-  const int64_t nb = n / kQK_K;
-  for (int j = 0; j < C; ++j) {
-    const auto* a = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(y) + j * ldy);
-    for (int r = 0; r < kPackRows; ++r) {
-      float acc = 0.0f;
-      for (int64_t l = 0; l < nb; ++l) {
-        const BlockQ3_Kx8& b = w[l];
-        int isum = 0;
-        for (int g = 0; g < 16; ++g) {
-          int dot = 0;
-          for (int e = 16 * g; e < 16 * g + 16; ++e) {
-            const int s = e / 32, m = (e % 32) / 4, k = e % 4;
-            const int lo = (b.qs[256 * (s / 4) + 32 * m + 4 * r + k] >> (2 * (s % 4))) & 3;
-            const int hi = (b.hmask[32 * m + 4 * r + k] >> s) & 1;
-            dot += ((lo | (hi << 2)) - 4) * a[l].qs[e];
-          }
-          isum += b.sc[16 * (g / 2) + 2 * r + g % 2] * dot;
-        }
-        acc = std::fma(Fp16ToFp32(b.d[r]) * a[l].d, static_cast<float>(isum), acc);
-      }
-      out[j * ldo + r] = acc;
-    }
-  }
-}
-
 template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
@@ -250,9 +231,9 @@ TileKernel Make(GgmlType type) {
     case GgmlType::kIQ4_XS:
       return {PackedIQ4_XS<C>, kPackRows, C};
     case GgmlType::kQ3_K:
-      return {PackedQ3_K<C>, kPackRows, C};
+      return {PackedQ3Q6_K<BlockQ3_Kx8, C>, kPackRows, C};
     case GgmlType::kQ6_K:
-      return {PackedQ6_K<C>, kPackRows, C};
+      return {PackedQ3Q6_K<BlockQ6_Kx8, C>, kPackRows, C};
     default:
       return {};
   }
