@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "kernels/packed_blocks.h"
+#include "kernels/prefetch.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -26,19 +27,12 @@ inline __m256i Broadcast4(const int8_t* p) {
 }
 
 // Decode streams one row group per call and prefetches every cache line of
-// the bytes 2 KiB ahead (blocks are contiguous, so each block's lines from
-// kPrefetchBytes on cover the stream). Prefetching one line per block, as
-// before, was slower than no prefetch at all; every line brings a 2-thread
-// GEMV to about valet_membw's rate (BM_DecodeStream, Zen 3: Q4_0 13 -> 20 GB/s,
-// Q6_K 8 -> 18 GB/s).
-constexpr int kPrefetchBytes = 2048;
-constexpr int kCacheLine = 64;
-
+// the bytes 2 KiB ahead (kernels/prefetch.h): a 2-thread GEMV then runs at
+// about valet_membw's rate (BM_DecodeStream, Zen 3: Q4_0 13 -> 20 GB/s, Q6_K
+// 8 -> 18 GB/s against one line per block).
 template <size_t Bytes>
 inline void PrefetchAhead(const void* block) {
-  const char* p = static_cast<const char*>(block) + kPrefetchBytes;
-#pragma GCC unroll 32
-  for (size_t o = 0; o < Bytes; o += kCacheLine) _mm_prefetch(p + o, _MM_HINT_T0);
+  PrefetchBlockAhead<Bytes, 2048>(block);
 }
 
 // Q4_0: unsigned nibbles u = q + 8 times the activations, 8 products summed

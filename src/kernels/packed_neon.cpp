@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include "kernels/packed_blocks.h"
+#include "kernels/prefetch.h"
 
 namespace valet::neon {
 namespace {
@@ -29,15 +30,10 @@ namespace {
 inline float32x4_t LoadF16(const uint16_t* p) { return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(p))); }
 
 // Decode streams one row group per call: as on AVX2 (packed_avx2.cpp), every
-// cache line of the bytes kPrefetchBytes ahead, so the block stream is covered.
-constexpr int kPrefetchBytes = 2048;
-constexpr int kCacheLine = 64;
-
+// cache line of the bytes 2 KiB ahead (kernels/prefetch.h).
 template <size_t Bytes>
 inline void PrefetchAhead(const void* block) {
-  const char* p = static_cast<const char*>(block) + kPrefetchBytes;
-#pragma GCC unroll 32
-  for (size_t o = 0; o < Bytes; o += kCacheLine) __builtin_prefetch(p + o, 0, 3);
+  PrefetchBlockAhead<Bytes, 2048>(block);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
+#include "kernels/prefetch.h"
 #include "kernels/quant_blocks.h"
 
 namespace valet::VALET_TILE_NS {
@@ -51,14 +52,6 @@ constexpr int kPrefetchBytes = 1024;
 
 inline void Prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
 
-// Every cache line of a block kPrefetchBytes ahead: a super-block spans
-// several lines, and prefetching only its first trails the hardware prefetcher.
-template <size_t Bytes>
-inline void PrefetchLines(const void* block) {
-  const char* p = static_cast<const char*>(block) + kPrefetchBytes;
-#pragma GCC unroll 8
-  for (size_t o = 0; o < Bytes; o += 64) Prefetch(p + o);
-}
 
 // The 32 quants of a 4-bit block (Q4_0, Q4_1, IQ4_NL) in element order:
 // low 128 bits the low nibbles (elements 0..15), high 128 bits the high ones.

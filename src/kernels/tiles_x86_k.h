@@ -266,7 +266,7 @@ void GemmK(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, floa
     for (int j = 0; j < C; ++j) b[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
     for (int i = 0; i < R; ++i) {
       const Block& a = reinterpret_cast<const Block*>(xb + i * ldx)[l];
-      if constexpr (C == 1) PrefetchLines<sizeof(Block)>(&a);
+      if constexpr (C == 1) PrefetchBlockAhead<sizeof(Block), kPrefetchBytes>(&a);  // a super-block spans several lines
       __m256i acc[C], msum[C];
       W::template Integers<C>(a, b, acc, msum);
       const float da = Fp16ToFp32(a.d);
