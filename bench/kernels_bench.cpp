@@ -58,10 +58,11 @@ BENCHMARK(BM_VecDot)->Apply(VecDotArgs);
 
 // One thread, one tile kernel over rows that stay in L1/L2: the compute
 // ceiling of the tile, insensitive to thread scheduling on a loaded machine.
-// args: type id, table (0 scalar, 1 avx2, 2 vnni, 3 avx512vnni), 0 = gemm / 1 = gemv.
+// args: type id, table (0 scalar, 1 avx2, 2 vnni, 3 avx512vnni, 4 avx512bf16), 0 = gemm / 1 = gemv.
 void BM_Tile(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
-  const KernelTable* tables[] = {&ScalarKernels(), Avx2Kernels(), AvxVnniKernels(), Avx512VnniKernels()};
+  const KernelTable* tables[] = {&ScalarKernels(), Avx2Kernels(), AvxVnniKernels(), Avx512VnniKernels(),
+                                 Avx512Bf16Kernels()};
   const KernelTable* table = tables[state.range(1)];
   if (table == nullptr) {
     state.SkipWithError("table unavailable");
@@ -91,7 +92,7 @@ void BM_Tile(benchmark::State& state) {
 
 void TileArgs(benchmark::internal::Benchmark* b) {
   for (GgmlType t : kTypes) {
-    for (int table = 1; table < 4; ++table) {
+    for (int table = 1; table < 5; ++table) {
       for (int gemv = 0; gemv < 2; ++gemv) b->Args({static_cast<int64_t>(t), table, gemv});
     }
   }

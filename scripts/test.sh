@@ -10,26 +10,29 @@ valet_install_deps
 # The pinned openai npm client that tests/server/node drives the server with.
 if command -v npm >/dev/null; then (cd "$VALET_ROOT/tests/server/node" && npm ci --no-audit --no-fund --silent); fi
 jobs=$(nproc)
+# Each stage's wall time, so CI's budget can be read off its log.
+stage() { echo "== [${SECONDS}s] $*"; }
 
-echo "== release build + tests"
+stage "release build + tests"
 valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
 ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
 
-echo "== aarch64 cross build + tests under qemu"
+stage "aarch64 cross build + tests under qemu"
 bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
 
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
-  echo "== ASan+UBSan build + tests"
+  stage "ASan+UBSan build + tests"
   valet_build "$VALET_ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=address -DVALET_BUILD_BENCH=OFF
   ctest --test-dir "$VALET_ROOT/build-asan" --output-on-failure -j "$jobs"
 
   # OpenBLAS's own threads are not instrumented, so TSan runs the native kernels.
-  echo "== TSan build + tests"
+  stage "TSan build + tests"
   valet_build "$VALET_ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=thread -DVALET_USE_BLAS=OFF -DVALET_BUILD_BENCH=OFF
   # Races inside Debian's prebuilt (uninstrumented) cpp-httplib are suppressed; see the file.
   TSAN_OPTIONS="suppressions=$VALET_ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}" \
     ctest --test-dir "$VALET_ROOT/build-tsan" --output-on-failure -j "$jobs"
 
-  echo "== GGUF reader fuzzing (60 s)"
+  stage "GGUF reader fuzzing (60 s)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 60
 fi
+stage "done"

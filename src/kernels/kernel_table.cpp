@@ -109,12 +109,22 @@ KernelTable BuildAvx2() {
 }
 
 // One of the VNNI encodings (kernels_vnni.h) over the AVX2 table: the same
-// integers, so the same bits; the row-group kernels stay AVX2's.
+// integers, so the same bits.
 using patch_fn = void (*)(KernelTable&);
 KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch) {
   KernelTable t = avx2;
   t.name = name;
   patch(t);
+  return t;
+}
+
+// The EVEX encoding, plus 512-bit row-group GEMMs (decode keeps AVX2's).
+KernelTable BuildAvx512Vnni(const KernelTable& avx2) {
+  KernelTable t = BuildVnni(avx2, "avx512vnni", avx512vnni::Patch);
+  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
+    const TileKernel wide = avx512vnni::PackedGemm(static_cast<GgmlType>(id));
+    if (wide.fn != nullptr) t.types[id].packed_gemm = wide;
+  }
   return t;
 }
 
@@ -192,6 +202,14 @@ bool CpuHasAvx512Vnni() {
 #endif
 }
 
+bool CpuHasAvx512Bf16() {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+  return CpuHasAvx512Vnni() && avx512bf16::Compiled() && __builtin_cpu_supports("avx512bf16");
+#else
+  return false;
+#endif
+}
+
 bool Forced(const char* forced, const char* name) {
   return forced != nullptr && std::strcmp(forced, name) == 0;
 }
@@ -205,10 +223,15 @@ const KernelTable& ChooseActive() {
     if (!Forced(forced, "neon_dotprod") && NeonI8mmKernels() != nullptr) return *NeonI8mmKernels();
     return NeonDotprodKernels() != nullptr ? *NeonDotprodKernels() : *NeonKernels();
   }
-  if (Forced(forced, "avx2")) return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
-  if (!Forced(forced, "avx512vnni") && AvxVnniKernels() != nullptr) return *AvxVnniKernels();
-  if (Avx512VnniKernels() != nullptr) return *Avx512VnniKernels();
-  return Avx2Kernels() != nullptr ? *Avx2Kernels() : ScalarKernels();
+  // Best first: the AVX-512 tables add 512-bit kernels to what AVX-VNNI has.
+  const KernelTable* const x86[] = {Avx512Bf16Kernels(), Avx512VnniKernels(), AvxVnniKernels(), Avx2Kernels()};
+  for (const KernelTable* t : x86) {
+    if (t != nullptr && Forced(forced, t->name)) return *t;
+  }
+  for (const KernelTable* t : x86) {
+    if (t != nullptr) return *t;
+  }
+  return ScalarKernels();
 }
 
 }  // namespace
@@ -230,8 +253,13 @@ const KernelTable* AvxVnniKernels() {
 }
 
 const KernelTable* Avx512VnniKernels() {
+  static const KernelTable* table = CpuHasAvx512Vnni() ? new KernelTable(BuildAvx512Vnni(*Avx2Kernels())) : nullptr;
+  return table;
+}
+
+const KernelTable* Avx512Bf16Kernels() {
   static const KernelTable* table =
-      CpuHasAvx512Vnni() ? new KernelTable(BuildVnni(*Avx2Kernels(), "avx512vnni", avx512vnni::Patch))
+      CpuHasAvx512Bf16() ? new KernelTable(BuildVnni(*Avx512VnniKernels(), "avx512bf16", avx512bf16::Patch))
                          : nullptr;
   return table;
 }
@@ -271,6 +299,7 @@ int AvailableKernelTables(const KernelTable* out[kMaxKernelTables]) {
   if (Avx2Kernels() != nullptr) out[n++] = Avx2Kernels();
   if (AvxVnniKernels() != nullptr) out[n++] = AvxVnniKernels();
   if (Avx512VnniKernels() != nullptr) out[n++] = Avx512VnniKernels();
+  if (Avx512Bf16Kernels() != nullptr) out[n++] = Avx512Bf16Kernels();
   if (NeonKernels() != nullptr) out[n++] = NeonKernels();
   // Only the best extension table, like VNNI over AVX2: the dotprod table's
   // own gemm tiles are covered on a CPU with dotprod but not i8mm (the qemu

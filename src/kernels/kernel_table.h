@@ -66,11 +66,12 @@ struct KernelTable {
   }
 };
 
-// The table chosen once, at first use. On x86-64, from CPUID: AVX-VNNI when
-// present, else AVX-512 VNNI, else AVX2, else scalar; on AArch64, from HWCAP:
-// NEON with i8mm, else with dotprod, else plain NEON. VALET_KERNELS=scalar|
-// avx2|vnni|avx512vnni|neon|neon_dotprod|neon_i8mm in the environment forces one (an unavailable choice
-// falls back to the best remaining table of this build).
+// The table chosen once, at first use. On x86-64, from CPUID: AVX-512 BF16,
+// else AVX-512 VNNI, else AVX-VNNI, else AVX2, else scalar; on AArch64, from
+// HWCAP: NEON with i8mm, else with dotprod, else plain NEON.
+// VALET_KERNELS=scalar|avx2|vnni|avx512vnni|avx512bf16|neon|neon_dotprod|
+// neon_i8mm in the environment forces one (an unavailable choice falls back to
+// the best table this CPU has).
 const KernelTable& ActiveKernels();
 const char* ActiveKernelsName();
 
@@ -80,9 +81,13 @@ const KernelTable& ScalarKernels();
 const KernelTable* Avx2Kernels();
 // AVX2 plus AVX-VNNI int8 dot products, or nullptr when the CPU (or build) lacks them.
 const KernelTable* AvxVnniKernels();
-// AVX2 plus AVX-512 VNNI int8 dot products (EVEX, 256-bit vectors), or nullptr
-// when the CPU (or build) lacks AVX-512 F/BW/VL/VNNI.
+// AVX2 plus AVX-512 VNNI int8 dot products (EVEX, 256-bit vectors) and
+// 512-bit row-group GEMMs, or nullptr when the CPU (or build) lacks AVX-512
+// F/BW/VL/VNNI.
 const KernelTable* Avx512VnniKernels();
+// The AVX-512 VNNI table plus AVX512_BF16 dot products for BF16 weights, or
+// nullptr when the CPU (or build) lacks AVX512_BF16.
+const KernelTable* Avx512Bf16Kernels();
 // The AArch64 NEON variants, or nullptr on builds for other architectures.
 const KernelTable* NeonKernels();
 // NEON plus SDOT (FEAT_DotProd) for Q8_0/Q4_0, or nullptr when the CPU lacks it.
@@ -90,9 +95,9 @@ const KernelTable* NeonDotprodKernels();
 // NEON dotprod plus SMMLA (FEAT_I8MM) gemm tiles, or nullptr when the CPU lacks it.
 const KernelTable* NeonI8mmKernels();
 // For tests and benchmarks: scalar first, then this CPU's base SIMD table and
-// its extension tables (AVX2 then AVX-VNNI and AVX-512 VNNI, or NEON then the
-// best of i8mm and dotprod).
-inline constexpr int kMaxKernelTables = 4;
+// its extension tables (AVX2 then AVX-VNNI, AVX-512 VNNI and AVX-512 BF16, or
+// NEON then the best of i8mm and dotprod).
+inline constexpr int kMaxKernelTables = 5;
 int AvailableKernelTables(const KernelTable* out[kMaxKernelTables]);
 
 }  // namespace valet

@@ -21,3 +21,10 @@ namespace valet::avx512vnni {
 bool Compiled();
 void Patch(KernelTable& t);
 }  // namespace valet::avx512vnni
+
+// BF16 weights with AVX512_BF16 dot products (kernels_avx512_bf16.cpp).
+namespace valet::avx512bf16 {
+bool Compiled();
+// Replaces t's BF16 vec_dot and tiles.
+void Patch(KernelTable& t);
+}  // namespace valet::avx512bf16

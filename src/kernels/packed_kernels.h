@@ -17,6 +17,13 @@ namespace avx2 {
 TileKernel PackedTile(GgmlType type, int cols);
 }  // namespace avx2
 
+namespace avx512vnni {
+// Two tokens per 512-bit vector, 8 tokens per call, for every row-group type;
+// only callable when the CPU has AVX-512 F/BW/VL/VNNI. Decode keeps the AVX2
+// kernels.
+TileKernel PackedGemm(GgmlType type);
+}  // namespace avx512vnni
+
 namespace neon {
 // The same float operations as the reference, rows 0..3 and 4..7 of a group
 // in two vectors (packed_neon.cpp); fn == nullptr off AArch64.

@@ -146,6 +146,25 @@ TEST(KernelTables, Avx512VnniImpliesAvx2AndComputesTheSameIntegers) {
   const KernelTable* vnni = Avx512VnniKernels();
   if (vnni == nullptr) GTEST_SKIP() << "CPU lacks AVX-512 F/BW/VL/VNNI";
   ExpectSameIntegersAsAvx2(*vnni);
+  // Its own 512-bit row-group GEMMs, which packed_test holds to the reference's bits.
+  for (GgmlType type : testing::kQuantWeightTypes) {
+    EXPECT_NE((*vnni)[type].packed_gemm.fn, (*Avx2Kernels())[type].packed_gemm.fn) << GgmlTypeName(type);
+  }
+}
+
+// The BF16 table is the AVX-512 VNNI one with its own BF16 kernels, which
+// vec_dot_test and this file's tile tests compare with the reference.
+TEST(KernelTables, Avx512Bf16ChangesOnlyBf16) {
+  const KernelTable* bf16 = Avx512Bf16Kernels();
+  if (bf16 == nullptr) GTEST_SKIP() << "CPU lacks AVX512_BF16";
+  const KernelTable& base = *Avx512VnniKernels();
+  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
+    const GgmlType type = static_cast<GgmlType>(id);
+    const bool changed = bf16->types[id].vec_dot != base.types[id].vec_dot ||
+                         bf16->types[id].gemm.fn != base.types[id].gemm.fn ||
+                         bf16->types[id].gemv.fn != base.types[id].gemv.fn;
+    EXPECT_EQ(changed, type == GgmlType::kBF16) << "type id " << id;
+  }
 }
 
 }  // namespace

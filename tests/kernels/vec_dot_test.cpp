@@ -115,7 +115,8 @@ INSTANTIATE_TEST_SUITE_P(AllWeightTypes, VecDotTest, ::testing::ValuesIn(testing
 TEST(KernelTable, ActiveIsAnAvailableTableAndComplete) {
   const KernelTable& active = ActiveKernels();
   EXPECT_TRUE(&active == &ScalarKernels() || &active == Avx2Kernels() ||
-              &active == AvxVnniKernels() || &active == Avx512VnniKernels() || &active == NeonKernels() || &active == NeonDotprodKernels() ||
+              &active == AvxVnniKernels() || &active == Avx512VnniKernels() ||
+              &active == Avx512Bf16Kernels() || &active == NeonKernels() || &active == NeonDotprodKernels() ||
               &active == NeonI8mmKernels());
   EXPECT_STREQ(ActiveKernelsName(), active.name);
   for (GgmlType t : testing::kWeightTypes) {
