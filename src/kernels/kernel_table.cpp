@@ -163,12 +163,17 @@ KernelTable BuildNeonDotprod(const KernelTable& neon) {
   return t;
 }
 
-// SMMLA gemm tiles; decode keeps SDOT, where SMMLA's second token would be wasted.
+// SMMLA gemm tiles and row-group GEMMs; decode keeps SDOT, where SMMLA's
+// second token would be wasted.
 KernelTable BuildNeonI8mm(const KernelTable& dotprod) {
   KernelTable t = dotprod;
   t.name = "neon_i8mm";
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     t.types[static_cast<uint32_t>(type)].gemm = neon::I8mmGemmTile(type);
+  }
+  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
+    const TileKernel smmla = neon::I8mmPackedGemm(static_cast<GgmlType>(id));
+    if (smmla.fn != nullptr) t.types[id].packed_gemm = smmla;
   }
   return t;
 }

@@ -30,6 +30,10 @@ namespace neon {
 TileKernel PackedTile(GgmlType type, int cols);  // plain NEON (SMULL)
 // SDOT; only callable when neon::CpuHasDotprod().
 TileKernel DotprodPackedTile(GgmlType type, int cols);
+// SMMLA prefill (2 rows x 2 tokens per instruction, 4 tokens per call) for the
+// 32-element types, fn == nullptr for the others; only callable when
+// neon::CpuHasI8mm().
+TileKernel I8mmPackedGemm(GgmlType type);
 }  // namespace neon
 
 }  // namespace valet

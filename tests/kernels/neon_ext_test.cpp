@@ -82,6 +82,12 @@ TEST(NeonExtensions, I8mmTableMatchesScalar) {
   if (NeonI8mmKernels() == nullptr) GTEST_SKIP() << "this CPU lacks i8mm (no HWCAP2_I8MM)";
   EXPECT_STREQ(NeonI8mmKernels()->name, "neon_i8mm");
   ExpectMatchesScalar(*NeonI8mmKernels());
+  // Its own SMMLA row-group GEMMs, which packed_test holds to the reference's bits.
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                        GgmlType::kIQ4_NL}) {
+    EXPECT_NE((*NeonI8mmKernels())[type].packed_gemm.fn, (*NeonDotprodKernels())[type].packed_gemm.fn)
+        << GgmlTypeName(type);
+  }
 #else
   EXPECT_EQ(NeonI8mmKernels(), nullptr);
   GTEST_SKIP() << "not an AArch64 build: the NEON i8mm table does not exist";
