@@ -21,13 +21,19 @@ stage "aarch64 cross build + tests under qemu"
 bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
 
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
+  # -O1 with line tables only: the sanitizers' usual level, and it compiles
+  # 2-2.5x faster than RelWithDebInfo's -O2 -g (golden_test.cpp under ASan:
+  # 13 s against 34 s), which is most of these stages' time.
+  sanitizer_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+                   -DVALET_BUILD_BENCH=OFF)
   stage "ASan+UBSan build + tests"
-  valet_build "$VALET_ROOT/build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=address -DVALET_BUILD_BENCH=OFF
+  valet_build "$VALET_ROOT/build-asan" "${sanitizer_flags[@]}" -DVALET_SANITIZE=address
   ctest --test-dir "$VALET_ROOT/build-asan" --output-on-failure -j "$jobs"
 
   # OpenBLAS's own threads are not instrumented, so TSan runs the native kernels.
   stage "TSan build + tests"
-  valet_build "$VALET_ROOT/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_SANITIZE=thread -DVALET_USE_BLAS=OFF -DVALET_BUILD_BENCH=OFF
+  valet_build "$VALET_ROOT/build-tsan" "${sanitizer_flags[@]}" -DVALET_SANITIZE=thread -DVALET_USE_BLAS=OFF
   # Races inside Debian's prebuilt (uninstrumented) cpp-httplib are suppressed; see the file.
   TSAN_OPTIONS="suppressions=$VALET_ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}" \
     ctest --test-dir "$VALET_ROOT/build-tsan" --output-on-failure -j "$jobs"
