@@ -15,13 +15,14 @@
 # as success on a VNNI model. Bochs 2.7 misreports some CPUID bits that
 # Linux 6.1 cannot boot with (see clearcpuid below); the guest kernel's command
 # line hides those features from the kernel.
-# About 4 minutes of guest boot per model plus the tests; see
-# docs/testing-avx512.md. Not part of scripts/test.sh.
+# About 7 minutes on 2 idle cores, build included; see docs/testing-avx512.md.
+# Not part of scripts/test.sh.
 # Usage: scripts/test-x86-avx512.sh [MODEL...]   (default: tigerlake corei7_skylake_x)
 # Environment: VALET_AVX512EMU_BUILD (build dir, default build-avx512emu),
 # VALET_AVX512EMU_WORK (ISO, logs and the kernel cache, default /tmp/avx512emu),
 # VALET_AVX512EMU_TIMEOUT (seconds per guest, default 5400),
-# VALET_AVX512EMU_FILTER (gtest filter for the kernel tests, default '*').
+# VALET_AVX512EMU_FILTER (gtest filter for the kernel tests, default '*'),
+# VALET_AVX512EMU_JOBS (build jobs, default nproc).
 set -euo pipefail
 # One function, so bash has read the whole file before it runs any of it.
 main() {
@@ -30,6 +31,12 @@ build="${VALET_AVX512EMU_BUILD:-$VALET_ROOT/build-avx512emu}"
 work="${VALET_AVX512EMU_WORK:-/tmp/avx512emu}"
 timeout_s="${VALET_AVX512EMU_TIMEOUT:-5400}"
 filter="${VALET_AVX512EMU_FILTER:-*}"
+# Left out: Bochs 2.7 rounds VCVTPS2PH's exact ties away from zero instead of
+# to even (2.5634765625 -> 0x4121, not 0x4120), so the avx2 F16 row converter,
+# which every x86 table shares and which is exact on hardware, differs from
+# the scalar reference here. The avx512vnni table changes no converter.
+bochs_bugs='Fp16.SimdRowConversionsMatchScalar:Quantize.SimdActivationQuantizersAreBitExact'
+if [[ "$filter" == *-* ]]; then filter="$filter:$bochs_bugs"; else filter="$filter-$bochs_bugs"; fi
 models=("$@")
 [ ${#models[@]} -gt 0 ] || models=(tigerlake corei7_skylake_x)
 start_s=$SECONDS
@@ -78,7 +85,7 @@ cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DVALET_ENGINE_ONLY=ON -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS=-static \
   -DCMAKE_PROJECT_INCLUDE="$VALET_ROOT/scripts/avx512emu/static-libs.cmake" >/dev/null
-cmake --build "$build" --target "${kernel_tests[@]}" "${engine_tests[@]}" valet_kernels
+cmake --build "$build" -j "${VALET_AVX512EMU_JOBS:-$(nproc)}" --target "${kernel_tests[@]}" "${engine_tests[@]}" valet_kernels
 probe="$build/avx512emu_tables_probe"
 libs=("$build/src/kernels/libvalet_kernels.a" "$build/src/gguf/libvalet_gguf.a")
 [ -f "$build/src/common/libvalet_common.a" ] && libs+=("$build/src/common/libvalet_common.a")
