@@ -16,7 +16,7 @@
 # Linux 6.1 cannot boot with (see clearcpuid below); the guest kernel's command
 # line hides those features from the kernel.
 # About 7 minutes on 2 idle cores, build included; see docs/testing-avx512.md.
-# Not part of scripts/test.sh.
+# scripts/test.sh runs it unless VALET_TEST_QUICK=1.
 # Usage: scripts/test-x86-avx512.sh [MODEL...]   (default: tigerlake corei7_skylake_x)
 # Environment: VALET_AVX512EMU_BUILD (build dir, default build-avx512emu),
 # VALET_AVX512EMU_WORK (ISO, logs and the kernel cache, default /tmp/avx512emu),

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the unit, golden and integration tests (Release),
-# the same suite under ASan+UBSan and under TSan, and the GGUF reader fuzzer
-# for 60 seconds. VALET_TEST_QUICK=1 skips the sanitizer builds and the fuzzer.
+# the kernel and engine tests on aarch64 under qemu and on emulated AVX-512
+# CPUs under Bochs, the suite under ASan+UBSan and under TSan, and the GGUF
+# reader fuzzer for 60 seconds. VALET_TEST_QUICK=1 skips Bochs, the sanitizer
+# builds and the fuzzer.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
@@ -21,6 +23,11 @@ stage "aarch64 cross build + tests under qemu"
 bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
 
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
+  # The AVX-512 tables under Bochs (docs/testing-avx512.md): about 7 minutes,
+  # so a hung guest is given 30, not the script's default 90.
+  stage "x86 AVX-512 kernel and engine tests under Bochs"
+  VALET_AVX512EMU_TIMEOUT="${VALET_AVX512EMU_TIMEOUT:-1800}" bash "$VALET_ROOT/scripts/test-x86-avx512.sh"
+
   # -O1 with line tables only: the sanitizers' usual level, and it compiles
   # 2-2.5x faster than RelWithDebInfo's -O2 -g (golden_test.cpp under ASan:
   # 13 s against 34 s), which is most of these stages' time.
