@@ -43,6 +43,15 @@ void PatchPacked(KernelTable& t, packed_for_fn packed) {
   }
 }
 
+// A variant's own prefill row-group GEMMs, for the types it has one for.
+using packed_gemm_fn = TileKernel (*)(GgmlType);
+void PatchPackedGemm(KernelTable& t, packed_gemm_fn gemm) {
+  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
+    const TileKernel k = gemm(static_cast<GgmlType>(id));
+    if (k.fn != nullptr) t.types[id].packed_gemm = k;
+  }
+}
+
 void Set(KernelTable& t, GgmlType type, TypeKernels k) { t.types[static_cast<uint32_t>(type)] = k; }
 
 KernelTable BuildScalar() {
@@ -121,10 +130,7 @@ KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch)
 // The EVEX encoding, plus 512-bit row-group GEMMs (decode keeps AVX2's).
 KernelTable BuildAvx512Vnni(const KernelTable& avx2) {
   KernelTable t = BuildVnni(avx2, "avx512vnni", avx512vnni::Patch);
-  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
-    const TileKernel wide = avx512vnni::PackedGemm(static_cast<GgmlType>(id));
-    if (wide.fn != nullptr) t.types[id].packed_gemm = wide;
-  }
+  PatchPackedGemm(t, avx512vnni::PackedGemm);
   return t;
 }
 
@@ -171,10 +177,7 @@ KernelTable BuildNeonI8mm(const KernelTable& dotprod) {
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0}) {
     t.types[static_cast<uint32_t>(type)].gemm = neon::I8mmGemmTile(type);
   }
-  for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
-    const TileKernel smmla = neon::I8mmPackedGemm(static_cast<GgmlType>(id));
-    if (smmla.fn != nullptr) t.types[id].packed_gemm = smmla;
-  }
+  PatchPackedGemm(t, neon::I8mmPackedGemm);
   return t;
 }
 #endif

@@ -92,7 +92,8 @@ const KernelTable* Avx512Bf16Kernels();
 const KernelTable* NeonKernels();
 // NEON plus SDOT (FEAT_DotProd) for Q8_0/Q4_0, or nullptr when the CPU lacks it.
 const KernelTable* NeonDotprodKernels();
-// NEON dotprod plus SMMLA (FEAT_I8MM) gemm tiles, or nullptr when the CPU lacks it.
+// NEON dotprod plus SMMLA (FEAT_I8MM) gemm tiles and row-group GEMMs, or
+// nullptr when the CPU lacks it.
 const KernelTable* NeonI8mmKernels();
 // For tests and benchmarks: scalar first, then this CPU's base SIMD table and
 // its extension tables (AVX2 then AVX-VNNI, AVX-512 VNNI and AVX-512 BF16, or
