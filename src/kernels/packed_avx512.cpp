@@ -96,11 +96,10 @@ struct Unsigned {
   static constexpr int kBias = kOffset ? 0 : kEight || kTable ? 128 : kFiveBits ? 16 : 8;
 
   static void Load(const Packed& b, __m512i* u) {
-    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     if constexpr (kEight) {
+      const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
       for (int i = 0; i < 8; ++i) u[i] = _mm512_xor_si512(Broadcast256(b.qs + 32 * i), flip);
-      return;
     } else {
       const __m512i low4 = _mm512_set1_epi8(0x0f), bit4 = _mm512_set1_epi8(0x10);
       __m512i qh = _mm512_setzero_si512();
