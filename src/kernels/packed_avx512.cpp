@@ -138,6 +138,8 @@ void GemmPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, floa
   for (int64_t l = 0; l < nb; ++l) {
     const Packed& b = w[l];
     const __m512 dw = RowScales(b.d);
+    __m512 mw = _mm512_setzero_ps();
+    if constexpr (U::kOffset) mw = RowScales(b.m);
     __m512i u[8];
     U::Load(b, u);
 #pragma GCC unroll 4
@@ -151,7 +153,7 @@ void GemmPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, floa
       if constexpr (U::kBias != 0) isum = _mm512_sub_epi32(isum, PairSet(U::kBias * a0.sum, U::kBias * a1.sum));
       const __m512 d = _mm512_mul_ps(dw, PairSet(a0.d, a1.d));
       acc[p] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[p]);
-      if constexpr (U::kOffset) acc[p] = _mm512_fmadd_ps(RowScales(b.m), PairSet(a0.s, a1.s), acc[p]);
+      if constexpr (U::kOffset) acc[p] = _mm512_fmadd_ps(mw, PairSet(a0.s, a1.s), acc[p]);
     }
   }
   StorePairs(acc, out, ldo);
@@ -325,25 +327,28 @@ void GemmSuperPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy,
     if constexpr (Q::kMins == Mins::kPerSubBlock) {
       // Lanes r, 8 + r: row r's mins of sub-blocks 2k, 2k + 1 as int16, against
       // the sub-block sums (2k, 2k + 1) of each token, dword k of its half.
+      __m512i mins[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k)
+        mins[k] = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.mins + 16 * k))));
 #pragma GCC unroll 4
       for (int p = 0; p < kPairs; ++p) {
         const __m512i sub = _mm512_madd_epi16(LoadPair(a[2 * p]->bsums, a[2 * p + 1]->bsums), _mm512_set1_epi16(1));
         const __m512i sub16 = _mm512_packs_epi32(sub, sub);
         const __m512i bs = _mm512_permutexvar_epi32(_mm512_set_epi32(13, 12, 9, 8, 13, 12, 9, 8, 5, 4, 1, 0, 5, 4, 1, 0), sub16);
 #pragma GCC unroll 4
-        for (int k = 0; k < 4; ++k) {
-          const __m512i mins = _mm512_broadcast_i64x4(_mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.mins + 16 * k))));
-          msum[p] = _mm512_dpwssd_epi32(msum[p], mins, _mm512_permutexvar_epi32(pick[k], bs));
-        }
+        for (int k = 0; k < 4; ++k) msum[p] = _mm512_dpwssd_epi32(msum[p], mins[k], _mm512_permutexvar_epi32(pick[k], bs));
       }
     }
     const __m512 dw = RowScales(b.d);
+    __m512 dmw = _mm512_setzero_ps();
+    if constexpr (Q::kMins != Mins::kNone) dmw = RowScales(b.dmin);
 #pragma GCC unroll 4
     for (int p = 0; p < kPairs; ++p) {
       const __m512 dy = PairSet(a[2 * p]->d, a[2 * p + 1]->d);
       acc[p] = _mm512_fmadd_ps(_mm512_mul_ps(dw, dy), _mm512_cvtepi32_ps(isum[p]), acc[p]);
       if constexpr (Q::kMins != Mins::kNone) {
-        acc[p] = _mm512_fnmadd_ps(_mm512_mul_ps(RowScales(b.dmin), dy), _mm512_cvtepi32_ps(msum[p]), acc[p]);
+        acc[p] = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, dy), _mm512_cvtepi32_ps(msum[p]), acc[p]);
       }
     }
   }
