@@ -336,7 +336,7 @@ struct SchedulerStats {
   size_t resume_bytes = 0;
   int64_t resume_fallbacks = 0;  // snapshot missing/corrupt: recomputed instead
   int64_t preemptions = 0;       // parks caused by a higher tier
-  int64_t aborted_steps = 0;     // background steps stopped between layers for an arrival
+  int64_t aborted_steps = 0;     // steps stopped between layers: a lower tier's for an arrival, any for Stop
   std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds (the last 1-2k)
   double busy_seconds = 0.0;                 // engine step + park/resume time
   // Filled by Scheduler::Stats() only (SchedulerCore leaves them zero).
@@ -352,13 +352,26 @@ class SchedulerCore;
 class VALET_API Scheduler {
  public:
   static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
-  // Stops after the current step, then cancels every unfinished task (queued,
-  // parked or running): each gets on_done with kCancelled and status
-  // kAborted "scheduler destroyed", on the destroying thread. Submit from
-  // those callbacks is refused.
+  // Stop() with the message "scheduler destroyed". Never from a task callback
+  // of this scheduler: the inference thread cannot join itself.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
+
+  // Stops for good: a running step of any tier stops at its next layer
+  // boundary (the engine's abort flag), the inference thread ends, and every
+  // unfinished task (queued, parked or running) gets on_done with kCancelled
+  // and status kAborted "scheduler stopped", on this thread, before Stop
+  // returns. WaitIdle then returns, Submit is refused (InvalidArgument) and
+  // SetMemoryBudgets is Aborted; the other calls keep answering. Idempotent:
+  // a call made while another stops waits for it. Safe concurrently with
+  // every call but the destructor. InvalidArgument from a task callback of
+  // this scheduler (it would wait for its own thread).
+  Status Stop();
+  // True on the inference thread and, while Stop cancels, on the stopping
+  // thread: where this scheduler's task callbacks run, so where a call that
+  // waits for the scheduler would wait for itself.
+  bool OnCallbackThread() const;
 
   // Checks tier, prompt, max_tokens and stop strings now; a prompt found too
   // long for the context after tokenization ends the task FAILED (on_done).
@@ -378,11 +391,12 @@ class VALET_API Scheduler {
   Status OnTrimMemory(int level);
   // New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
   // Waits for the inference thread (at most one step); from a task callback
-  // it applies them at once. Aborted while the scheduler is being destroyed.
+  // it applies them at once. Aborted once Stop has begun.
   Status SetMemoryBudgets(const MemoryBudgets& budgets);
   MemoryBudgets memory_budgets() const;
 
-  // Blocks until every task submitted so far is finished (no timeout).
+  // Blocks until every task submitted so far is finished (no timeout). Not
+  // from a task callback (OnCallbackThread()): it would wait for itself.
   void WaitIdle();
 
   LifecycleState lifecycle_state() const;

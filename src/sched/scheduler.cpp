@@ -1,7 +1,8 @@
 // The threaded Scheduler: callers post commands to a mutex-protected inbox;
 // the inference thread drains it between steps and drives SchedulerCore. It
 // waits on a condition variable only when the core has nothing to run, for
-// "a command or shutdown" - an event, never a timeout.
+// "a command or stop" - an event, never a timeout.
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -15,6 +16,16 @@
 #include "valet/scheduler.h"
 
 namespace valet {
+
+namespace {
+
+// The scheduler (its Impl) whose inference thread this is, and the one whose
+// Stop is cancelling on this thread: where its callbacks run. Thread ids are
+// reused once a thread ends; these markers die with their thread.
+thread_local const void* t_inference_of = nullptr;
+thread_local const void* t_stopping = nullptr;
+
+}  // namespace
 
 struct Scheduler::Impl {
   enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kBudgets };
@@ -36,17 +47,17 @@ struct Scheduler::Impl {
         lifecycle(options.initial_state),
         core(engine, std::move(options)),
         budgets(core.memory_budgets()) {
-    core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived});
+    core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived, &stop_requested});
   }
 
   void Loop();
   void Apply(Command& command);
   // Queues a command for the inference thread and wakes it; false once the
-  // scheduler is being destroyed (nothing would answer it then).
+  // scheduler is stopping (nothing would answer it then).
   bool Post(Command command) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (stop) return false;
+      if (phase != Phase::kRunning) return false;
       inbox.push_back(std::move(command));
     }
     work_cv.notify_one();
@@ -59,8 +70,9 @@ struct Scheduler::Impl {
   void NoteState(Tier tier, TaskState from, TaskState to);
   void TaskFinished(TaskId id, Tier tier, TaskState state);
   void SampleMemory();
-  // The destructor's second half: the inference thread has stopped, so the
-  // core belongs to the destroying thread.
+  Status Stop(const char* message);
+  // Stop's second half: the inference thread has ended, so the core belongs
+  // to the stopping thread.
   void CancelUnfinished();
 
   EngineInterface& engine;
@@ -71,10 +83,17 @@ struct Scheduler::Impl {
   std::deque<Command> inbox;
   // Raised by a chat (both) or suggestion (the second) Submit, cleared when
   // the inbox is drained: a lower-tier step running meanwhile stops between
-  // layers.
+  // layers. Stop raises all three, under `mu` so the loop cannot clear them.
   std::atomic<bool> chat_arrived{false};
   std::atomic<bool> chat_or_suggestion_arrived{false};
-  bool stop = false;
+  std::atomic<bool> stop_requested{false};
+  enum class Phase { kRunning, kStopping, kStopped };
+  Phase phase = Phase::kRunning;
+  std::condition_variable stopped_cv;  // phase reached kStopped
+  // "scheduler stopped" or "scheduler destroyed": the status message of the
+  // tasks Stop cancels. Written before the inference thread is joined, read
+  // by callbacks on the stopping thread after.
+  std::string stop_message;
   LifecycleState lifecycle;  // as of the last accepted event
   LifecycleHistory history = LifecycleHistory::kNoEventYet;
   int64_t outstanding = 0;   // accepted tasks not yet finished
@@ -82,8 +101,8 @@ struct Scheduler::Impl {
   std::array<TierTaskCounts, kNumTiers> tier_counts{};
   MemoryStats memory;
   // Set after the inference thread has joined; read by callbacks that run
-  // on the destroying thread from then on.
-  bool destroying = false;
+  // on the stopping thread from then on.
+  bool cancelling_unfinished = false;
   SchedulerCore core;        // inference thread only (its recorder is thread-safe)
   MemoryBudgets budgets;     // as last set (guarded by mu)
   std::thread thread;
@@ -100,9 +119,9 @@ void Scheduler::Impl::Track(TaskRequest& request) {
   };
   auto user_done = std::move(request.callbacks.on_done);
   request.callbacks.on_done = [this, tier, last, user_done](TaskId id, const TaskResult& result) {
-    if (user_done && destroying) {
+    if (user_done && cancelling_unfinished) {
       TaskResult cancelled = result;
-      cancelled.status = Status(StatusCode::kAborted, "scheduler destroyed");
+      cancelled.status = Aborted(stop_message);
       user_done(id, cancelled);
     } else if (user_done) {
       user_done(id, result);
@@ -134,8 +153,38 @@ void Scheduler::Impl::SampleMemory() {
   memory = {m.pool_used_bytes, m.pool_capacity_bytes, m.snapshot_ram_bytes, m.snapshot_disk_bytes};
 }
 
+Status Scheduler::Impl::Stop(const char* message) {
+  {
+    if (t_inference_of == this || t_stopping == this) {
+      return InvalidArgument("Stop called from a task callback of this scheduler: it would wait for its own thread");
+    }
+    std::unique_lock<std::mutex> lock(mu);
+    if (phase != Phase::kRunning) {
+      stopped_cv.wait(lock, [&] { return phase == Phase::kStopped; });
+      return Status::Ok();
+    }
+    phase = Phase::kStopping;
+    stop_message = message;
+    chat_arrived.store(true, std::memory_order_relaxed);
+    chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
+    stop_requested.store(true, std::memory_order_relaxed);
+  }
+  work_cv.notify_one();
+  thread.join();
+  // A callback here may stop another scheduler, whose callbacks then run nested.
+  const void* outer = std::exchange(t_stopping, this);
+  CancelUnfinished();
+  t_stopping = outer;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    phase = Phase::kStopped;
+  }
+  stopped_cv.notify_all();
+  return Status::Ok();
+}
+
 void Scheduler::Impl::CancelUnfinished() {
-  destroying = true;
+  cancelling_unfinished = true;
   std::deque<Command> rest;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -188,13 +237,14 @@ Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {
 }
 
 void Scheduler::Impl::Loop() {
+  t_inference_of = this;
   bool has_work = false;
   while (true) {
     std::deque<Command> batch;
     {
       std::unique_lock<std::mutex> lock(mu);
-      work_cv.wait(lock, [&] { return stop || !inbox.empty() || has_work; });
-      if (stop) return;
+      work_cv.wait(lock, [&] { return phase != Phase::kRunning || !inbox.empty() || has_work; });
+      if (phase != Phase::kRunning) return;
       batch.swap(inbox);
       // Every arrival that raised it is in `batch` now and will be planned.
       chat_arrived.store(false, std::memory_order_relaxed);
@@ -221,15 +271,13 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
   return scheduler;
 }
 
-Scheduler::~Scheduler() {
-  {
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->stop = true;
-  }
-  impl_->work_cv.notify_one();
-  impl_->thread.join();
-  impl_->CancelUnfinished();
-}
+// From a task callback Stop refuses, and the joinable thread then ends the
+// process: the documented misuse, which a destructor cannot report.
+Scheduler::~Scheduler() { (void)impl_->Stop("scheduler destroyed"); }
+
+Status Scheduler::Stop() { return impl_->Stop("scheduler stopped"); }
+
+bool Scheduler::OnCallbackThread() const { return t_inference_of == impl_.get() || t_stopping == impl_.get(); }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
   if (Status s = ValidateRequest(request, impl_->context_length, impl_->core.chat()); !s.ok()) {
@@ -242,7 +290,7 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
   {
     // Registering under the inbox lock keeps id order equal to arrival order.
     std::lock_guard<std::mutex> lock(impl->mu);
-    if (impl->stop) return InvalidArgument("the scheduler is being destroyed");
+    if (impl->phase != Impl::Phase::kRunning) return InvalidArgument("the scheduler is stopped");
     id = impl->core.recorder().Register(request.tier, impl->core.Now());
     ++impl->outstanding;
     impl->unfinished.insert(id);
@@ -315,14 +363,14 @@ Status Scheduler::OnTrimMemory(int level) {
 
 Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
   // From a task callback the inference thread would wait for itself: apply here.
-  if (std::this_thread::get_id() == impl_->thread.get_id()) return impl_->ApplyBudgets(budgets);
+  if (t_inference_of == impl_.get()) return impl_->ApplyBudgets(budgets);
   auto reply = std::make_shared<std::promise<Status>>();
   std::future<Status> result = reply->get_future();
   Impl::Command command;
   command.kind = Impl::CommandKind::kBudgets;
   command.budgets = budgets;
   command.reply = reply;
-  if (!impl_->Post(std::move(command))) return Aborted("the scheduler is being destroyed");
+  if (!impl_->Post(std::move(command))) return Aborted("the scheduler is stopped");
   return result.get();
 }
 

@@ -65,6 +65,8 @@ void SchedulerCore::BuildBatchAllItems(const std::vector<Task*>& members, StepPl
 }
 
 Result<StepResult> SchedulerCore::RunBatchAll(std::vector<Task*>& members, StepPlan& plan) {
+  // Every slot advances together, so only stopping the scheduler cuts a step short.
+  const ScopedAbortFlag abort_flag(engine_, arrivals_.stop);
   while (true) {
     BuildBatchAllItems(members, plan);
     Result<StepResult> result = engine_.Step(plan.items);

@@ -85,9 +85,12 @@ class SchedulerCore {
   // Flags another thread raises when a task arrives that may preempt: under
   // kValet a running step of a lower tier then stops between layers instead
   // of finishing its chunk (the step is redone later). nullptr: never abort.
+  // `stop` stops a step of any tier, under any policy: the scheduler is
+  // stopping (whoever raises it raises the other two as well).
   struct ArrivalSignals {
     const std::atomic<bool>* chat = nullptr;                // a foreground chat arrived
     const std::atomic<bool>* chat_or_suggestion = nullptr;  // a chat or an inline suggestion arrived
+    const std::atomic<bool>* stop = nullptr;
   };
   void set_arrival_signals(ArrivalSignals signals) { arrivals_ = signals; }
 
@@ -134,6 +137,17 @@ class SchedulerCore {
   Activation OpenSequence(Task& task, const std::vector<const Task*>& keep);
   Activation ResumeTask(Task& task, const std::vector<const Task*>& keep);
   void ApplyThreads(Tier tier);
+  // Lends the engine `flag` for one step. The flag belongs to this scheduler;
+  // the engine may outlive it.
+  struct ScopedAbortFlag {
+    ScopedAbortFlag(EngineInterface& engine, const std::atomic<bool>* flag) : engine(engine) {
+      engine.SetAbortFlag(flag);
+    }
+    ~ScopedAbortFlag() { engine.SetAbortFlag(nullptr); }
+    ScopedAbortFlag(const ScopedAbortFlag&) = delete;
+    ScopedAbortFlag& operator=(const ScopedAbortFlag&) = delete;
+    EngineInterface& engine;
+  };
   Result<StepResult> RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan);
   void OnStepError(const StepPlan& plan, const Status& status);
   void BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const;

@@ -171,18 +171,13 @@ void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, Ste
 Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
   // Every tier below the chat yields mid-step to an arrival that would
   // preempt it: suggestions to a chat, background work to a chat or a
-  // suggestion. A chat's own steps always finish.
-  const std::atomic<bool>* abort = nullptr;
+  // suggestion. A chat's own steps finish unless the scheduler stops.
+  const std::atomic<bool>* abort = arrivals_.stop;
   if (options_.queue_policy == QueuePolicy::kValet) {
     if (lead.tier == Tier::kInlineSuggestion) abort = arrivals_.chat;
     if (lead.tier >= Tier::kBackgroundSummary) abort = arrivals_.chat_or_suggestion;
   }
-  engine_.SetAbortFlag(abort);
-  // The flag belongs to this scheduler; the engine may outlive it.
-  struct ClearAbortFlag {
-    EngineInterface& engine;
-    ~ClearAbortFlag() { engine.SetAbortFlag(nullptr); }
-  } clear_abort_flag{engine_};
+  const ScopedAbortFlag abort_flag(engine_, abort);
   while (true) {
     BuildItems(lead, riders, plan);
     Result<StepResult> result = engine_.Step(plan.items);
