@@ -6,7 +6,8 @@ VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
 
 valet_install_deps
-valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+# The tests and micro-benchmarks are scripts/test.sh's (with their packages).
+valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release -DVALET_BUILD_TESTS=OFF -DVALET_BUILD_BENCH=OFF
 
 VALET="$VALET_ROOT/build/tools/valet"
 MODEL="$VALET_ROOT/build/models/valet-bench-q8_0.gguf"

@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
-# Installs the Debian packages valet builds with, only those that are missing.
-# Sourced by build.sh and test.sh; safe to run any number of times.
+# Installs the Debian packages valet needs, only those that are missing.
+# Sourced by build.sh (valet_install_deps: building and running) and test.sh
+# (valet_install_test_deps: that plus the test-only toolchains); safe to run
+# any number of times.
 set -euo pipefail
 
-VALET_PACKAGES=(g++ cmake ninja-build libgtest-dev libbenchmark-dev libopenblas-dev clang libclang-rt-14-dev libzstd-dev liblz4-dev pkg-config libcpp-httplib-dev nlohmann-json3-dev unicode-data python3
-  # The Java binding and its JUnit 5 tests (bindings/java).
-  openjdk-17-jdk-headless junit5
-  # The aarch64 cross build and its qemu test runs (scripts/test-aarch64.sh):
-  # Debian's cross compiler, and the target's libraries as arm64 packages.
-  g++-aarch64-linux-gnu qemu-user libzstd-dev:arm64 liblz4-dev:arm64 libgtest-dev:arm64)
+# What `scripts/build.sh` needs to build valet and run it.
+VALET_PACKAGES=(g++ cmake ninja-build pkg-config python3 unicode-data libzstd-dev liblz4-dev libopenblas-dev
+  libcpp-httplib-dev nlohmann-json3-dev)
+# What the test suite adds (scripts/test.sh): GoogleTest and Google Benchmark;
+# clang 19 with lld and its sanitizer runtimes (the sanitizer, fuzzing and
+# aarch64 stages build with it); the aarch64 cross sysroot (Debian's cross
+# g++ and the target's libraries as arm64 packages) with qemu to run it;
+# Android's own jni.h, which the app-side library is compiled against; and
+# the JDK with JUnit 5 for the Java binding.
+VALET_TEST_PACKAGES=(libgtest-dev libbenchmark-dev
+  clang-19 lld-19 libclang-rt-19-dev
+  g++-aarch64-linux-gnu qemu-user libzstd-dev:arm64 liblz4-dev:arm64 libgtest-dev:arm64
+  android-libnativehelper-dev
+  openjdk-17-jdk-headless junit5)
 
-valet_install_deps() {
+# valet_apt_install PACKAGE...: installs those of PACKAGE... not installed yet.
+valet_apt_install() {
   local missing=()
-  for p in "${VALET_PACKAGES[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   [ ${#missing[@]} -eq 0 ] && return 0
@@ -25,6 +36,16 @@ valet_install_deps() {
   fi
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+valet_install_deps() { valet_apt_install "${VALET_PACKAGES[@]}"; }
+
+valet_install_test_deps() {
+  local extra=()
+  # The server's openai-client test runs on Node.js (20 or later pinned by
+  # its package.json); Debian's is taken only where none is installed.
+  command -v node >/dev/null || extra+=(nodejs npm)
+  valet_apt_install "${VALET_PACKAGES[@]}" "${VALET_TEST_PACKAGES[@]}" "${extra[@]}"
 }
 
 # valet_build DIR [cmake args...]: configures (once) and builds the tree in DIR.

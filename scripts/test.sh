@@ -8,7 +8,7 @@ set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
 
-valet_install_deps
+valet_install_test_deps
 # The pinned openai npm client that tests/server/node drives the server with.
 if command -v npm >/dev/null; then (cd "$VALET_ROOT/tests/server/node" && npm ci --no-audit --no-fund --silent); fi
 jobs=$(nproc)
@@ -16,7 +16,7 @@ jobs=$(nproc)
 stage() { echo "== [${SECONDS}s] $*"; }
 
 stage "release build + tests"
-valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release
+valet_build "$VALET_ROOT/build" -DCMAKE_BUILD_TYPE=Release -DVALET_BUILD_TESTS=ON -DVALET_BUILD_BENCH=ON
 ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
 
 stage "aarch64 cross build + tests under qemu"

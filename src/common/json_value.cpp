@@ -1,9 +1,9 @@
 #include "common/json_value.h"
 
 #include <cassert>
-#include <charconv>
 #include <cstdint>
 #include <fstream>
+#include <locale>
 #include <sstream>
 #include <utility>
 
@@ -88,7 +88,7 @@ namespace {
 
 class Parser {
  public:
-  explicit Parser(std::string_view text) : text_(text) {}
+  explicit Parser(std::string_view text) : text_(text) { numbers_.imbue(std::locale::classic()); }
 
   Result<JsonValue> ParseDocument() {
     VALET_ASSIGN_OR_RETURN(JsonValue root, ParseValue(0));
@@ -197,7 +197,7 @@ class Parser {
     return pos_ - start;
   }
 
-  // Checks the JSON number grammar (stricter than from_chars), then converts.
+  // Checks the JSON number grammar, then converts.
   Result<JsonValue> ParseNumber() {
     const size_t start = pos_;
     if (text_[pos_] == '-') ++pos_;
@@ -215,12 +215,13 @@ class Parser {
       if (pos_ < text_.size() && (text_[pos_] == '+' || text_[pos_] == '-')) ++pos_;
       if (SkipDigits() == 0) return Error("expected digits in exponent");
     }
+    // The grammar holds, so the stream reads exactly these characters and
+    // can fail only on a magnitude beyond double's.
+    numbers_.clear();
+    numbers_.str(std::string(text_.substr(start, pos_ - start)));
     double value = 0.0;
-    const char* first = text_.data() + start;
-    const char* last = text_.data() + pos_;
-    auto [end, ec] = std::from_chars(first, last, value);
-    if (ec == std::errc::result_out_of_range) return Error("number out of range");
-    if (ec != std::errc() || end != last) return Error("invalid number");
+    numbers_ >> value;
+    if (numbers_.fail()) return Error("number out of range");
     return JsonValue::Number(value);
   }
 
@@ -331,6 +332,10 @@ class Parser {
 
   std::string_view text_;
   size_t pos_ = 0;
+  // Numbers convert through a stream in the classic locale: exact like
+  // strtod, deaf to the process's locale, and portable (libc++ 19, the
+  // NDK's, has no std::from_chars for double).
+  std::istringstream numbers_;
 };
 
 }  // namespace

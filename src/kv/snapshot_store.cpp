@@ -1,8 +1,6 @@
 #include "kv/snapshot_store.h"
 
-#include <lz4.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -33,27 +31,12 @@ double Since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 }  // namespace
 
-const char* CompressionName(Compression c) {
-  switch (c) {
-    case Compression::kNone: return "none";
-    case Compression::kZstd: return "zstd";
-    case Compression::kLz4: return "lz4";
-  }
-  return "unknown";
-}
-
-Result<Compression> ParseCompression(std::string_view name) {
-  for (Compression c : {Compression::kNone, Compression::kZstd, Compression::kLz4}) {
-    if (name == CompressionName(c)) return c;
-  }
-  return InvalidArgument("unknown compression '" + std::string(name) + "' (none, zstd, lz4)");
-}
-
 SnapshotStore::SnapshotStore(const SnapshotStoreOptions& options) : options_(options) {}
 
 Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const SnapshotStoreOptions& options) {
-  if (options.zstd_level < 1 || options.zstd_level > ZSTD_maxCLevel()) {
-    return InvalidArgument("zstd level must be between 1 and " + std::to_string(ZSTD_maxCLevel()));
+  VALET_RETURN_IF_ERROR(CheckCompressionAvailable(options.compression));
+  if (options.compression == Compression::kZstd && (options.zstd_level < 1 || options.zstd_level > ZstdMaxLevel())) {
+    return InvalidArgument("zstd level must be between 1 and " + std::to_string(ZstdMaxLevel()));
   }
   std::unique_ptr<SnapshotStore> store(new SnapshotStore(options));
   if (store->has_disk()) {
@@ -91,31 +74,9 @@ std::string SnapshotStore::DiskPath(uint64_t key) const {
 std::vector<uint8_t> SnapshotStore::Encode(std::span<const uint8_t> blob) {
   const auto t0 = Clock::now();
   FrameHeader h{kMagic, kVersion, static_cast<uint16_t>(options_.compression), blob.size(), 0, Checksum64(blob)};
-  std::vector<uint8_t> frame;
-  size_t payload = 0;
-  switch (options_.compression) {
-    case Compression::kNone:
-      frame.resize(sizeof(h) + blob.size());
-      if (!blob.empty()) std::memcpy(frame.data() + sizeof(h), blob.data(), blob.size());
-      payload = blob.size();
-      break;
-    case Compression::kZstd: {
-      frame.resize(sizeof(h) + ZSTD_compressBound(blob.size()));
-      payload = ZSTD_compress(frame.data() + sizeof(h), frame.size() - sizeof(h), blob.data(), blob.size(),
-                              options_.zstd_level);
-      assert(!ZSTD_isError(payload) && "zstd cannot fail with a bound-sized buffer");
-      break;
-    }
-    case Compression::kLz4: {
-      assert(blob.size() <= static_cast<size_t>(LZ4_MAX_INPUT_SIZE) && "lz4 frame too large");
-      frame.resize(sizeof(h) + LZ4_compressBound(static_cast<int>(blob.size())));
-      payload = static_cast<size_t>(LZ4_compress_default(reinterpret_cast<const char*>(blob.data()),
-                                                         reinterpret_cast<char*>(frame.data() + sizeof(h)),
-                                                         static_cast<int>(blob.size()),
-                                                         static_cast<int>(frame.size() - sizeof(h))));
-      break;
-    }
-  }
+  std::vector<uint8_t> frame(sizeof(h) + CompressBound(options_.compression, blob.size()));
+  const size_t payload =
+      Compress(options_.compression, options_.zstd_level, blob, std::span<uint8_t>(frame).subspan(sizeof(h)));
   h.payload_size = payload;
   std::memcpy(frame.data(), &h, sizeof(h));
   frame.resize(sizeof(h) + payload);
@@ -135,29 +96,12 @@ Result<std::vector<uint8_t>> SnapshotStore::Decode(std::span<const uint8_t> fram
                    std::to_string(h.payload_size) + " payload bytes");
   }
   if (h.raw_size > (size_t{1} << 40)) return Corrupt("snapshot frame claims an absurd size");
+  if (h.codec > static_cast<uint16_t>(Compression::kLz4)) {
+    return Corrupt("snapshot frame has an unknown codec " + std::to_string(h.codec));
+  }
   std::span<const uint8_t> payload = frame.subspan(sizeof(h));
   std::vector<uint8_t> raw(h.raw_size);
-  switch (static_cast<Compression>(h.codec)) {
-    case Compression::kNone:
-      if (payload.size() != raw.size()) return Corrupt("snapshot frame sizes disagree");
-      if (!raw.empty()) std::memcpy(raw.data(), payload.data(), raw.size());
-      break;
-    case Compression::kZstd: {
-      const size_t n = ZSTD_decompress(raw.data(), raw.size(), payload.data(), payload.size());
-      if (ZSTD_isError(n) || n != raw.size()) return Corrupt("snapshot frame does not decompress (zstd)");
-      break;
-    }
-    case Compression::kLz4: {
-      if (raw.size() > static_cast<size_t>(LZ4_MAX_INPUT_SIZE)) return Corrupt("snapshot frame too large for lz4");
-      const int n = LZ4_decompress_safe(reinterpret_cast<const char*>(payload.data()),
-                                        reinterpret_cast<char*>(raw.data()), static_cast<int>(payload.size()),
-                                        static_cast<int>(raw.size()));
-      if (n < 0 || static_cast<size_t>(n) != raw.size()) return Corrupt("snapshot frame does not decompress (lz4)");
-      break;
-    }
-    default:
-      return Corrupt("snapshot frame has an unknown codec " + std::to_string(h.codec));
-  }
+  VALET_RETURN_IF_ERROR(Decompress(static_cast<Compression>(h.codec), payload, raw));
   if (Checksum64(raw) != h.checksum) return Corrupt("snapshot checksum mismatch");
   stats_.decompress_seconds += Since(t0);
   return raw;

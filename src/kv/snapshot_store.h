@@ -20,23 +20,19 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/compression.h"
 #include "valet/status.h"
 
 namespace valet {
 
 enum class SnapshotTier { kRam, kDisk };
-enum class Compression { kNone, kZstd, kLz4 };
-
-const char* CompressionName(Compression c);
-// "none", "zstd", "lz4".
-Result<Compression> ParseCompression(std::string_view name);
 
 struct SnapshotStoreOptions {
   size_t ram_budget_bytes = 128u << 20;  // a phone-sized default
   std::string disk_dir;                  // empty: no disk tier
   size_t disk_budget_bytes = SIZE_MAX;   // beyond it the disk tier counts as full
   Compression compression = Compression::kNone;
-  int zstd_level = 1;
+  int zstd_level = 1;  // with kZstd: 1..ZstdMaxLevel()
   // Receives warnings (disk trouble, corrupt snapshots); default: stderr.
   std::function<void(std::string_view)> warn;
 };
