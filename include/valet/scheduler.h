@@ -352,8 +352,8 @@ class SchedulerCore;
 class VALET_API Scheduler {
  public:
   static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
-  // Stop() with the message "scheduler destroyed". Never from a task callback
-  // of this scheduler: the inference thread cannot join itself.
+  // Stop("scheduler destroyed"). Never from a task callback of this
+  // scheduler: the inference thread cannot join itself.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -361,13 +361,12 @@ class VALET_API Scheduler {
   // Stops for good: a running step of any tier stops at its next layer
   // boundary (the engine's abort flag), the inference thread ends, and every
   // unfinished task (queued, parked or running) gets on_done with kCancelled
-  // and status kAborted "scheduler stopped", on this thread, before Stop
-  // returns. WaitIdle then returns, Submit is refused (InvalidArgument) and
+  // and status kAborted `reason`, on this thread, before Stop returns. WaitIdle then returns, Submit is refused (InvalidArgument) and
   // SetMemoryBudgets is Aborted; the other calls keep answering. Idempotent:
   // a call made while another stops waits for it. Safe concurrently with
   // every call but the destructor. InvalidArgument from a task callback of
   // this scheduler (it would wait for its own thread).
-  Status Stop();
+  Status Stop(const std::string& reason = "scheduler stopped");
   // True on the inference thread and, while Stop cancels, on the stopping
   // thread: where this scheduler's task callbacks run, so where a call that
   // waits for the scheduler would wait for itself.

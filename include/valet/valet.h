@@ -1,12 +1,20 @@
-/* valet C API v2: a priority scheduler for on-device LLM inference.
+/* valet C API v3: a priority scheduler for on-device LLM inference.
  *
  * One valet_scheduler owns a model, its engine and the scheduler's inference
  * thread. All functions may be called from any thread; callbacks run on the
- * inference thread (never under a scheduler lock) and may call valet_submit,
- * valet_cancel, valet_send_lifecycle_event, valet_on_thermal_status and
- * valet_on_trim_memory, but not valet_wait_idle, valet_set_memory_budgets or
- * valet_destroy. No C++ exception crosses this boundary: failures are status
- * values, with a message from valet_last_error() on the calling thread.
+ * inference thread (never under a scheduler lock) or, for the tasks
+ * valet_stop cancels, on the stopping thread. They may call every function
+ * but the ones that wait for the scheduler: valet_wait_idle,
+ * valet_set_memory_budgets and valet_stop return VALET_INVALID_ARGUMENT from
+ * a callback of the same scheduler, and valet_destroy does nothing there. No
+ * C++ exception crosses this boundary: failures are status values, with a
+ * message from valet_last_error() on the calling thread.
+ *
+ * Text: every string is UTF-8. Where a length can be given (prompt_length,
+ * message_lengths, valet_tokenize's text_len) the text may hold NUL bytes;
+ * elsewhere it ends at its NUL. No text may be longer than
+ * VALET_MAX_TEXT_BYTES, nor a list (messages, stop strings) longer than
+ * VALET_MAX_LIST_ITEMS: such input is refused before it is read.
  *
  * Versioning: every struct starts with struct_size. The library reads (or,
  * for valet_stats, writes) only the fields that lie wholly within it, and
@@ -41,7 +49,11 @@ extern "C" {
  * built with -fvisibility=hidden; see valet/export.h). */
 #pragma GCC visibility push(default)
 
-#define VALET_API_VERSION 2
+/* 3: valet_stop, valet_tokenize, text lengths in valet_task_params. */
+#define VALET_API_VERSION 3
+
+#define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
+#define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
 
 typedef struct valet_scheduler valet_scheduler;
 typedef int64_t valet_task_id;
@@ -56,7 +68,7 @@ typedef enum valet_status {
   VALET_RESOURCE_EXHAUSTED = 6,
   VALET_IO = 7,
   VALET_INTERNAL = 8,
-  VALET_ABORTED = 9           /* a task cancelled because the scheduler was destroyed */
+  VALET_ABORTED = 9           /* a task cancelled because the scheduler was stopped or destroyed */
 } valet_status;
 
 typedef enum valet_tier {
@@ -166,8 +178,8 @@ typedef struct valet_task_metrics {
 typedef struct valet_task_result {
   size_t struct_size;       /* the library's sizeof; read only fields within it */
   valet_task_state state;   /* DONE, CANCELLED or FAILED */
-  valet_status status;      /* FAILED: why; CANCELLED: VALET_OK (the app) or VALET_ABORTED (destroyed) */
-  const char* message;      /* the failure message, "scheduler destroyed", or "" */
+  valet_status status;      /* FAILED: why; CANCELLED: VALET_OK (the app) or VALET_ABORTED (stopped, destroyed) */
+  const char* message;      /* the failure message, "scheduler stopped", "scheduler destroyed", or "" */
   const char* text;         /* the generated text */
   int32_t n_tokens;         /* generated tokens */
   valet_task_metrics metrics;
@@ -177,7 +189,7 @@ typedef struct valet_task_result {
 typedef void (*valet_token_fn)(void* user_data, valet_task_id id, int32_t token, const char* text);
 typedef void (*valet_state_fn)(void* user_data, valet_task_id id, valet_task_state state);
 /* Exactly once per accepted task: when it finishes, fails, is cancelled, or
- * is still unfinished when valet_destroy runs (then on the destroying
+ * is still unfinished when valet_stop or valet_destroy runs (then on that
  * thread, CANCELLED with VALET_ABORTED), so user_data may be freed here. */
 typedef void (*valet_done_fn)(void* user_data, valet_task_id id, const valet_task_result* result);
 
@@ -187,7 +199,7 @@ typedef struct valet_task_params {
   const char* system_prompt;          /* shared prefix (KV shared between tasks); NULL: none */
   const valet_chat_message* messages; /* chat form, rendered by the model's template; or */
   size_t n_messages;
-  const char* prompt;                 /* raw prompt, used when n_messages == 0 */
+  const char* prompt;                 /* raw prompt, used when n_messages == 0 (see prompt_length) */
   int32_t max_tokens;
   float temperature;                  /* <= 0: greedy */
   int32_t top_k;
@@ -201,6 +213,11 @@ typedef struct valet_task_params {
   valet_state_fn on_state;
   valet_done_fn on_done;
   void* user_data;
+  /* v3. Bytes of `prompt`, which may then hold NUL bytes; 0: up to its NUL. */
+  size_t prompt_length;
+  /* v3. n_messages byte counts of the messages' contents, which may then hold
+   * NUL bytes (a 0 entry: up to its NUL); NULL: every content up to its NUL. */
+  const size_t* message_lengths;
 } valet_task_params;
 
 typedef struct valet_tier_stats {
@@ -244,10 +261,20 @@ valet_stats valet_default_stats(void);
 valet_memory_budgets valet_default_memory_budgets(void);
 
 valet_status valet_create(const valet_params* params, valet_scheduler** out);
-/* Stops after the current step, then cancels every unfinished task: each
- * gets its on_done (CANCELLED, VALET_ABORTED, "scheduler destroyed") on this
- * thread before valet_destroy returns; calls on this scheduler from those
- * callbacks return VALET_INVALID_ARGUMENT. NULL is a no-op. */
+/* Stops the scheduler for good. The engine's abort flag is raised, so a
+ * running step of any tier stops at its next layer boundary; then every
+ * unfinished task (queued, parked or running) gets its on_done (CANCELLED,
+ * VALET_ABORTED, "scheduler stopped") on this thread before valet_stop
+ * returns, and valet_wait_idle returns. Later submits are refused
+ * (VALET_INVALID_ARGUMENT); the other calls still answer (stats, tokenize)
+ * or find nothing to do. Idempotent: a call made while another stops waits
+ * for it. Safe concurrently with every call but valet_destroy. From a task
+ * callback of this scheduler: VALET_INVALID_ARGUMENT. */
+valet_status valet_stop(valet_scheduler* scheduler);
+/* valet_stop (the tasks it cancels get "scheduler destroyed"), then frees
+ * the scheduler; during the on_done callbacks the scheduler is still valid.
+ * Not concurrently with any other call on it. From a task callback of this
+ * scheduler it does nothing (valet_last_error() says why). NULL is a no-op. */
 void valet_destroy(valet_scheduler* scheduler);
 
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
@@ -268,12 +295,26 @@ valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status,
  * VALET_INVALID_ARGUMENT below 5. */
 valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level);
 /* New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
- * Waits for the inference thread (at most one step): not from a callback. */
+ * Waits for the inference thread (at most one step), so from a task callback
+ * of this scheduler it is VALET_INVALID_ARGUMENT; after valet_stop,
+ * VALET_ABORTED. */
 valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets);
 /* out->struct_size must be set (valet_default_memory_budgets()). */
 valet_status valet_get_memory_budgets(const valet_scheduler* scheduler, valet_memory_budgets* out);
-/* Blocks until every task submitted so far has finished. */
+/* Blocks until every task submitted so far has finished (or valet_stop has
+ * cancelled it). From a task callback of this scheduler, which it would wait
+ * for: VALET_INVALID_ARGUMENT. */
 valet_status valet_wait_idle(valet_scheduler* scheduler);
+/* The token ids valet_submit feeds for `text` as a raw prompt without a
+ * system prompt: BOS where the vocabulary asks for it (not twice when the
+ * text starts with the BOS text), special-token texts ("<|im_start|>")
+ * parsed, as `valet tokenize` prints them. `text` is text_len bytes (NUL
+ * bytes included; text_len at most VALET_MAX_TEXT_BYTES). *n_tokens is set to
+ * the number of ids; when it exceeds n_tokens_max nothing is written and the
+ * call returns VALET_OUT_OF_RANGE, so tokens = NULL, n_tokens_max = 0 asks
+ * for the count. Any thread, callbacks included, also after valet_stop. */
+valet_status valet_tokenize(const valet_scheduler* scheduler, const char* text, size_t text_len, int32_t* tokens,
+                            int32_t n_tokens_max, int32_t* n_tokens);
 /* out->struct_size must be set (valet_default_stats()). */
 valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out);
 /* Chrome trace-event JSON of the run so far; free with valet_free_string. */

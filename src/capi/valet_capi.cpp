@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -19,8 +18,6 @@
 struct valet_scheduler {
   std::unique_ptr<valet::RealEngine> engine;
   std::unique_ptr<valet::Scheduler> scheduler;  // declared last: stops before the engine goes
-  // Set by valet_destroy: the on_done callbacks it runs may call back in.
-  std::atomic<bool> closing{false};
 };
 
 namespace {
@@ -38,7 +35,7 @@ valet_status ToC(valet::StatusCode code) {
     case valet::StatusCode::kResourceExhausted: return VALET_RESOURCE_EXHAUSTED;
     case valet::StatusCode::kIo: return VALET_IO;
     case valet::StatusCode::kInternal: return VALET_INTERNAL;
-    case valet::StatusCode::kAborted: return VALET_ABORTED;  // tasks cut short by valet_destroy
+    case valet::StatusCode::kAborted: return VALET_ABORTED;  // tasks cut short by valet_stop / valet_destroy
   }
   return VALET_INTERNAL;
 }
@@ -65,13 +62,42 @@ valet_status Guard(F&& body) {
   }
 }
 
-valet_status CheckLive(const valet_scheduler* s) {
+valet_status CheckHandle(const valet_scheduler* s) {
   if (s == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
-  if (s->closing.load()) return Fail(VALET_INVALID_ARGUMENT, "the scheduler is being destroyed");
   return VALET_OK;
 }
 
-std::string Str(const char* s) { return s == nullptr ? std::string() : std::string(s); }
+// Calls that wait for the inference thread would wait for themselves there.
+valet_status RefuseFromCallback(const valet_scheduler& s, const char* function) {
+  if (!s.scheduler->OnCallbackThread()) return VALET_OK;
+  g_last_error = std::string(function) +
+                 " called from a task callback of the same scheduler: it would wait for the callback's own thread";
+  return VALET_INVALID_ARGUMENT;
+}
+
+// A caller's text: `length` bytes, or up to its NUL when `length` is 0 (NULL:
+// empty). Bounded before it is read: strnlen stops one byte past the limit.
+valet::Result<std::string> Text(const char* s, size_t length, const char* what) {
+  if (s == nullptr) {
+    if (length != 0) return valet::InvalidArgument(std::string(what) + " is NULL but its length is not 0");
+    return std::string();
+  }
+  if (length == 0) length = strnlen(s, VALET_MAX_TEXT_BYTES + 1);
+  if (length > VALET_MAX_TEXT_BYTES) {
+    return valet::InvalidArgument(std::string(what) + " is longer than VALET_MAX_TEXT_BYTES (" +
+                                  std::to_string(VALET_MAX_TEXT_BYTES) + ")");
+  }
+  return std::string(s, length);
+}
+
+valet::Status CheckList(const void* items, size_t n, const char* what) {
+  if (n > VALET_MAX_LIST_ITEMS) {
+    return valet::InvalidArgument(std::string(what) + ": " + std::to_string(n) + " items, more than VALET_MAX_LIST_ITEMS (" +
+                                  std::to_string(VALET_MAX_LIST_ITEMS) + ")");
+  }
+  if (n > 0 && items == nullptr) return valet::InvalidArgument(std::string(what) + " is NULL");
+  return valet::Status::Ok();
+}
 
 // Where each field of a versioned struct ends: the sizes an older caller may
 // pass (fields are only ever appended).
@@ -94,7 +120,8 @@ constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, seed),        VALET_END(valet_task_params, stop),
     VALET_END(valet_task_params, n_stop),      VALET_END(valet_task_params, on_token),
     VALET_END(valet_task_params, on_state),    VALET_END(valet_task_params, on_done),
-    VALET_END(valet_task_params, user_data),   sizeof(valet_task_params)};
+    VALET_END(valet_task_params, user_data),   VALET_END(valet_task_params, prompt_length),
+    VALET_END(valet_task_params, message_lengths), sizeof(valet_task_params)};
 constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, struct_size), VALET_END(valet_stats, rejected),
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
@@ -141,10 +168,12 @@ valet::Result<valet::SchedulerOptions> SchedulerOptionsFrom(const valet_params& 
     return valet::InvalidArgument("budget_table_path and budget_table_json are exclusive");
   }
   if (p.budget_table_path != nullptr) {
-    VALET_ASSIGN_OR_RETURN(o.budgets, valet::LoadBudgetTable(p.budget_table_path));
+    VALET_ASSIGN_OR_RETURN(const std::string path, Text(p.budget_table_path, 0, "budget_table_path"));
+    VALET_ASSIGN_OR_RETURN(o.budgets, valet::LoadBudgetTable(path));
   }
   if (p.budget_table_json != nullptr) {
-    VALET_ASSIGN_OR_RETURN(o.budgets, valet::ParseBudgetTable(p.budget_table_json));
+    VALET_ASSIGN_OR_RETURN(const std::string json, Text(p.budget_table_json, 0, "budget_table_json"));
+    VALET_ASSIGN_OR_RETURN(o.budgets, valet::ParseBudgetTable(json));
   }
   if (p.initial_state < VALET_STATE_DESTROYED || p.initial_state > VALET_STATE_RESUMED) {
     return valet::InvalidArgument("unknown initial lifecycle state");
@@ -214,12 +243,16 @@ valet::TaskCallbacks CallbacksFrom(const valet_task_params& p) {
 valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
   valet::TaskRequest r;
   VALET_ASSIGN_OR_RETURN(r.tier, valet::TierFromInt(p.tier));
-  r.system_prompt = Str(p.system_prompt);
-  if (p.n_messages > 0 && p.messages == nullptr) return valet::InvalidArgument("messages is NULL");
+  VALET_ASSIGN_OR_RETURN(r.system_prompt, Text(p.system_prompt, 0, "system_prompt"));
+  VALET_RETURN_IF_ERROR(CheckList(p.messages, p.n_messages, "messages"));
   for (size_t i = 0; i < p.n_messages; ++i) {
-    r.messages.push_back({Str(p.messages[i].role), Str(p.messages[i].content)});
+    valet::ChatMessage m;
+    VALET_ASSIGN_OR_RETURN(m.role, Text(p.messages[i].role, 0, "a message's role"));
+    const size_t length = p.message_lengths == nullptr ? 0 : p.message_lengths[i];
+    VALET_ASSIGN_OR_RETURN(m.content, Text(p.messages[i].content, length, "a message's content"));
+    r.messages.push_back(std::move(m));
   }
-  r.prompt = Str(p.prompt);
+  VALET_ASSIGN_OR_RETURN(r.prompt, Text(p.prompt, p.prompt_length, "prompt"));
   r.max_tokens = p.max_tokens;
   r.sampling.temperature = p.temperature;
   r.sampling.top_k = p.top_k;
@@ -227,8 +260,11 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
   r.sampling.min_p = p.min_p;
   r.sampling.repeat_penalty = p.repeat_penalty;
   r.sampling.seed = p.seed;
-  if (p.n_stop > 0 && p.stop == nullptr) return valet::InvalidArgument("stop is NULL");
-  for (size_t i = 0; i < p.n_stop; ++i) r.stop.push_back(Str(p.stop[i]));
+  VALET_RETURN_IF_ERROR(CheckList(p.stop, p.n_stop, "stop"));
+  for (size_t i = 0; i < p.n_stop; ++i) {
+    VALET_ASSIGN_OR_RETURN(std::string stop, Text(p.stop[i], 0, "a stop string"));
+    r.stop.push_back(std::move(stop));
+  }
   r.callbacks = CallbacksFrom(p);
   return r;
 }
@@ -328,14 +364,18 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     if (params->model_path == nullptr) return Fail(VALET_INVALID_ARGUMENT, "model_path is required");
     valet::Result<valet::SchedulerOptions> options = SchedulerOptionsFrom(*params);
     if (!options.ok()) return Report(options.status());
+    valet::Result<std::string> model_path = Text(params->model_path, 0, "model_path");
+    valet::Result<std::string> snapshot_dir = Text(params->snapshot_dir, 0, "snapshot_dir");
+    if (!model_path.ok()) return Report(model_path.status());
+    if (!snapshot_dir.ok()) return Report(snapshot_dir.status());
     valet::RealEngineOptions eo;
-    eo.engine.model_path = params->model_path;
+    eo.engine.model_path = *model_path;
     if (params->n_threads > 0) eo.engine.n_threads = params->n_threads;
     eo.engine.n_ctx = params->n_ctx;
     if (params->max_batch_tokens > 0) eo.engine.max_batch_tokens = params->max_batch_tokens;
     if (params->kv_capacity_bytes > 0) eo.engine.kv_capacity_bytes = params->kv_capacity_bytes;
     if (params->snapshot_ram_bytes > 0) eo.store.ram_budget_bytes = params->snapshot_ram_bytes;
-    eo.store.disk_dir = Str(params->snapshot_dir);
+    eo.store.disk_dir = *snapshot_dir;
     valet::Result<std::unique_ptr<valet::RealEngine>> engine = valet::RealEngine::Open(eo);
     if (!engine.ok()) return Report(engine.status());
     auto handle = std::make_unique<valet_scheduler>();
@@ -349,11 +389,20 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
   });
 }
 
+valet_status valet_stop(valet_scheduler* scheduler) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (valet_status here = RefuseFromCallback(*scheduler, "valet_stop"); here != VALET_OK) return here;
+    return Report(scheduler->scheduler->Stop());
+  });
+}
+
 void valet_destroy(valet_scheduler* scheduler) {
   try {
     if (scheduler == nullptr) return;
-    scheduler->closing.store(true);
-    scheduler->scheduler.reset();  // joins the inference thread, then cancels what is left
+    if (RefuseFromCallback(*scheduler, "valet_destroy") != VALET_OK) return;
+    // Stopped first, so the on_done callbacks it runs find the handle whole.
+    (void)scheduler->scheduler->Stop("scheduler destroyed");
     delete scheduler;
   } catch (...) {
     // Nothing sensible remains to do; never unwind into C.
@@ -362,7 +411,7 @@ void valet_destroy(valet_scheduler* scheduler) {
 
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (params == nullptr || out_id == nullptr) return Fail(VALET_INVALID_ARGUMENT, "params and out_id are required");
     valet::Result<valet_task_params> read =
         ReadVersioned(*params, valet_default_task_params(), kTaskParamsEnds, "valet_task_params");
@@ -378,21 +427,21 @@ valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* p
 
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->Cancel(id));
   });
 }
 
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->OnLifecycleEvent(static_cast<valet::LifecycleEvent>(event)));
   });
 }
 
 valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status, float headroom) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     valet::Result<valet::ThermalStatus> checked = valet::ThermalStatusFromInt(status);
     if (!checked.ok()) return Report(checked.status());
     return Report(scheduler->scheduler->OnThermalStatus(*checked, headroom));
@@ -401,14 +450,15 @@ valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status,
 
 valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->OnTrimMemory(level));
   });
 }
 
 valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (valet_status here = RefuseFromCallback(*scheduler, "valet_set_memory_budgets"); here != VALET_OK) return here;
     if (budgets == nullptr) return Fail(VALET_INVALID_ARGUMENT, "budgets is required");
     // Fields an older caller does not know keep their current values.
     valet::Result<valet_memory_budgets> read =
@@ -423,7 +473,7 @@ valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_me
 
 valet_status valet_get_memory_budgets(const valet_scheduler* scheduler, valet_memory_budgets* out) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
     return Report(WriteVersioned(out, CurrentBudgets(*scheduler), kBudgetsEnds, "valet_memory_budgets"));
   });
@@ -431,15 +481,43 @@ valet_status valet_get_memory_budgets(const valet_scheduler* scheduler, valet_me
 
 valet_status valet_wait_idle(valet_scheduler* scheduler) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (valet_status here = RefuseFromCallback(*scheduler, "valet_wait_idle"); here != VALET_OK) return here;
     scheduler->scheduler->WaitIdle();
+    return Report(valet::Status::Ok());
+  });
+}
+
+valet_status valet_tokenize(const valet_scheduler* scheduler, const char* text, size_t text_len, int32_t* tokens,
+                            int32_t n_tokens_max, int32_t* n_tokens) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (n_tokens == nullptr) return Fail(VALET_INVALID_ARGUMENT, "n_tokens is required");
+    if (n_tokens_max < 0 || (tokens == nullptr && n_tokens_max > 0)) {
+      return Fail(VALET_INVALID_ARGUMENT, "tokens must hold n_tokens_max >= 0 ids");
+    }
+    if (text == nullptr && text_len > 0) return Fail(VALET_INVALID_ARGUMENT, "text is NULL but text_len is not 0");
+    if (text_len > VALET_MAX_TEXT_BYTES) {
+      return Report(valet::InvalidArgument("text_len " + std::to_string(text_len) +
+                                           " is more than VALET_MAX_TEXT_BYTES (" +
+                                           std::to_string(VALET_MAX_TEXT_BYTES) + ")"));
+    }
+    // The tokenizer is immutable, so this needs nothing from the inference thread.
+    const std::vector<int32_t> ids =
+        scheduler->engine->Tokenize(std::string_view(text == nullptr ? "" : text, text_len), /*add_bos=*/true);
+    *n_tokens = static_cast<int32_t>(ids.size());  // at most text_len + 2: fits
+    if (ids.size() > static_cast<size_t>(n_tokens_max)) {
+      return Report(valet::OutOfRange("the text has " + std::to_string(ids.size()) + " tokens; tokens holds " +
+                                      std::to_string(n_tokens_max)));
+    }
+    std::copy(ids.begin(), ids.end(), tokens);
     return Report(valet::Status::Ok());
   });
 }
 
 valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
     const valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
     return Report(WriteVersioned(out, full, kStatsEnds, "valet_stats"));
@@ -448,7 +526,7 @@ valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out)
 
 valet_status valet_chrome_trace(const valet_scheduler* scheduler, char** out_json) {
   return Guard([&]() -> valet_status {
-    if (valet_status live = CheckLive(scheduler); live != VALET_OK) return live;
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (out_json == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out_json is required");
     const std::string json = scheduler->scheduler->ChromeTraceJson();
     char* copy = static_cast<char*>(std::malloc(json.size() + 1));

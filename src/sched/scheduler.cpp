@@ -70,7 +70,7 @@ struct Scheduler::Impl {
   void NoteState(Tier tier, TaskState from, TaskState to);
   void TaskFinished(TaskId id, Tier tier, TaskState state);
   void SampleMemory();
-  Status Stop(const char* message);
+  Status Stop(const std::string& reason);
   // Stop's second half: the inference thread has ended, so the core belongs
   // to the stopping thread.
   void CancelUnfinished();
@@ -90,9 +90,8 @@ struct Scheduler::Impl {
   enum class Phase { kRunning, kStopping, kStopped };
   Phase phase = Phase::kRunning;
   std::condition_variable stopped_cv;  // phase reached kStopped
-  // "scheduler stopped" or "scheduler destroyed": the status message of the
-  // tasks Stop cancels. Written before the inference thread is joined, read
-  // by callbacks on the stopping thread after.
+  // The status message of the tasks Stop cancels. Written before the
+  // inference thread is joined, read by callbacks on the stopping thread after.
   std::string stop_message;
   LifecycleState lifecycle;  // as of the last accepted event
   LifecycleHistory history = LifecycleHistory::kNoEventYet;
@@ -153,7 +152,7 @@ void Scheduler::Impl::SampleMemory() {
   memory = {m.pool_used_bytes, m.pool_capacity_bytes, m.snapshot_ram_bytes, m.snapshot_disk_bytes};
 }
 
-Status Scheduler::Impl::Stop(const char* message) {
+Status Scheduler::Impl::Stop(const std::string& reason) {
   {
     if (t_inference_of == this || t_stopping == this) {
       return InvalidArgument("Stop called from a task callback of this scheduler: it would wait for its own thread");
@@ -164,7 +163,7 @@ Status Scheduler::Impl::Stop(const char* message) {
       return Status::Ok();
     }
     phase = Phase::kStopping;
-    stop_message = message;
+    stop_message = reason;
     chat_arrived.store(true, std::memory_order_relaxed);
     chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
     stop_requested.store(true, std::memory_order_relaxed);
@@ -275,7 +274,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
 // process: the documented misuse, which a destructor cannot report.
 Scheduler::~Scheduler() { (void)impl_->Stop("scheduler destroyed"); }
 
-Status Scheduler::Stop() { return impl_->Stop("scheduler stopped"); }
+Status Scheduler::Stop(const std::string& reason) { return impl_->Stop(reason); }
 
 bool Scheduler::OnCallbackThread() const { return t_inference_of == impl_.get() || t_stopping == impl_.get(); }
 

@@ -6,16 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "valet/valet.h"
-
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      fprintf(stderr, "%s:%d: CHECK failed: %s (last error: %s)\n", \
-              __FILE__, __LINE__, #cond, valet_last_error());         \
-      return 1;                                                       \
-    }                                                                 \
-  } while (0)
+#include "capi_test_util.h"
 
 typedef struct {
   int tokens;
@@ -55,16 +46,6 @@ static void on_done(void* user, valet_task_id id, const valet_task_result* r) {
   log->metrics = r->metrics;
 }
 
-static char g_model[1024];
-
-static valet_params model_params(void) {
-  valet_params p = valet_default_params();
-  p.model_path = g_model;
-  p.n_threads = 1;
-  p.kv_capacity_bytes = 4u << 20;
-  return p;
-}
-
 static int test_errors_without_model(void) {
   valet_params params = valet_default_params();
   valet_scheduler* s = NULL;
@@ -78,36 +59,65 @@ static int test_errors_without_model(void) {
   return 0;
 }
 
-/* Two tiers, bad input, lifecycle, on_done's result and metrics, stats. */
+typedef struct {
+  valet_scheduler* s;
+  task_log log;
+  valet_task_params chat;
+  valet_status chat_submitted;
+} background_ctx;
+
+/* The chat arrives while the background task is mid-generation (it has 39
+ * tokens to go): whatever the timing, the chat must preempt it. */
+static void background_token_submits_chat(void* user, valet_task_id id, int32_t token, const char* text) {
+  background_ctx* ctx = (background_ctx*)user;
+  valet_task_id chat_id = 0;
+  on_token(&ctx->log, id, token, text);
+  if (ctx->log.tokens == 1) ctx->chat_submitted = valet_submit(ctx->s, &ctx->chat, &chat_id);
+}
+
+static void background_state(void* user, valet_task_id id, valet_task_state state) {
+  on_state(&((background_ctx*)user)->log, id, state);
+}
+
+static void background_done(void* user, valet_task_id id, const valet_task_result* r) {
+  on_done(&((background_ctx*)user)->log, id, r);
+}
+
+/* Two tiers with a preemption, bad input, lifecycle, on_done's result and
+ * metrics, stats. */
 static int test_run(void) {
   valet_params params = model_params();
   valet_scheduler* s = NULL;
   CHECK(valet_create(&params, &s) == VALET_OK);
 
-  task_log bg_log = {0}, fg_log = {0};
+  task_log fg_log = {0};
+  background_ctx bg_ctx;
+  memset(&bg_ctx, 0, sizeof bg_ctx);
+  bg_ctx.s = s;
+  bg_ctx.chat_submitted = VALET_INTERNAL;
   valet_task_params bg = valet_default_task_params();
   bg.tier = VALET_TIER_OFFLINE_INDEXING;
   bg.prompt = "Once upon a time, there was a big red ball.";
   bg.max_tokens = 40;
-  bg.on_token = on_token;
-  bg.on_state = on_state;
-  bg.on_done = on_done;
-  bg.user_data = &bg_log;
-  valet_task_id bg_id = 0, fg_id = 0, id = 0;
-  CHECK(valet_submit(s, &bg, &bg_id) == VALET_OK);
+  bg.on_token = background_token_submits_chat;
+  bg.on_state = background_state;
+  bg.on_done = background_done;
+  bg.user_data = &bg_ctx;
 
   valet_chat_message messages[1] = {{"user", "Tell me a story."}};
-  valet_task_params fg = valet_default_task_params();
-  fg.tier = VALET_TIER_FOREGROUND_CHAT;
-  fg.system_prompt = "You tell short stories.";
-  fg.messages = messages;
-  fg.n_messages = 1;
-  fg.max_tokens = 8;
-  fg.temperature = 0.0f;
-  fg.on_token = on_token;
-  fg.on_done = on_done;
-  fg.user_data = &fg_log;
-  CHECK(valet_submit(s, &fg, &fg_id) == VALET_OK);
+  valet_task_params* fg = &bg_ctx.chat;
+  *fg = valet_default_task_params();
+  fg->tier = VALET_TIER_FOREGROUND_CHAT;
+  fg->system_prompt = "You tell short stories.";
+  fg->messages = messages;
+  fg->n_messages = 1;
+  fg->max_tokens = 8;
+  fg->temperature = 0.0f;
+  fg->on_token = on_token;
+  fg->on_done = on_done;
+  fg->user_data = &fg_log;
+  valet_task_id bg_id = 0, id = 0;
+  CHECK(valet_submit(s, &bg, &bg_id) == VALET_OK);
 
   /* Bad input: clear statuses, no effect on the running tasks. */
   valet_task_params bad = valet_default_task_params();
@@ -128,6 +138,8 @@ static int test_run(void) {
   CHECK(valet_send_lifecycle_event(s, VALET_ON_PAUSE) == VALET_INVALID_ARGUMENT); /* repeated */
 
   CHECK(valet_wait_idle(s) == VALET_OK);
+  CHECK(bg_ctx.chat_submitted == VALET_OK);
+  const task_log bg_log = bg_ctx.log;
   CHECK(valet_cancel(s, bg_id) == VALET_INVALID_ARGUMENT); /* finished */
   CHECK(bg_log.done_calls == 1 && fg_log.done_calls == 1);
   CHECK(bg_log.result_size == sizeof(valet_task_result));
@@ -142,12 +154,13 @@ static int test_run(void) {
   int parks = 0;
   for (int k = 0; k < VALET_NUM_PARK_KINDS; ++k) parks += bg_log.metrics.parks_by_kind[k];
   CHECK(parks == bg_log.metrics.parks);
-  CHECK((bg_log.metrics.parks > 0) == (bg_log.parked_seen != 0));
+  CHECK(bg_log.metrics.parks > 0 && bg_log.parked_seen);
 
   valet_stats stats = valet_default_stats();
   CHECK(valet_get_stats(s, &stats) == VALET_OK);
   /* The unknown tier is refused by the C layer before it reaches the scheduler. */
   CHECK(stats.done == 2 && stats.cancelled == 0 && stats.failed == 0 && stats.rejected == 3);
+  CHECK(stats.preemptions > 0);
   CHECK(stats.lifecycle == VALET_STATE_STARTED);
   CHECK(stats.thermal == VALET_THERMAL_NONE);
   CHECK(stats.tiers[VALET_TIER_OFFLINE_INDEXING].done == 1 && stats.tiers[VALET_TIER_FOREGROUND_CHAT].done == 1);
@@ -368,14 +381,9 @@ static int test_destroy_in_flight(void) {
 }
 
 int main(void) {
-  snprintf(g_model, sizeof g_model, "%s/models/stories260K.gguf", VALET_SHARED_DIR);
+  const int found = find_model();
   if (test_errors_without_model() != 0) return 1;
-  FILE* f = fopen(g_model, "rb");
-  if (f == NULL) {
-    printf("skipped: %s not found\n", g_model);
-    return 77;
-  }
-  fclose(f);
+  if (found != 0) return found;
   if (test_run() != 0 || test_struct_versions() != 0 || test_budget_json() != 0 || test_thermal() != 0 ||
       test_lifecycle() != 0 || test_destroy_in_flight() != 0) {
     return 1;

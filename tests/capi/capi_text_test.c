@@ -1,0 +1,140 @@
+/* Text through the C API on stories260K: valet_tokenize's buffer protocol,
+ * prompts and chat contents with NUL bytes (prompt_length,
+ * message_lengths), and input refused before it is read (text and list
+ * bounds). Exits 77 (skipped) when ../shared/models is absent. */
+#include <stddef.h>
+#include <string.h>
+
+#include "capi_test_util.h"
+
+typedef struct {
+  int done_calls;
+  valet_task_state state;
+  int32_t prompt_tokens;
+} prompt_log;
+
+static void log_done(void* user, valet_task_id id, const valet_task_result* r) {
+  prompt_log* log = (prompt_log*)user;
+  (void)id;
+  log->done_calls++;
+  log->state = r->state;
+  log->prompt_tokens = r->metrics.prompt_tokens;
+}
+
+/* The prompt tokens valet_submit reports for `t` (run to its end). */
+static int32_t submitted_prompt_tokens(valet_scheduler* s, valet_task_params t) {
+  prompt_log log = {0, VALET_TASK_QUEUED, -1};
+  valet_task_id id = 0;
+  t.max_tokens = 1;
+  t.on_done = log_done;
+  t.user_data = &log;
+  if (valet_submit(s, &t, &id) != VALET_OK || valet_wait_idle(s) != VALET_OK) return -1;
+  return log.done_calls == 1 && log.state == VALET_TASK_DONE ? log.prompt_tokens : -1;
+}
+
+static int32_t count_tokens(valet_scheduler* s, const char* text, size_t len) {
+  int32_t n = -1;
+  return valet_tokenize(s, text, len, NULL, 0, &n) == VALET_OUT_OF_RANGE ? n : -1;
+}
+
+static int test_tokenize_buffer_protocol(valet_scheduler* s) {
+  const char* text = "Once upon a time";
+  int32_t n = -1;
+  CHECK(valet_tokenize(s, text, strlen(text), NULL, 0, &n) == VALET_OUT_OF_RANGE);
+  CHECK(n > 1 && n < 16);
+  CHECK(strstr(valet_last_error(), "tokens") != NULL);
+  int32_t ids[16];
+  for (int i = 0; i < 16; ++i) ids[i] = -7;
+  int32_t m = -1;
+  CHECK(valet_tokenize(s, text, strlen(text), ids, n - 1, &m) == VALET_OUT_OF_RANGE);
+  CHECK(m == n && ids[0] == -7); /* too small: the count needed, nothing written */
+  CHECK(valet_tokenize(s, text, strlen(text), ids, n, &m) == VALET_OK);
+  CHECK(m == n && ids[n - 1] >= 0 && ids[n] == -7);
+  CHECK(ids[0] == 1); /* stories260K's vocabulary asks for BOS */
+  /* What a raw prompt feeds: the task reports as many prompt tokens. */
+  valet_task_params t = valet_default_task_params();
+  t.prompt = text;
+  CHECK(submitted_prompt_tokens(s, t) == n);
+  /* An empty text is BOS alone; bad arguments are refused. */
+  CHECK(valet_tokenize(s, NULL, 0, ids, 16, &m) == VALET_OK && m == 1);
+  CHECK(valet_tokenize(s, NULL, 3, ids, 16, &m) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_tokenize(s, text, 4, NULL, 2, &m) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_tokenize(s, text, 4, ids, -1, &m) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_tokenize(s, text, 4, ids, 16, NULL) == VALET_INVALID_ARGUMENT);
+  CHECK(valet_tokenize(NULL, text, 4, ids, 16, &m) == VALET_INVALID_ARGUMENT);
+  /* Absurd lengths are refused before the text is read (it is 17 bytes). */
+  CHECK(valet_tokenize(s, text, VALET_MAX_TEXT_BYTES + 1, ids, 16, &m) == VALET_INVALID_ARGUMENT);
+  CHECK(strstr(valet_last_error(), "VALET_MAX_TEXT_BYTES") != NULL);
+  return 0;
+}
+
+static int test_prompts_with_nul_bytes(valet_scheduler* s) {
+  static const char prompt[] = "Once\0upon a time";
+  const size_t len = sizeof prompt - 1;
+  const int32_t whole = count_tokens(s, prompt, len);
+  const int32_t to_nul = count_tokens(s, prompt, 4);
+  CHECK(whole > to_nul && to_nul > 1);
+  valet_task_params t = valet_default_task_params();
+  t.prompt = prompt;
+  t.prompt_length = len;
+  CHECK(submitted_prompt_tokens(s, t) == whole);
+  t.prompt_length = 0; /* up to the NUL */
+  CHECK(submitted_prompt_tokens(s, t) == to_nul);
+  /* A caller built before prompt_length existed: it is not read. */
+  t.prompt_length = len;
+  t.struct_size = offsetof(valet_task_params, prompt_length);
+  CHECK(submitted_prompt_tokens(s, t) == to_nul);
+
+  static const char content[] = "Hi\0there, tell me a story";
+  valet_chat_message messages[2] = {{"system", "Be brief."}, {"user", content}};
+  const size_t lengths[2] = {0, sizeof content - 1};
+  valet_task_params chat = valet_default_task_params();
+  chat.messages = messages;
+  chat.n_messages = 2;
+  const int32_t chat_to_nul = submitted_prompt_tokens(s, chat);
+  chat.message_lengths = lengths;
+  const int32_t chat_whole = submitted_prompt_tokens(s, chat);
+  CHECK(chat_to_nul > 0 && chat_whole > chat_to_nul);
+  return 0;
+}
+
+static int test_bounds(valet_scheduler* s) {
+  valet_task_id id = 0;
+  valet_task_params t = valet_default_task_params();
+  t.prompt = "x"; /* two bytes: a length past them must never be read */
+  t.prompt_length = VALET_MAX_TEXT_BYTES + 1;
+  CHECK(valet_submit(s, &t, &id) == VALET_INVALID_ARGUMENT);
+  CHECK(strstr(valet_last_error(), "prompt is longer than VALET_MAX_TEXT_BYTES") != NULL);
+  t.prompt = NULL;
+  t.prompt_length = 3;
+  CHECK(valet_submit(s, &t, &id) == VALET_INVALID_ARGUMENT);
+  valet_chat_message one = {"user", "hello"};
+  valet_task_params chat = valet_default_task_params();
+  chat.messages = &one;
+  chat.n_messages = VALET_MAX_LIST_ITEMS + 1;
+  CHECK(valet_submit(s, &chat, &id) == VALET_INVALID_ARGUMENT);
+  CHECK(strstr(valet_last_error(), "VALET_MAX_LIST_ITEMS") != NULL);
+  const size_t too_long = VALET_MAX_TEXT_BYTES + 1;
+  chat.n_messages = 1;
+  chat.message_lengths = &too_long;
+  CHECK(valet_submit(s, &chat, &id) == VALET_INVALID_ARGUMENT);
+  const char* stop = "the end";
+  t = valet_default_task_params();
+  t.prompt = "Once";
+  t.stop = &stop;
+  t.n_stop = VALET_MAX_LIST_ITEMS + 1;
+  CHECK(valet_submit(s, &t, &id) == VALET_INVALID_ARGUMENT);
+  return 0;
+}
+
+int main(void) {
+  const int found = find_model();
+  if (found != 0) return found;
+  valet_params params = model_params();
+  valet_scheduler* s = NULL;
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  if (test_tokenize_buffer_protocol(s) != 0 || test_prompts_with_nul_bytes(s) != 0 || test_bounds(s) != 0) return 1;
+  valet_destroy(s);
+  printf("capi_text_test: ok\n");
+  return 0;
+}
