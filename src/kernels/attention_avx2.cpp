@@ -14,8 +14,9 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#include "kernels/simd_target.h"
+
+VALET_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace valet::avx2 {
 namespace {
@@ -251,7 +252,7 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
 
 }  // namespace valet::avx2
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
 #else
 

@@ -193,16 +193,16 @@ bool CpuHasAvx2() {
 }
 
 bool CpuHasAvxVnni() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-  return CpuHasAvx2() && vnni::Compiled() && __builtin_cpu_supports("avxvnni");
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return CpuHasAvx2() && __builtin_cpu_supports("avxvnni");
 #else
   return false;
 #endif
 }
 
 bool CpuHasAvx512Vnni() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-  return CpuHasAvx2() && avx512vnni::Compiled() && __builtin_cpu_supports("avx512f") &&
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return CpuHasAvx2() && __builtin_cpu_supports("avx512f") &&
          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
          __builtin_cpu_supports("avx512vnni");
 #else
@@ -211,8 +211,8 @@ bool CpuHasAvx512Vnni() {
 }
 
 bool CpuHasAvx512Bf16() {
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
-  return CpuHasAvx512Vnni() && avx512bf16::Compiled() && __builtin_cpu_supports("avx512bf16");
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  return CpuHasAvx512Vnni() && __builtin_cpu_supports("avx512bf16");
 #else
   return false;
 #endif

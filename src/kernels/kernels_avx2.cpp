@@ -66,15 +66,6 @@ VALET_AVX2 inline __m256i PackI32ToI8(__m256i a, __m256i b, __m256i c, __m256i d
   return _mm256_permutevar8x32_epi32(packed, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
-// roundf semantics (ties away from zero), exactly as the reference.
-VALET_AVX2 inline __m256i RoundHalfAwayPs(__m256 x) {
-  const __m256 t = _mm256_round_ps(x, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 frac = AbsPs(_mm256_sub_ps(x, t));
-  const __m256 step = _mm256_or_ps(_mm256_and_ps(x, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(1.0f));
-  const __m256 up = _mm256_and_ps(_mm256_cmp_ps(frac, _mm256_set1_ps(0.5f), _CMP_GE_OQ), step);
-  return _mm256_cvttps_epi32(_mm256_add_ps(t, up));
-}
-
 VALET_AVX2 inline __m256 LoadF16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }

@@ -3,11 +3,10 @@
 // AVX-VNNI (Ice Lake, Zen 4) get the VNNI tiles too.
 #include "kernels/kernels_vnni.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#define VALET_TILE_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni"
 #define VALET_TILE_WIDE_U8 1
 #define VALET_TILE_NS avx512vnni
 #define VALET_DOT_U8I8(acc, u, s) _mm256_dpbusd_epi32((acc), (u), (s))
@@ -15,12 +14,10 @@
 #include "kernels/tiles_x86.h"
 #include "kernels/tiles_x86_k.h"
 #include "kernels/vnni_patch_x86.h"
-#pragma GCC pop_options
 
 #else
 
 namespace valet::avx512vnni {
-bool Compiled() { return false; }
 void Patch(KernelTable&) {}
 }  // namespace valet::avx512vnni
 

@@ -7,17 +7,19 @@
 // summation order, as the AVX2 float tiles do.
 #include "kernels/kernels_vnni.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
 #include "kernels/prefetch.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")
+VALET_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512bf16")
+#if !defined(__clang__)
 // GCC 12's _mm512_undefined_* initialise a vector with itself, which
 // -W(maybe-)uninitialized flag in many 512-bit intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace valet::avx512bf16 {
 namespace {
@@ -70,8 +72,6 @@ float DotBf16(int64_t n, const void* x, const void* y) {
 
 }  // namespace
 
-bool Compiled() { return true; }
-
 // 4 x 4 accumulators plus 5 operands fit the 32 zmm registers.
 void Patch(KernelTable& t) {
   TypeKernels& k = t.types[static_cast<uint32_t>(GgmlType::kBF16)];
@@ -82,12 +82,11 @@ void Patch(KernelTable& t) {
 
 }  // namespace valet::avx512bf16
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
 #else
 
 namespace valet::avx512bf16 {
-bool Compiled() { return false; }
 void Patch(KernelTable&) {}
 }  // namespace valet::avx512bf16
 

@@ -1,11 +1,10 @@
 // The tile kernels (tiles_x86.h, tiles_x86_k.h) with AVX-VNNI int8 products.
 #include "kernels/kernels_vnni.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avxvnni")
+#define VALET_TILE_TARGET "avx2,fma,f16c,avxvnni"
 #define VALET_TILE_WIDE_U8 1
 #define VALET_TILE_NS vnni
 #define VALET_DOT_U8I8(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s))
@@ -13,12 +12,10 @@
 #include "kernels/tiles_x86.h"
 #include "kernels/tiles_x86_k.h"
 #include "kernels/vnni_patch_x86.h"
-#pragma GCC pop_options
 
 #else
 
 namespace valet::vnni {
-bool Compiled() { return false; }
 void Patch(KernelTable&) {}
 }  // namespace valet::vnni
 

@@ -10,21 +10,16 @@
 #include "kernels/kernel_table.h"
 
 namespace valet::vnni {
-// True when this build contains the AVX-VNNI variants.
-bool Compiled();
 // Replaces t's vec_dots and tiles (t starts as the AVX2 table) with the VNNI ones.
 void Patch(KernelTable& t);
 }  // namespace valet::vnni
 
 namespace valet::avx512vnni {
-// True when this build contains the AVX-512 VNNI variants.
-bool Compiled();
 void Patch(KernelTable& t);
 }  // namespace valet::avx512vnni
 
 // BF16 weights with AVX512_BF16 dot products (kernels_avx512_bf16.cpp).
 namespace valet::avx512bf16 {
-bool Compiled();
 // Replaces t's BF16 vec_dot and tiles.
 void Patch(KernelTable& t);
 }  // namespace valet::avx512bf16

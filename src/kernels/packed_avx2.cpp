@@ -10,9 +10,9 @@
 
 #include "kernels/packed_blocks.h"
 #include "kernels/prefetch.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+VALET_TARGET_BEGIN("avx2,fma,f16c")
 
 namespace valet::avx2 {
 namespace {
@@ -523,7 +523,7 @@ TileKernel PackedTile(GgmlType type, int cols) { return cols == 1 ? Make<1>(type
 
 }  // namespace valet::avx2
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
 #else
 

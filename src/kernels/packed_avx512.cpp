@@ -7,7 +7,7 @@
 // kernels: it waits on memory, not on arithmetic.
 #include "kernels/packed_kernels.h"
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 11
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
 #include <array>
@@ -15,13 +15,15 @@
 #include <type_traits>
 
 #include "kernels/packed_blocks.h"
+#include "kernels/simd_target.h"
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+VALET_TARGET_BEGIN("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")
+#if !defined(__clang__)
 // GCC 12's _mm512_undefined_* initialise a vector with itself, which
 // -W(maybe-)uninitialized flag in many 512-bit intrinsics.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace valet::avx512vnni {
 namespace {
@@ -390,7 +392,7 @@ TileKernel PackedGemm(GgmlType type) {
 
 }  // namespace valet::avx512vnni
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
 #else
 

@@ -23,6 +23,7 @@
 
 #include "kernels/packed_blocks.h"
 #include "kernels/prefetch.h"
+#include "kernels/simd_target.h"
 
 namespace valet::neon {
 namespace {
@@ -109,8 +110,7 @@ inline int32x4_t DotSum(DotAcc acc) { return vpaddq_s32(acc.lo, acc.hi); }
 }  // namespace
 }  // namespace plain
 
-#pragma GCC push_options
-#pragma GCC target("arch=armv8.2-a+dotprod")
+VALET_TARGET_BEGIN("arch=armv8.2-a+dotprod")
 
 namespace sdot {
 namespace {
@@ -131,10 +131,9 @@ inline int32x4_t DotSum(DotAcc acc) { return acc; }
 }  // namespace
 }  // namespace sdot
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
-#pragma GCC push_options
-#pragma GCC target("arch=armv8.2-a+dotprod+i8mm")
+VALET_TARGET_BEGIN("arch=armv8.2-a+dotprod+i8mm")
 
 // Prefill of the 32-element types with SMMLA, which multiplies a 2 x 8 block
 // of int8 by the transpose of another into 2 x 2 int32: rows (2p, 2p + 1) of a
@@ -228,7 +227,7 @@ void GemmPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, floa
 }  // namespace
 }  // namespace smmla
 
-#pragma GCC pop_options
+VALET_TARGET_END()
 
 TileKernel PackedTile(GgmlType type, int cols) { return plain::Make(type, cols); }
 TileKernel DotprodPackedTile(GgmlType type, int cols) { return sdot::Make(type, cols); }

@@ -5,8 +5,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,f16c")
+#define VALET_TILE_TARGET "avx2,fma,f16c"
 #define VALET_TILE_WIDE_U8 0
 #define VALET_TILE_NS avx2
 #define VALET_DOT_U8I8(acc, u, s) \
@@ -14,7 +13,6 @@
 #define VALET_DOT_I16(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
 #include "kernels/tiles_x86.h"
 #include "kernels/tiles_x86_k.h"
-#pragma GCC pop_options
 
 #else
 

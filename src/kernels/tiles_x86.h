@@ -3,11 +3,11 @@
 // dpbusd/dpwssd). This header holds the float and 32-element block types;
 // tiles_x86_k.h, included after it, the super-block types and the GemmTile /
 // GemvTile entry points. The includer first includes <immintrin.h>, then defines
+//   VALET_TILE_TARGET          the target features they compile for (simd_target.h)
 //   VALET_TILE_NS              the namespace under valet:: to define them in
 //   VALET_DOT_U8I8(acc, u, s)  acc + sums of 4 adjacent u8 * i8 products (int32 lanes)
 //   VALET_DOT_I16(acc, a, b)   acc + sums of 2 adjacent i16 * i16 products (int32 lanes)
 //   VALET_TILE_WIDE_U8         1 when VALET_DOT_U8I8 takes u up to 255 without saturating
-// and wraps the include in `#pragma GCC target` for its instruction set.
 //
 // A tile keeps one accumulator per (weight row, token) pair and applies the
 // per-block float operations of the AVX2 vec_dot in the same order, so each
@@ -24,7 +24,9 @@
 #include "kernels/kernel_table.h"
 #include "kernels/prefetch.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/simd_target.h"
 
+VALET_TARGET_BEGIN(VALET_TILE_TARGET)
 namespace valet::VALET_TILE_NS {
 namespace tiles {
 
@@ -368,3 +370,4 @@ float DotVia1x1(int64_t n, const void* x, const void* y) {
 
 }  // namespace tiles
 }  // namespace valet::VALET_TILE_NS
+VALET_TARGET_END()

@@ -1,7 +1,7 @@
 // Internal: the x86 tile kernels of the super-block types (Q2_K, Q3_K, Q4_K,
 // Q5_K, Q6_K, IQ4_XS against Q8_K), the GemmTile / GemvTile entry points, and
 // the vec_dots that are 1x1 tiles. Included after tiles_x86.h, under the same
-// macros and target pragma (see there).
+// macros (see there).
 //
 // Every type runs through one GemmK template: a weight struct W computes the
 // integer sums of a super-block (and, for the types with mins, the min sums
@@ -12,6 +12,7 @@
 #include "kernels/quant_blocks_k.h"
 #include "kernels/tiles_x86.h"
 
+VALET_TARGET_BEGIN(VALET_TILE_TARGET)
 namespace valet::VALET_TILE_NS {
 namespace tiles {
 
@@ -385,3 +386,4 @@ float DotIQ4_XS(int64_t n, const void* x, const void* y) {
 }
 
 }  // namespace valet::VALET_TILE_NS
+VALET_TARGET_END()

@@ -1,9 +1,11 @@
 // Internal: the part of a VNNI table that differs from the AVX2 one, written
 // once for both encodings. Included by kernels_vnni.cpp and
-// kernels_avx512.cpp after tiles_x86_k.h, inside their target pragmas, with
-// VALET_TILE_NS naming the encoding's namespace.
+// kernels_avx512.cpp after tiles_x86_k.h, under the same macros.
 #pragma once
 
+#include "kernels/tiles_x86_k.h"
+
+VALET_TARGET_BEGIN(VALET_TILE_TARGET)
 namespace valet::VALET_TILE_NS {
 
 float DotQ8_0(int64_t n, const void* x, const void* y) {
@@ -12,8 +14,6 @@ float DotQ8_0(int64_t n, const void* x, const void* y) {
 float DotQ4_0(int64_t n, const void* x, const void* y) {
   return tiles::DotVia1x1<tiles::GemmQ0<tiles::Q4_0Weights, 1, 1>>(n, x, y);
 }
-
-bool Compiled() { return true; }
 
 void Patch(KernelTable& t) {
   const struct {
@@ -35,3 +35,4 @@ void Patch(KernelTable& t) {
 }
 
 }  // namespace valet::VALET_TILE_NS
+VALET_TARGET_END()
