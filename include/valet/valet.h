@@ -49,7 +49,8 @@ extern "C" {
  * built with -fvisibility=hidden; see valet/export.h). */
 #pragma GCC visibility push(default)
 
-/* 3: valet_stop, valet_tokenize, text lengths in valet_task_params. */
+/* 3: valet_stop, valet_tokenize, text lengths in valet_task_params, models
+ * read from a file descriptor (valet_params.model_fd). */
 #define VALET_API_VERSION 3
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
@@ -133,7 +134,7 @@ typedef enum valet_batch_mode { VALET_BATCH_STRICT = 0, VALET_BATCH_FILL = 1 } v
 
 typedef struct valet_params {
   size_t struct_size;              /* sizeof(valet_params) as the caller was built */
-  const char* model_path;          /* GGUF file; required */
+  const char* model_path;          /* GGUF file; required unless model_fd >= 0 (then only its name in messages) */
   int32_t n_threads;               /* 0: all cores */
   int32_t n_ctx;                   /* 0: the model's training context */
   int32_t max_batch_tokens;        /* tokens per engine step */
@@ -145,6 +146,17 @@ typedef struct valet_params {
   valet_batch_mode batch_mode;
   double fill_max_cost_fraction;
   const char* budget_table_json;   /* the same as a JSON string (not with budget_table_path); NULL: none */
+  /* v3. The model as model_size bytes (0: to the end of the file) at
+   * model_offset of an open file: Android's ParcelFileDescriptor.getFd(), or
+   * an uncompressed APK asset's AssetFileDescriptor (the APK's fd,
+   * getStartOffset(), getLength()). -1: read model_path. The caller keeps the
+   * descriptor; valet_create is done with it when it returns (a mapping holds
+   * its own reference). At an offset that is a multiple of 4 the range is
+   * mapped like a file; elsewhere the tensors would be misaligned, so it is
+   * read into memory instead (the model's size in RAM, not page cache). */
+  int32_t model_fd;
+  uint64_t model_offset;
+  uint64_t model_size;
 } valet_params;
 
 typedef struct valet_chat_message {

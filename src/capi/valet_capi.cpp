@@ -109,7 +109,9 @@ constexpr std::array kParamsEnds = {
     VALET_END(valet_params, snapshot_ram_bytes), VALET_END(valet_params, snapshot_dir),
     VALET_END(valet_params, budget_table_path), VALET_END(valet_params, initial_state),
     VALET_END(valet_params, batch_mode),        VALET_END(valet_params, fill_max_cost_fraction),
-    VALET_END(valet_params, budget_table_json), sizeof(valet_params)};
+    VALET_END(valet_params, budget_table_json), VALET_END(valet_params, model_fd),
+    VALET_END(valet_params, model_offset),      VALET_END(valet_params, model_size),
+    sizeof(valet_params)};
 constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, struct_size), VALET_END(valet_task_params, tier),
     VALET_END(valet_task_params, system_prompt), VALET_END(valet_task_params, messages),
@@ -185,6 +187,22 @@ valet::Result<valet::SchedulerOptions> SchedulerOptionsFrom(const valet_params& 
   o.batch_mode = static_cast<valet::BatchMode>(p.batch_mode);
   o.fill_max_cost_fraction = p.fill_max_cost_fraction;
   return o;
+}
+
+// model_path, or model_fd's range named by model_path or by the descriptor.
+valet::Status ModelSourceFrom(const valet_params& p, valet::EngineOptions& engine) {
+  if (p.model_fd < -1) return valet::InvalidArgument("model_fd " + std::to_string(p.model_fd) + " is not a descriptor");
+  if (p.model_fd == -1 && p.model_path == nullptr) return valet::InvalidArgument("model_path is required (or model_fd)");
+  if (p.model_fd == -1 && (p.model_offset != 0 || p.model_size != 0)) {
+    return valet::InvalidArgument("model_offset and model_size apply to model_fd only");
+  }
+  if (p.model_fd >= 0) engine.model_range = {p.model_fd, p.model_offset, p.model_size};
+  if (p.model_path == nullptr) {
+    engine.model_path = "model_fd " + std::to_string(p.model_fd) + " at offset " + std::to_string(p.model_offset);
+    return valet::Status::Ok();
+  }
+  VALET_ASSIGN_OR_RETURN(engine.model_path, Text(p.model_path, 0, "model_path"));
+  return valet::Status::Ok();
 }
 
 valet_task_metrics MetricsToC(const valet::TaskMetrics& m) {
@@ -320,6 +338,7 @@ valet_params valet_default_params(void) {
   p.initial_state = static_cast<valet_lifecycle_state>(s.initial_state);
   p.batch_mode = static_cast<valet_batch_mode>(s.batch_mode);
   p.fill_max_cost_fraction = s.fill_max_cost_fraction;
+  p.model_fd = -1;
   return p;
 }
 
@@ -361,15 +380,12 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
         ReadVersioned(*caller_params, valet_default_params(), kParamsEnds, "valet_params");
     if (!read.ok()) return Report(read.status());
     const valet_params* params = &*read;
-    if (params->model_path == nullptr) return Fail(VALET_INVALID_ARGUMENT, "model_path is required");
     valet::Result<valet::SchedulerOptions> options = SchedulerOptionsFrom(*params);
     if (!options.ok()) return Report(options.status());
-    valet::Result<std::string> model_path = Text(params->model_path, 0, "model_path");
-    valet::Result<std::string> snapshot_dir = Text(params->snapshot_dir, 0, "snapshot_dir");
-    if (!model_path.ok()) return Report(model_path.status());
-    if (!snapshot_dir.ok()) return Report(snapshot_dir.status());
     valet::RealEngineOptions eo;
-    eo.engine.model_path = *model_path;
+    if (valet::Status s = ModelSourceFrom(*params, eo.engine); !s.ok()) return Report(s);
+    valet::Result<std::string> snapshot_dir = Text(params->snapshot_dir, 0, "snapshot_dir");
+    if (!snapshot_dir.ok()) return Report(snapshot_dir.status());
     if (params->n_threads > 0) eo.engine.n_threads = params->n_threads;
     eo.engine.n_ctx = params->n_ctx;
     if (params->max_batch_tokens > 0) eo.engine.max_batch_tokens = params->max_batch_tokens;

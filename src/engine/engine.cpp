@@ -1,11 +1,21 @@
 #include "engine/engine.h"
 
 namespace valet {
+namespace {
+
+Result<GgufFile> OpenModelFile(const EngineOptions& options) {
+  if (options.model_range.fd < 0) return GgufFile::Open(options.model_path);
+  VALET_ASSIGN_OR_RETURN(MappedBuffer bytes, MappedBuffer::MapRange(options.model_range, options.model_path));
+  return GgufFile::Parse(std::move(bytes), options.model_path);
+}
+
+}  // namespace
 
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
-  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(options.model_path));
+  VALET_ASSIGN_OR_RETURN(GgufFile file, OpenModelFile(options));
+  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(std::move(file)));
   VALET_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::FromGguf(e->model_->file()));
   const ModelConfig& c = e->model_->config();
   if (vocab.size() != c.n_vocab) {

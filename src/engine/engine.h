@@ -1,5 +1,5 @@
 // The engine facade: one model, its tokenizer, a KV pool and a forward
-// context, opened together from a GGUF path. Higher layers (CLI, scheduler,
+// context, opened together from a GGUF path or a range of an open file. Higher layers (CLI, scheduler,
 // server) hold an Engine and never assemble the parts themselves.
 #pragma once
 
@@ -16,7 +16,8 @@
 namespace valet {
 
 struct EngineOptions {
-  std::string model_path;
+  std::string model_path;  // with model_range.fd >= 0, only the model's name in messages
+  FileRange model_range;   // fd >= 0: the model is this range of an open file
   int n_threads = ThreadPool::DefaultThreadCount();
   int32_t n_ctx = 0;                    // 0: the model's training context
   int32_t max_batch_tokens = 512;       // tokens per forward step

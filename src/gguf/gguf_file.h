@@ -44,6 +44,9 @@ class GgufFile {
   // Parses a file image held in memory (the fuzzer, tests); `name` stands in
   // for the path in error messages.
   static Result<GgufFile> FromBuffer(std::vector<uint8_t> bytes, std::string name);
+  // Parses bytes mapped or read already (MappedBuffer::MapRange: a model
+  // inside another file); `path` names them in error messages.
+  static Result<GgufFile> Parse(MappedBuffer bytes, std::string path);
 
   GgufFile(GgufFile&&) noexcept = default;
   GgufFile& operator=(GgufFile&&) noexcept = default;
@@ -85,7 +88,6 @@ class GgufFile {
  private:
   class Parser;
   GgufFile() = default;
-  static Result<GgufFile> Parse(MappedBuffer bytes, std::string path);
 
   Result<const GgufValue*> Require(std::string_view key) const;
   Status TypeMismatch(std::string_view key, const GgufValue& v, const char* wanted) const;

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
@@ -27,17 +29,17 @@ MappedBuffer& MappedBuffer::operator=(MappedBuffer&& other) noexcept {
   owned_ = std::move(other.owned_);
   data_ = std::exchange(other.data_, nullptr);
   size_ = std::exchange(other.size_, 0);
-  mapped_ = std::exchange(other.mapped_, false);
+  map_ = std::exchange(other.map_, nullptr);
+  map_size_ = std::exchange(other.map_size_, 0);
   return *this;
 }
 
 void MappedBuffer::Release() {
-  if (mapped_ && data_ != nullptr) {
-    munmap(const_cast<uint8_t*>(data_), size_);
-  }
+  if (map_ != nullptr) munmap(map_, map_size_);
   data_ = nullptr;
   size_ = 0;
-  mapped_ = false;
+  map_ = nullptr;
+  map_size_ = 0;
   owned_.clear();
 }
 
@@ -47,31 +49,58 @@ Result<MappedBuffer> MappedBuffer::MapFile(const std::string& path) {
     if (errno == ENOENT) return NotFound(path + ": no such file");
     return IoError(path + ": cannot open: " + ErrnoText());
   }
+  Result<MappedBuffer> buf = MapRange(FileRange{fd, 0, 0}, path);
+  close(fd);  // a mapping keeps its own reference to the file
+  return buf;
+}
+
+Result<MappedBuffer> MappedBuffer::MapRange(const FileRange& range, const std::string& name) {
+  if (range.fd < 0) return InvalidArgument(name + ": no file descriptor");
   struct stat st {};
-  if (fstat(fd, &st) != 0) {
-    Status s = IoError(path + ": cannot stat: " + ErrnoText());
-    close(fd);
-    return s;
+  if (fstat(range.fd, &st) != 0) return IoError(name + ": cannot stat: " + ErrnoText());
+  if (!S_ISREG(st.st_mode)) return IoError(name + ": not a regular file");
+  const auto file_size = static_cast<uint64_t>(st.st_size);
+  if (range.offset > file_size) {
+    return OutOfRange(name + ": offset " + std::to_string(range.offset) + " is past the end of the " +
+                      std::to_string(file_size) + "-byte file");
   }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return IoError(path + ": not a regular file");
+  const uint64_t size = range.size == 0 ? file_size - range.offset : range.size;
+  if (size > file_size - range.offset || size > SIZE_MAX) {
+    return OutOfRange(name + ": " + std::to_string(size) + " bytes at offset " + std::to_string(range.offset) +
+                      " run past the end of the " + std::to_string(file_size) + "-byte file");
   }
   MappedBuffer buf;
-  if (st.st_size == 0) {
-    close(fd);
-    return buf;
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  const int map_errno = errno;
-  close(fd);  // the mapping keeps its own reference to the file
-  if (p == MAP_FAILED) {
-    return IoError(path + ": cannot mmap: " + std::strerror(map_errno));
-  }
-  buf.data_ = static_cast<const uint8_t*>(p);
+  if (size == 0) return buf;
+  if (range.offset % kTensorDataAlignment != 0) return ReadRange(range.fd, range.offset, size, name);
+  const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t lead = range.offset % page;  // mmap offsets are whole pages
+  void* p = mmap(nullptr, size + lead, PROT_READ, MAP_PRIVATE, range.fd, static_cast<off_t>(range.offset - lead));
+  if (p == MAP_FAILED) return IoError(name + ": cannot mmap: " + ErrnoText());
+  buf.map_ = p;
+  buf.map_size_ = size + lead;
+  buf.data_ = static_cast<const uint8_t*>(p) + lead;
   buf.size_ = size;
-  buf.mapped_ = true;
+  return buf;
+}
+
+Result<MappedBuffer> MappedBuffer::ReadRange(int fd, uint64_t offset, uint64_t size, const std::string& name) {
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return ResourceExhausted(name + ": cannot allocate " + std::to_string(size) + " bytes: " + ErrnoText());
+  MappedBuffer buf;  // owns p from here, so every failure below unmaps it
+  buf.map_ = p;
+  buf.map_size_ = size;
+  auto* dst = static_cast<uint8_t*>(p);
+  for (uint64_t done = 0; done < size;) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - done, size_t{1} << 30));
+    const ssize_t n = pread(fd, dst + done, chunk, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return IoError(name + ": cannot read: " + ErrnoText());
+    if (n == 0) return IoError(name + ": the file ended after " + std::to_string(offset + done) + " bytes while reading");
+    done += static_cast<uint64_t>(n);
+  }
+  mprotect(p, size, PROT_READ);  // as read-only as a mapping; a failure changes nothing else
+  buf.data_ = dst;
+  buf.size_ = size;
   return buf;
 }
 

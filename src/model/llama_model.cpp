@@ -20,9 +20,10 @@ std::string Shape(const GgufTensorInfo& t) {
   return s + "]";
 }
 
-// Gives the whole pages inside [p, p + n) of the read-only file mapping back
-// to the kernel: a repacked tensor's file pages are never read again, and
-// touching them would fault them back in from the file.
+// Gives the whole pages inside [p, p + n) of the model's bytes back to the
+// kernel: a repacked tensor's bytes are never read again, and touching them
+// would fault them back in from the file (or, for a model read into
+// anonymous memory, as zeros: so [p, p + n) must be the tensor's own bytes).
 void ReleasePages(const void* p, size_t n) {
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const auto begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
@@ -34,6 +35,10 @@ void ReleasePages(const void* p, size_t n) {
 
 Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(const std::string& path) {
   VALET_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
+  return Load(std::move(file));
+}
+
+Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(GgufFile file) {
   std::shared_ptr<LlamaModel> model(new LlamaModel(std::move(file)));
   VALET_ASSIGN_OR_RETURN(model->config_, ModelConfig::FromGguf(model->file_));
   VALET_RETURN_IF_ERROR(model->BindTensors());
@@ -170,7 +175,8 @@ void LlamaModel::PackMatrices() {
     for (size_t i = first; i < targets.size(); i += n_threads) {
       const WeightMatrix rows = *targets[i];
       *targets[i] = PackWeights(rows, packed_.get() + offsets[i]);
-      ReleasePages(rows.data, PackedBytes(rows));
+      // The original bytes: a K-quant's row groups are larger than its rows.
+      ReleasePages(rows.data, rows.row_bytes * static_cast<size_t>(rows.n_out));
     }
   };
   std::vector<std::thread> workers;

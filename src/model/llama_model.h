@@ -37,6 +37,7 @@ struct LlamaLayer {
 class LlamaModel {
  public:
   static Result<std::shared_ptr<const LlamaModel>> Load(const std::string& path);
+  static Result<std::shared_ptr<const LlamaModel>> Load(GgufFile file);
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& file() const { return file_; }
