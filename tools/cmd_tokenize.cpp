@@ -1,6 +1,7 @@
 // valet tokenize: the token ids a model's tokenizer gives a text, as llama.cpp's
 // tokenizer would (BOS where the vocabulary asks for it, special tokens parsed).
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 
@@ -14,7 +15,8 @@ namespace {
 
 constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model file (required)"},
-    {"--prompt", "-p", true, "text to tokenize (required)"},
+    {"--prompt", "-p", true, "text to tokenize (this or --prompt-file)"},
+    {"--prompt-file", nullptr, true, "file whose bytes, as they are (NUL bytes too), are the text; at most 64 MiB"},
     {"--no-bos", nullptr, false, "do not add BOS even when the vocabulary asks for it"},
     {"--no-special", nullptr, false, "treat special-token texts (\"<|im_start|>\") as plain text"},
     {"--json", nullptr, false, "print {\"tokens\":[...]} instead of space-separated ids"},
@@ -29,15 +31,41 @@ Result<std::unique_ptr<Tokenizer>> OpenTokenizer(const std::string& path) {
   return tok;
 }
 
+// The text is read whole, so its size is bounded first.
+constexpr std::streamoff kMaxPromptFileBytes = std::streamoff{64} << 20;
+
+Result<std::string> ReadPromptFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return NotFound(path + ": cannot open");
+  const std::streamoff size = in.tellg();
+  if (size < 0) return IoError(path + ": cannot tell its size");
+  if (size > kMaxPromptFileBytes) {
+    return InvalidArgument(path + ": " + std::to_string(size) + " bytes, more than the 64 MiB a prompt file may have");
+  }
+  in.seekg(0);
+  std::string text(static_cast<size_t>(size), '\0');
+  if (!in.read(text.data(), size)) return IoError(path + ": read failed");
+  return text;
+}
+
+Result<std::string> ReadText(const Args& args) {
+  if (args.Has("--prompt") == args.Has("--prompt-file")) {
+    return InvalidArgument("give exactly one of --prompt and --prompt-file");
+  }
+  if (args.Has("--prompt")) return args.String("--prompt", std::nullopt);
+  VALET_ASSIGN_OR_RETURN(const std::string path, args.String("--prompt-file", std::nullopt));
+  return ReadPromptFile(path);
+}
+
 }  // namespace
 
 int RunTokenize(std::span<char* const> argv) {
   Args args;
-  if (auto code = ParseCommandLine("tokenize", "-m MODEL -p TEXT", kFlags, argv, &args))
+  if (auto code = ParseCommandLine("tokenize", "-m MODEL (-p TEXT | --prompt-file FILE)", kFlags, argv, &args))
     return *code;
   Result<std::string> path = args.String("--model", std::nullopt);
   if (!path.ok()) return Fail("tokenize", path.status());
-  Result<std::string> text = args.String("--prompt", std::nullopt);
+  Result<std::string> text = ReadText(args);
   if (!text.ok()) return Fail("tokenize", text.status());
   Result<std::unique_ptr<Tokenizer>> tok = OpenTokenizer(*path);
   if (!tok.ok()) return Fail("tokenize", tok.status());

@@ -2,8 +2,12 @@
 // golden prompts (../shared/golden), and its one-line errors.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "support/cli_run.h"
@@ -92,6 +96,61 @@ TEST(TokenizeCliTest, BadInputIsAOneLineErrorWithExitCode2) {
   CliRun missing = Valet("tokenize -m /nonexistent/model.gguf -p hi");
   EXPECT_EQ(missing.exit_code, 2) << missing.out;
   EXPECT_NE(missing.out.find("/nonexistent/model.gguf"), std::string::npos) << missing.out;
+}
+
+// Writes `bytes` to a file named for the test, removed when it goes.
+class BytesFile {
+ public:
+  BytesFile(const std::string& name, const std::string& bytes)
+      : path_(fs::temp_directory_path() / ("valet_tokenize_" + name + "_" + std::to_string(getpid()))) {
+    std::ofstream(path_, std::ios::binary) << bytes;
+  }
+  ~BytesFile() { fs::remove(path_); }
+  std::string path() const { return path_.string(); }
+
+ private:
+  fs::path path_;
+};
+
+// Bytes as they are: emoji, CJK, a combining mark and U+0000 reach the
+// tokenizer, which the shell's -p cannot carry.
+TEST(TokenizeCliTest, PromptFileBytesAreTheText) {
+  const fs::path model = kShared / "models" / "stories260K.gguf";
+  SKIP_WITHOUT(model);
+  const BytesFile plain("plain", "Once upon a time");
+  CliRun from_file = Valet("tokenize -m " + model.string() + " --prompt-file " + plain.path() + " --json");
+  CliRun from_flag = Valet("tokenize -m " + model.string() + " -p 'Once upon a time' --json");
+  ASSERT_EQ(from_file.exit_code, 0) << from_file.out;
+  EXPECT_EQ(from_file.out, from_flag.out);
+  static const char kText[] = "Hi \xF0\x9F\x98\x80 \xE4\xB8\xAD\xE6\x96\x87 e\xCC\x81 a\0b";
+  const std::string text(kText, sizeof kText - 1);
+  const BytesFile mixed("mixed", text);
+  CliRun r = Valet("tokenize -m " + model.string() + " --prompt-file " + mixed.path());
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // stories260K's vocabulary: byte fallback <0x00> is token 3, after unk, BOS and EOS.
+  EXPECT_NE((" " + r.out).find(" 3 "), std::string::npos) << r.out;
+  CliRun before_nul = Valet("tokenize -m " + model.string() + " --prompt-file " +
+                            BytesFile("cut", text.substr(0, text.find('\0'))).path());
+  ASSERT_EQ(before_nul.exit_code, 0) << before_nul.out;
+  EXPECT_EQ(r.out.rfind(before_nul.out.substr(0, before_nul.out.size() - 1), 0), 0u) << r.out;
+  EXPECT_GT(r.out.size(), before_nul.out.size());
+}
+
+TEST(TokenizeCliTest, PromptFileErrorsAreOneLine) {
+  const fs::path model = kShared / "models" / "stories260K.gguf";
+  SKIP_WITHOUT(model);
+  const BytesFile plain("both", "x");
+  CliRun both = Valet("tokenize -m " + model.string() + " -p x --prompt-file " + plain.path());
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_NE(both.out.find("exactly one of --prompt and --prompt-file"), std::string::npos) << both.out;
+  CliRun missing = Valet("tokenize -m " + model.string() + " --prompt-file /nonexistent/prompt.txt");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("/nonexistent/prompt.txt"), std::string::npos) << missing.out;
+  const BytesFile huge("huge", "");
+  fs::resize_file(huge.path(), (std::uintmax_t{64} << 20) + 1);  // sparse: nothing is written
+  CliRun too_big = Valet("tokenize -m " + model.string() + " --prompt-file " + huge.path());
+  EXPECT_EQ(too_big.exit_code, 2) << too_big.out;
+  EXPECT_NE(too_big.out.find("more than the 64 MiB"), std::string::npos) << too_big.out;
 }
 
 TEST(TokenizeCliTest, InfoReportsTheTokenizer) {
