@@ -2,9 +2,51 @@ package dev.valet;
 
 /** A snapshot of the scheduler's counters, per tier and memory. */
 public final class Stats {
-  /** Tasks of one tier. */
-  public record TierStats(
-      long active, long parked, long done, long cancelled, long failed, long generatedTokens, long prefillTokens) {}
+  /** Tasks of one tier. (A class, not a record: records need API 34 or D8's desugaring.) */
+  public static final class TierStats {
+    private final long active, parked, done, cancelled, failed, generatedTokens, prefillTokens;
+
+    TierStats(long[] v, int at) {
+      active = v[at];
+      parked = v[at + 1];
+      done = v[at + 2];
+      cancelled = v[at + 3];
+      failed = v[at + 4];
+      generatedTokens = v[at + 5];
+      prefillTokens = v[at + 6];
+    }
+
+    /** Accepted, not finished. */
+    public long active() {
+      return active;
+    }
+
+    /** Of which parked now. */
+    public long parked() {
+      return parked;
+    }
+
+    public long done() {
+      return done;
+    }
+
+    public long cancelled() {
+      return cancelled;
+    }
+
+    public long failed() {
+      return failed;
+    }
+
+    public long generatedTokens() {
+      return generatedTokens;
+    }
+
+    /** Prompt tokens fed (recompute excluded). */
+    public long prefillTokens() {
+      return prefillTokens;
+    }
+  }
 
   public final long submitted, done, cancelled, failed, rejected;
   public final long steps, prefillTokens, decodeTokens, tokensRecomputed, preemptions;
@@ -14,7 +56,7 @@ public final class Stats {
   public final TierStats[] tiers = new TierStats[Tier.values().length];
   public final long poolUsedBytes, poolCapacityBytes, snapshotRamBytes, snapshotDiskBytes;
 
-  // The layout of valet_jni.cpp's nativeStats.
+  // The layout of valet_jni.cpp's NativeLib.stats.
   Stats(long[] v) {
     submitted = v[0];
     done = v[1];
@@ -30,7 +72,7 @@ public final class Stats {
     thermalStatus = (int) v[11];
     int n = 12;
     for (int t = 0; t < tiers.length; ++t, n += 7) {
-      tiers[t] = new TierStats(v[n], v[n + 1], v[n + 2], v[n + 3], v[n + 4], v[n + 5], v[n + 6]);
+      tiers[t] = new TierStats(v, n);
     }
     poolUsedBytes = v[n];
     poolCapacityBytes = v[n + 1];

@@ -4,17 +4,22 @@ import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 
-/** A submitted task: its id, a cancel, and its result as a future. */
+/**
+ * A submitted task: its id, a cancel, and its result as a future. It keeps its {@link Valet}
+ * reachable until it finishes.
+ */
 public final class Task {
   private final Valet valet;
+  private final NativeScheduler scheduler;
   private final Tier tier;
   private final TokenListener listener;
   private final CountDownLatch submitted = new CountDownLatch(1);
   private final CompletableFuture<TaskResult> result = new CompletableFuture<>();
   private volatile long id = -1;
 
-  Task(Valet valet, Tier tier, TokenListener listener) {
+  Task(Valet valet, NativeScheduler scheduler, Tier tier, TokenListener listener) {
     this.valet = valet;
+    this.scheduler = scheduler;
     this.tier = tier;
     this.listener = listener;
   }
@@ -48,18 +53,28 @@ public final class Task {
     return valet.cancel(this);
   }
 
+  boolean belongsTo(Valet v) {
+    return valet == v;
+  }
+
+  /** The id without waiting: -1 until submit has returned. */
+  long knownId() {
+    return id;
+  }
+
   void setId(long value) {
     id = value;
     submitted.countDown();
   }
 
-  // Called from native code (valet_jni.cpp).
+  // Called from native code (task_callbacks.cpp), on the scheduler's worker thread or, for the
+  // tasks close() cancels, on the closing thread. A listener's exception is logged and dropped.
   void onNativeToken(int token, byte[] utf8) {
-    if (listener != null) listener.onToken(this, token, new String(utf8, StandardCharsets.UTF_8));
+    if (listener != null) deliver("onToken", () -> listener.onToken(this, token, new String(utf8, StandardCharsets.UTF_8)));
   }
 
   void onNativeState(int state) {
-    if (listener != null) listener.onState(this, TaskState.of(state));
+    if (listener != null) deliver("onState", () -> listener.onState(this, TaskState.of(state)));
   }
 
   void onNativeDone(int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
@@ -77,10 +92,18 @@ public final class Task {
             i[3],
             new int[] {i[4], i[5], i[6], i[7], i[8]},
             i[9]);
+    if (listener != null) deliver("onDone", () -> listener.onDone(this, r));
+    result.complete(r);
+  }
+
+  private void deliver(String callback, Runnable call) {
+    scheduler.enterCallback();
     try {
-      if (listener != null) listener.onDone(this, r);
+      call.run();
+    } catch (Throwable t) {
+      ValetLog.listenerThrew(this, callback, t);
     } finally {
-      result.complete(r);
+      scheduler.exitCallback();
     }
   }
 }

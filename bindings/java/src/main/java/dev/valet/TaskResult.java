@@ -1,19 +1,102 @@
 package dev.valet;
 
-/** How a task ended, with its metrics. */
-public record TaskResult(
-    TaskState state,
-    int status,
-    String message,
-    String text,
-    int tokens,
-    double ttftSeconds,
-    double tpotSeconds,
-    double e2eSeconds,
-    int promptTokens,
-    int parks,
-    int[] parksByKind,
-    int tokensRecomputed) {
+/** How a task ended, with its metrics. (A class, not a record: records need API 34 or D8's desugaring.) */
+public final class TaskResult {
+  private final TaskState state;
+  private final int status;
+  private final String message;
+  private final String text;
+  private final int tokens;
+  private final double ttftSeconds;
+  private final double tpotSeconds;
+  private final double e2eSeconds;
+  private final int promptTokens;
+  private final int parks;
+  private final int[] parksByKind;
+  private final int tokensRecomputed;
+
+  TaskResult(
+      TaskState state,
+      int status,
+      String message,
+      String text,
+      int tokens,
+      double ttftSeconds,
+      double tpotSeconds,
+      double e2eSeconds,
+      int promptTokens,
+      int parks,
+      int[] parksByKind,
+      int tokensRecomputed) {
+    this.state = state;
+    this.status = status;
+    this.message = message;
+    this.text = text;
+    this.tokens = tokens;
+    this.ttftSeconds = ttftSeconds;
+    this.tpotSeconds = tpotSeconds;
+    this.e2eSeconds = e2eSeconds;
+    this.promptTokens = promptTokens;
+    this.parks = parks;
+    this.parksByKind = parksByKind;
+    this.tokensRecomputed = tokensRecomputed;
+  }
+
+  /** DONE, CANCELLED or FAILED. */
+  public TaskState state() {
+    return state;
+  }
+
+  /** valet.h's valet_status: why it FAILED; for CANCELLED, 0 (the app) or {@link ValetException#ABORTED} (closed). */
+  public int status() {
+    return status;
+  }
+
+  /** The failure message, "scheduler stopped" when close() cancelled it, or "". */
+  public String message() {
+    return message;
+  }
+
+  public String text() {
+    return text;
+  }
+
+  /** Generated tokens. */
+  public int tokens() {
+    return tokens;
+  }
+
+  /** Submit to first token; -1 without a token. */
+  public double ttftSeconds() {
+    return ttftSeconds;
+  }
+
+  /** Per output token after the first; -1 with fewer than two. */
+  public double tpotSeconds() {
+    return tpotSeconds;
+  }
+
+  public double e2eSeconds() {
+    return e2eSeconds;
+  }
+
+  /** Including the shared system prompt. */
+  public int promptTokens() {
+    return promptTokens;
+  }
+
+  public int parks() {
+    return parks;
+  }
+
+  /** Parks by valet_park_kind: resident, snapshot RAM, snapshot disk, partial, full. */
+  public int[] parksByKind() {
+    return parksByKind.clone();
+  }
+
+  public int tokensRecomputed() {
+    return tokensRecomputed;
+  }
 
   /** Cancelled because the Valet was closed first. */
   public boolean aborted() {

@@ -4,7 +4,10 @@ package dev.valet;
  * Receives a task's output. Called on the scheduler's worker thread (or, for
  * tasks still unfinished at {@link Valet#close()}, on the closing thread),
  * never on the thread that submitted; keep it short and hand UI work to the
- * main thread. An exception thrown here is dropped.
+ * main thread. An exception thrown here is reported to the {@link LogHandler}
+ * with its stack trace, then dropped. From here, the Valet's close(),
+ * waitIdle() and setMemoryBudgets(), which would wait for this very thread,
+ * throw IllegalStateException; submit, cancel and the rest work.
  */
 public interface TokenListener {
   /** Every generated token, in order; {@code text} is what may be shown now. */

@@ -1,18 +1,26 @@
 package dev.valet;
 
+import java.io.FileDescriptor;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+
 /**
- * valet's priority scheduler for on-device LLM inference, over the C API.
- * Thread-safe. Callbacks arrive on the scheduler's worker thread.
- * {@link #close()} cancels unfinished tasks; each still gets its onDone.
+ * valet's priority scheduler for on-device LLM inference, over the C API. Thread-safe: any number
+ * of threads may call any method at once, close() included. Callbacks arrive on the scheduler's
+ * worker thread ({@link TokenListener}).
+ *
+ * <p>Close it when done: {@link #close()} stops the work (a running step stops at its next layer),
+ * gives every unfinished task its onDone, and frees the model. A Valet dropped without close() is
+ * freed by a daemon thread once the garbage collector finds it unreachable; a Valet with unfinished
+ * tasks stays reachable through them, so their work is never cut short that way.
  */
 public final class Valet implements AutoCloseable {
-  static {
-    System.loadLibrary("valet_jni");
-  }
-
-  /** What {@link #create} needs; only the model path is required. */
+  /** What {@link #create} needs: the model, by path or by file descriptor; the rest is optional. */
   public static final class Options {
     String modelPath;
+    int modelFd = -1;
+    long modelOffset;
+    long modelLength;
     int threads;
     int contextLength;
     long kvCapacityBytes;
@@ -22,7 +30,51 @@ public final class Valet implements AutoCloseable {
     LifecycleState initialState = LifecycleState.RESUMED;
 
     public Options(String modelPath) {
+      if (modelPath == null) throw new NullPointerException("modelPath is null");
       this.modelPath = modelPath;
+    }
+
+    private Options(int fd) {
+      if (fd < 0) throw new IllegalArgumentException("not an open file descriptor: " + fd);
+      modelFd = fd;
+    }
+
+    /**
+     * The model as an open file: ParcelFileDescriptor.getFd(), or with {@link #range} an
+     * uncompressed APK asset (AssetFileDescriptor's descriptor, start offset and length). The
+     * caller keeps the descriptor and may close it once {@link #create} returns.
+     */
+    public static Options fromDescriptor(int fd) {
+      return new Options(fd);
+    }
+
+    /**
+     * The same from a java.io.FileDescriptor (AssetFileDescriptor.getFileDescriptor()). Its int is
+     * read from the private field Android calls "descriptor" (OpenJDK: "fd"), a non-SDK interface
+     * Android may restrict: prefer {@link #fromDescriptor(int)} with ParcelFileDescriptor.getFd().
+     */
+    public static Options fromDescriptor(FileDescriptor fd) {
+      if (!fd.valid()) throw new IllegalArgumentException("the FileDescriptor is not open");
+      return new Options(NativeLib.descriptorOf(fd));
+    }
+
+    /**
+     * Where the model lies in the descriptor's file: {@code length} bytes from {@code offset};
+     * length 0 or -1 (AssetFileDescriptor.UNKNOWN_LENGTH): to the end. An offset that is a multiple
+     * of 4 is mapped like a file; any other is read into memory (the model's size in RAM).
+     */
+    public Options range(long offset, long length) {
+      if (modelFd < 0) throw new IllegalStateException("a range applies to a model given by descriptor");
+      if (offset < 0 || length < -1) throw new IllegalArgumentException("bad range " + offset + ", " + length);
+      modelOffset = offset;
+      modelLength = Math.max(length, 0);
+      return this;
+    }
+
+    /** What error messages call a model given by descriptor (say "model.gguf in the APK"). */
+    public Options modelName(String name) {
+      modelPath = name;
+      return this;
     }
 
     public Options threads(int n) {
@@ -63,70 +115,95 @@ public final class Valet implements AutoCloseable {
     }
   }
 
-  /** One task's request; {@code prompt} is required. */
-  public record Request(String prompt, String systemPrompt, int maxTokens, float temperature, long seed) {
-    public Request(String prompt, int maxTokens) {
-      this(prompt, null, maxTokens, 0.8f, 0x5eed5eed5eed5eedL);
-    }
-  }
-
-  private final Object lock = new Object();
-  private long handle;
+  private final NativeScheduler scheduler;
+  private final ForgottenValets.Ref forgotten;
 
   private Valet(long handle) {
-    this.handle = handle;
+    scheduler = new NativeScheduler(handle);
+    forgotten = ForgottenValets.track(this, scheduler);
   }
 
   /** Loads the model; throws {@link ValetException} with the C API's status and message. */
   public static Valet create(Options o) {
     return new Valet(
-        nativeCreate(
-            o.modelPath,
+        NativeLib.create(
+            utf8(o.modelPath),
+            o.modelFd,
+            o.modelOffset,
+            o.modelLength,
             o.threads,
             o.contextLength,
             o.kvCapacityBytes,
             o.snapshotRamBytes,
-            o.snapshotDir,
-            o.budgetTableJson,
+            utf8(o.snapshotDir),
+            utf8(o.budgetTableJson),
             o.initialState.ordinal()));
   }
 
-  public Task submit(Tier tier, Request request, TokenListener listener) {
-    final Task task = new Task(this, tier, listener);
-    final long id =
-        nativeSubmit(
-            live(),
-            task,
-            tier.ordinal(),
-            request.systemPrompt(),
-            request.prompt(),
-            request.maxTokens(),
-            request.temperature(),
-            request.seed());
-    task.setId(id);
+  /**
+   * Submits a task. Throws {@link ValetException} for a request the scheduler refuses, and
+   * IllegalStateException once close() has begun.
+   */
+  public Task submit(Request request, TokenListener listener) {
+    final List<Request.Message> messages = request.messages();
+    final byte[][] roles = new byte[messages.size()][];
+    final byte[][] contents = new byte[messages.size()][];
+    for (int i = 0; i < roles.length; ++i) {
+      roles[i] = utf8(messages.get(i).role());
+      contents[i] = utf8(messages.get(i).content());
+    }
+    final byte[][] stop = new byte[request.stop().size()][];
+    for (int i = 0; i < stop.length; ++i) stop[i] = utf8(request.stop().get(i));
+    final Task task = new Task(this, scheduler, request.tier(), listener);
+    final long handle = scheduler.acquire();
+    try {
+      task.setId(
+          NativeLib.submit(
+              handle,
+              task,
+              request.tier().ordinal(),
+              utf8(request.systemPrompt()),
+              roles,
+              contents,
+              utf8(request.prompt()),
+              stop,
+              request.maxTokens(),
+              request.temperature(),
+              request.topK(),
+              request.topP(),
+              request.minP(),
+              request.repeatPenalty(),
+              request.seed()));
+    } catch (ValetException e) {
+      // Refused because close() stopped the scheduler meanwhile.
+      if (scheduler.isClosing()) throw new IllegalStateException("Valet is closed", e);
+      throw e;
+    } finally {
+      scheduler.release();
+    }
     return task;
   }
 
+  /** A raw prompt at the given tier with the default sampling. */
   public Task submit(Tier tier, String prompt, int maxTokens, TokenListener listener) {
-    return submit(tier, new Request(prompt, maxTokens), listener);
+    return submit(Request.builder().tier(tier).prompt(prompt).maxTokens(maxTokens).build(), listener);
   }
 
-  /** False when the task had already finished. */
+  /** False when the task had already finished, or belongs to another Valet. */
   public boolean cancel(Task task) {
-    final int status = nativeCancel(live(), task.id());
-    if (status == ValetException.INVALID_ARGUMENT) return false;
-    check(status);
-    return true;
+    if (!task.belongsTo(this)) return false;
+    final long id = task.id();
+    return call(h -> NativeLib.cancel(h, id));
   }
 
   /** Throws {@link ValetException} (INVALID_ARGUMENT) for an out-of-order event; nothing changes then. */
   public void onLifecycleEvent(LifecycleEvent event) {
-    check(nativeLifecycle(live(), event.ordinal()));
+    run(h -> NativeLib.lifecycle(h, event.ordinal()));
   }
 
   /** PowerManager.THERMAL_STATUS_* (0..6) and getThermalHeadroom() (negative or NaN: unknown). */
   public void onThermalStatus(int status, float headroom) {
-    check(nativeThermal(live(), status, headroom));
+    run(h -> NativeLib.thermal(h, status, headroom));
   }
 
   public void onThermalStatus(int status) {
@@ -135,94 +212,105 @@ public final class Valet implements AutoCloseable {
 
   /** ComponentCallbacks2.onTrimMemory(level): frees memory, never cancels. */
   public void onTrimMemory(int level) {
-    check(nativeTrimMemory(live(), level));
+    run(h -> NativeLib.trimMemory(h, level));
   }
 
-  /** New KV pool and snapshot-RAM budgets; waits for the worker (not from a listener). */
+  /**
+   * New KV pool and snapshot-RAM budgets. Waits for the worker thread (at most one step), so from a
+   * listener of this Valet it throws IllegalStateException.
+   */
   public void setMemoryBudgets(long poolBytes, long snapshotRamBytes) {
-    check(nativeSetMemoryBudgets(live(), poolBytes, snapshotRamBytes));
+    scheduler.refuseFromCallback("setMemoryBudgets()");
+    run(h -> NativeLib.setMemoryBudgets(h, poolBytes, snapshotRamBytes));
   }
 
-  /** Blocks until every task submitted so far has finished (not from a listener). */
+  /**
+   * Blocks until every task submitted so far has finished, or close() has cancelled it. From a
+   * listener of this Valet, which it would wait for, it throws IllegalStateException.
+   */
   public void waitIdle() {
-    check(nativeWaitIdle(live()));
+    scheduler.refuseFromCallback("waitIdle()");
+    run(NativeLib::waitIdle);
   }
 
   public Stats stats() {
-    return new Stats(nativeStats(live()));
+    return new Stats(call(NativeLib::stats));
   }
 
-  /** Stops the worker and cancels what is left: their onDone run on this thread. Idempotent. */
+  /**
+   * The token ids a raw prompt becomes (BOS as the model's vocabulary asks, special-token texts
+   * parsed), as {@link #submit} feeds them: what {@code valet tokenize} prints.
+   */
+  public int[] tokenize(String text) {
+    final byte[] bytes = utf8(text);
+    return call(h -> NativeLib.tokenize(h, bytes));
+  }
+
+  /**
+   * Stops the scheduler (a running step stops at its next layer boundary, waitIdle() returns, and
+   * every unfinished task gets onDone on this thread, CANCELLED with {@link ValetException#ABORTED}),
+   * waits for calls other threads are making on it, then frees the model. Idempotent and safe from
+   * any number of threads at once; every call after it throws IllegalStateException.
+   *
+   * @throws IllegalStateException when called from a listener of this Valet (including an onDone
+   *     that close() itself delivers), whose thread close() would have to wait for; close it from
+   *     another thread
+   */
   @Override
   public void close() {
-    final long h;
-    synchronized (lock) {
-      h = handle;
-      handle = 0;
-    }
-    if (h != 0) nativeDestroy(h);
+    scheduler.close();
+    ForgottenValets.untrack(forgotten);
+  }
+
+  /**
+   * Where valet reports what it cannot throw (a listener's exception, a failed callback delivery),
+   * process-wide; null restores the default, Android's log (tag "valet") or stderr.
+   */
+  public static void setLogHandler(LogHandler handler) {
+    ValetLog.setHandler(handler);
   }
 
   /** JNI global references held for unfinished tasks, process-wide (for leak tests). */
   public static long liveTaskReferences() {
-    return nativeLiveTaskRefs();
+    return NativeLib.liveTaskRefs();
   }
 
   /** Exceptions thrown by listeners and dropped, process-wide. */
   public static long droppedListenerExceptions() {
-    return nativeListenerExceptions();
+    return ValetLog.droppedListenerExceptions();
   }
 
-  private long live() {
-    synchronized (lock) {
-      if (handle == 0) throw new IllegalStateException("Valet is closed");
-      return handle;
+  /** Native schedulers created and not yet freed, process-wide (for leak tests). */
+  static long liveNativeSchedulers() {
+    return NativeLib.liveSchedulers();
+  }
+
+  private interface NativeCall<T> {
+    T on(long handle);
+  }
+
+  private interface NativeAction {
+    void on(long handle);
+  }
+
+  private <T> T call(NativeCall<T> body) {
+    final long handle = scheduler.acquire();
+    try {
+      return body.on(handle);
+    } finally {
+      scheduler.release();
     }
   }
 
-  private static void check(int status) {
-    if (status != 0) throw new ValetException(status, nativeLastError());
+  private void run(NativeAction body) {
+    call(
+        h -> {
+          body.on(h);
+          return null;
+        });
   }
 
-  private static native long nativeCreate(
-      String modelPath,
-      int threads,
-      int contextLength,
-      long kvBytes,
-      long snapshotRamBytes,
-      String snapshotDir,
-      String budgetJson,
-      int initialState);
-
-  private static native void nativeDestroy(long handle);
-
-  private static native long nativeSubmit(
-      long handle,
-      Task task,
-      int tier,
-      String systemPrompt,
-      String prompt,
-      int maxTokens,
-      float temperature,
-      long seed);
-
-  private static native int nativeCancel(long handle, long id);
-
-  private static native int nativeLifecycle(long handle, int event);
-
-  private static native int nativeThermal(long handle, int status, float headroom);
-
-  private static native int nativeTrimMemory(long handle, int level);
-
-  private static native int nativeSetMemoryBudgets(long handle, long pool, long snapshotRam);
-
-  private static native int nativeWaitIdle(long handle);
-
-  private static native long[] nativeStats(long handle);
-
-  private static native String nativeLastError();
-
-  private static native long nativeLiveTaskRefs();
-
-  private static native long nativeListenerExceptions();
+  private static byte[] utf8(String s) {
+    return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
+  }
 }

@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import androidx.lifecycle.Lifecycle;
-import java.io.File;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -15,7 +14,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
@@ -29,9 +27,7 @@ class ValetTest {
 
   @BeforeEach
   void open() {
-    final String model = System.getProperty("valet.model", "");
-    Assumptions.assumeTrue(new File(model).isFile(), "skipped: model " + model + " not found");
-    valet = Valet.create(new Valet.Options(model).threads(1).kvCapacityBytes(4L << 20));
+    valet = Valet.create(TestModel.options());
   }
 
   @AfterEach
@@ -41,7 +37,7 @@ class ValetTest {
   }
 
   /** Records what a task's listener saw, and on which threads. */
-  static final class Recorder implements TokenListener {
+  static class Recorder implements TokenListener {
     final StringBuilder text = new StringBuilder();
     final AtomicInteger tokens = new AtomicInteger();
     final AtomicInteger doneCalls = new AtomicInteger();
@@ -154,18 +150,42 @@ class ValetTest {
 
   @Test
   void trimMemoryWhileATaskIsParkedNeverCancelsIt() throws Exception {
-    final Recorder rec = new Recorder();
+    final CountDownLatch eventsSent = new CountDownLatch(1);
+    // The first token's callback holds the worker until the events are queued,
+    // so the heat parks the task before its second token, whatever the timing.
+    final Recorder rec =
+        new Recorder() {
+          @Override
+          public void onToken(Task task, int token, String piece) {
+            super.onToken(task, token, piece);
+            if (tokens.get() == 1) awaitUninterruptibly(eventsSent);
+          }
+        };
     final Task task = valet.submit(Tier.BACKGROUND_SUMMARY, "Once upon a time, in a forest", 60, rec);
     rec.firstToken.await();
     valet.onThermalStatus(THERMAL_EMERGENCY); // parks it (never cancels)
     valet.onTrimMemory(TRIM_MEMORY_COMPLETE);
+    eventsSent.countDown();
     final Recorder chat = new Recorder();
     valet.submit(Tier.FOREGROUND_CHAT, "Hello", 4, chat).result().get();
     valet.onThermalStatus(THERMAL_NONE);
     final TaskResult r = task.result().get();
     assertEquals(TaskState.DONE, r.state());
+    assertTrue(r.parks() > 0, "parks " + r.parks());
+    assertTrue(r.tokens() > 1);
     assertEquals(rec.tokens.get(), r.tokens());
     assertEquals(0, valet.stats().cancelled);
+  }
+
+  static void awaitUninterruptibly(CountDownLatch latch) {
+    while (true) {
+      try {
+        latch.await();
+        return;
+      } catch (InterruptedException e) {
+        // the worker thread is never interrupted; keep waiting
+      }
+    }
   }
 
   @Test
@@ -187,7 +207,7 @@ class ValetTest {
       final TaskResult r = recs.get(i).result;
       if (r.aborted()) {
         ++aborted;
-        assertEquals("scheduler destroyed", r.message());
+        assertEquals("scheduler stopped", r.message());
       } else {
         assertEquals(TaskState.DONE, r.state());
       }
@@ -196,18 +216,55 @@ class ValetTest {
     assertEquals(0, Valet.liveTaskReferences());
   }
 
+  /** What a LogHandler was given. */
+  static final class LogRecord {
+    final int priority;
+    final String message;
+    final Throwable error;
+
+    LogRecord(int priority, String message, Throwable error) {
+      this.priority = priority;
+      this.message = message;
+      this.error = error;
+    }
+  }
+
   @Test
-  void aThrowingListenerDoesNotBreakTheScheduler() throws Exception {
-    final long before = Valet.droppedListenerExceptions();
-    final Task task =
-        valet.submit(
-            Tier.INLINE_SUGGESTION,
-            "Once",
-            3,
-            (t, token, text) -> {
-              throw new IllegalStateException("listener bug");
-            });
-    assertEquals(TaskState.DONE, task.result().get().state());
-    assertNotEquals(before, Valet.droppedListenerExceptions());
+  void aThrowingListenersExceptionReachesTheLogHandlerWithItsStackTrace() throws Exception {
+    final List<LogRecord> logged = new ArrayList<>();
+    Valet.setLogHandler(
+        (priority, message, error) -> {
+          synchronized (logged) {
+            logged.add(new LogRecord(priority, message, error));
+          }
+        });
+    try {
+      final long before = Valet.droppedListenerExceptions();
+      final Task task =
+          valet.submit(
+              Tier.INLINE_SUGGESTION,
+              "Once",
+              3,
+              (t, token, text) -> {
+                throw new IllegalStateException("listener bug");
+              });
+      final TaskResult r = task.result().get();
+      assertEquals(TaskState.DONE, r.state());
+      assertEquals(before + r.tokens(), Valet.droppedListenerExceptions());
+      synchronized (logged) {
+        assertEquals(r.tokens(), logged.size());
+        final LogRecord first = logged.get(0);
+        assertEquals(LogHandler.WARN, first.priority);
+        assertTrue(first.message.contains("task " + task.id() + " threw from onToken"), first.message);
+        assertEquals("listener bug", first.error.getMessage());
+        boolean fromThisTest = false;
+        for (StackTraceElement e : first.error.getStackTrace()) {
+          fromThisTest |= e.getClassName().startsWith(ValetTest.class.getName());
+        }
+        assertTrue(fromThisTest, "the stack trace leads to the listener");
+      }
+    } finally {
+      Valet.setLogHandler(null);
+    }
   }
 }

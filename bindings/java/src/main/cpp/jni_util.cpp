@@ -1,0 +1,172 @@
+#include "jni_util.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+
+namespace valet_jni {
+namespace {
+
+JavaVM* g_vm = nullptr;
+JavaRefs g_refs;
+
+// Android's jni.h declares AttachCurrentThreadAsDaemon(JNIEnv**, void*), a
+// JDK's (void**, void*); overload resolution on the member's type picks the
+// one the header at hand has.
+template <typename Vm>
+jint AttachAsDaemon(Vm* vm, JNIEnv** env, void* args, jint (Vm::*attach)(JNIEnv**, void*)) {
+  return (vm->*attach)(env, args);
+}
+template <typename Vm>
+jint AttachAsDaemon(Vm* vm, JNIEnv** env, void* args, jint (Vm::*attach)(void**, void*)) {
+  return (vm->*attach)(reinterpret_cast<void**>(env), args);
+}
+
+// Detaches a thread this code attached when the thread ends (the scheduler's
+// inference thread ends inside valet_stop).
+struct Attachment {
+  JavaVM* vm = nullptr;
+  ~Attachment() {
+    if (vm != nullptr) vm->DetachCurrentThread();
+  }
+};
+thread_local Attachment t_attachment;
+
+bool Cache(JNIEnv* env, jclass* out, const char* name) {
+  jclass local = env->FindClass(name);
+  if (env->ExceptionCheck()) return false;
+  *out = static_cast<jclass>(env->NewGlobalRef(local));
+  env->DeleteLocalRef(local);
+  return *out != nullptr;
+}
+
+char PriorityLetter(int priority) { return "??VDIWEF"[std::clamp(priority, 2, 7)]; }
+
+}  // namespace
+
+const JavaRefs& Refs() { return g_refs; }
+
+bool Init(JavaVM* vm, JNIEnv* env) {
+  g_vm = vm;
+  if (!Cache(env, &g_refs.task, "dev/valet/Task")) return false;
+  g_refs.task_on_token = env->GetMethodID(g_refs.task, "onNativeToken", "(I[B)V");
+  if (env->ExceptionCheck()) return false;
+  g_refs.task_on_state = env->GetMethodID(g_refs.task, "onNativeState", "(I)V");
+  if (env->ExceptionCheck()) return false;
+  g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(II[B[BI[D[I)V");
+  if (env->ExceptionCheck()) return false;
+  if (!Cache(env, &g_refs.log, "dev/valet/ValetLog")) return false;
+  g_refs.log_from_native = env->GetStaticMethodID(g_refs.log, "fromNative", "(I[BLjava/lang/Throwable;)V");
+  if (env->ExceptionCheck()) return false;
+  if (!Cache(env, &g_refs.exception, "dev/valet/ValetException")) return false;
+  g_refs.exception_init = env->GetMethodID(g_refs.exception, "<init>", "(I[B)V");
+  return !env->ExceptionCheck();
+}
+
+JNIEnv* CallbackEnv() {
+  JNIEnv* env = nullptr;
+  if (g_vm->GetEnv(reinterpret_cast<void**>(&env), kJniVersion) == JNI_OK) return env;
+  JavaVMAttachArgs args;
+  args.version = kJniVersion;
+  args.name = const_cast<char*>("valet-inference");  // char* in a JDK's jni.h
+  args.group = nullptr;
+  if (AttachAsDaemon(g_vm, &env, &args, &JavaVM::AttachCurrentThreadAsDaemon) != JNI_OK) {
+    WriteLog(kLogError, "valet: the JVM refused to attach the inference thread; its callbacks are lost");
+    return nullptr;
+  }
+  t_attachment.vm = g_vm;
+  return env;
+}
+
+LocalFrame::LocalFrame(JNIEnv* env, jint capacity) : env_(env), pushed_(env->PushLocalFrame(capacity) == 0) {}
+
+LocalFrame::~LocalFrame() {
+  if (pushed_) env_->PopLocalFrame(nullptr);
+}
+
+jbyteArray NewBytes(JNIEnv* env, std::string_view bytes) {
+  if (bytes.size() > static_cast<size_t>(INT32_MAX)) {
+    ThrowNew(env, "java/lang/OutOfMemoryError", "valet: a text over 2 GiB cannot be a byte[]");
+    return nullptr;
+  }
+  const auto n = static_cast<jsize>(bytes.size());
+  jbyteArray array = env->NewByteArray(n);
+  if (env->ExceptionCheck()) return nullptr;
+  env->SetByteArrayRegion(array, 0, n, reinterpret_cast<const jbyte*>(bytes.data()));
+  if (env->ExceptionCheck()) {
+    env->DeleteLocalRef(array);
+    return nullptr;
+  }
+  return array;
+}
+
+bool ReadBytes(JNIEnv* env, jbyteArray array, std::string* out) {
+  out->clear();
+  if (array == nullptr) return true;
+  const jsize n = env->GetArrayLength(array);
+  if (env->ExceptionCheck()) return false;
+  out->resize(static_cast<size_t>(n));
+  env->GetByteArrayRegion(array, 0, n, reinterpret_cast<jbyte*>(out->data()));
+  return !env->ExceptionCheck();
+}
+
+void ThrowStatus(JNIEnv* env, valet_status status) {
+  jbyteArray message = NewBytes(env, valet_last_error());
+  if (message == nullptr) return;  // that exception is thrown instead
+  jobject error = env->NewObject(g_refs.exception, g_refs.exception_init, static_cast<jint>(status), message);
+  if (env->ExceptionCheck()) return;
+  env->Throw(static_cast<jthrowable>(error));
+}
+
+void ThrowNew(JNIEnv* env, const char* class_name, const char* message) {
+  jclass cls = env->FindClass(class_name);
+  if (env->ExceptionCheck()) return;
+  env->ThrowNew(cls, message);
+}
+
+bool ReportPending(JNIEnv* env, const char* where) {
+  if (!env->ExceptionCheck()) return false;
+  jthrowable error = env->ExceptionOccurred();
+  env->ExceptionClear();
+  const std::string message = std::string("valet: ") + where + " threw";
+  jbyteArray bytes = NewBytes(env, message);
+  if (bytes != nullptr) {
+    env->CallStaticVoidMethod(g_refs.log, g_refs.log_from_native, static_cast<jint>(kLogError), bytes, error);
+  }
+  if (env->ExceptionCheck()) {
+    env->ExceptionClear();
+    WriteLog(kLogError, message + ", and so did reporting it");
+  }
+  env->DeleteLocalRef(bytes);
+  env->DeleteLocalRef(error);
+  return true;
+}
+
+void WriteLog(int priority, std::string_view message) {
+  using Print = int (*)(int, const char*, const char*, ...);
+  // Never unloaded: the log is wanted until the process ends.
+  static const Print print = [] {
+    void* liblog = dlopen("liblog.so", RTLD_NOW | RTLD_LOCAL);
+    return liblog == nullptr ? nullptr : reinterpret_cast<Print>(dlsym(liblog, "__android_log_print"));
+  }();
+  if (print == nullptr) {
+    std::fprintf(stderr, "valet %c: %.*s\n", PriorityLetter(priority), static_cast<int>(message.size()),
+                 message.data());
+    return;
+  }
+  // logcat keeps about 4 KB of an entry: a stack trace goes in pieces, cut at line ends.
+  constexpr size_t kEntryBytes = 4000;
+  while (!message.empty()) {
+    size_t n = std::min(message.size(), kEntryBytes);
+    if (n < message.size()) {
+      const size_t line_end = message.rfind('\n', n - 1);
+      if (line_end != std::string_view::npos) n = line_end + 1;
+    }
+    print(priority, "valet", "%.*s", static_cast<int>(n), message.data());
+    message.remove_prefix(n);
+  }
+}
+
+}  // namespace valet_jni

@@ -1,0 +1,79 @@
+// What valet's JNI glue needs beyond jni.h: the JNI version Android accepts,
+// attaching native threads with either jni.h (Android's or a JDK's), text as
+// UTF-8 byte[] both ways, exceptions checked after every call that can raise
+// one (-Xcheck:jni's rule), and a log that reaches Android's logcat or stderr.
+#pragma once
+
+#include <jni.h>
+
+#include <string>
+#include <string_view>
+
+#include "valet/valet.h"
+
+namespace valet_jni {
+
+// ART accepts 1.2, 1.4 and 1.6 only; 1.6 has everything used here.
+inline constexpr jint kJniVersion = JNI_VERSION_1_6;
+
+// android.util.Log's priorities.
+inline constexpr int kLogWarn = 5;
+inline constexpr int kLogError = 6;
+
+// Classes and methods native code reaches by name, looked up once in
+// JNI_OnLoad (a thread attached later sees only the system class loader).
+// Every name here is kept by android/consumer-rules.pro.
+struct JavaRefs {
+  jclass task = nullptr;              // Task (global ref: keeps its method ids valid)
+  jmethodID task_on_token = nullptr;  // Task.onNativeToken(int, byte[])
+  jmethodID task_on_state = nullptr;  // Task.onNativeState(int)
+  jmethodID task_on_done = nullptr;   // Task.onNativeDone(int, int, byte[], byte[], int, double[], int[])
+  jclass log = nullptr;               // ValetLog (global ref)
+  jmethodID log_from_native = nullptr;  // static ValetLog.fromNative(int, byte[], Throwable)
+  jclass exception = nullptr;         // ValetException (global ref)
+  jmethodID exception_init = nullptr;   // ValetException(int, byte[])
+};
+const JavaRefs& Refs();
+// Fills Refs() and remembers the VM; false with a Java exception pending.
+bool Init(JavaVM* vm, JNIEnv* env);
+
+// The calling thread's JNIEnv, attaching a native thread (the scheduler's
+// inference thread) to the VM as a daemon on first use and detaching it when
+// the thread ends. nullptr when the VM refuses; that is logged.
+JNIEnv* CallbackEnv();
+
+// Pushes a local reference frame for a callback on an attached native thread,
+// whose local references would otherwise live as long as the thread.
+class LocalFrame {
+ public:
+  LocalFrame(JNIEnv* env, jint capacity);
+  ~LocalFrame();
+  LocalFrame(const LocalFrame&) = delete;
+  LocalFrame& operator=(const LocalFrame&) = delete;
+  bool ok() const { return pushed_; }
+
+ private:
+  JNIEnv* env_;
+  bool pushed_;
+};
+
+// A Java byte[] of UTF-8 bytes; nullptr with an exception pending.
+jbyteArray NewBytes(JNIEnv* env, std::string_view bytes);
+// A byte[]'s bytes (null: empty); false with an exception pending.
+bool ReadBytes(JNIEnv* env, jbyteArray array, std::string* out);
+
+// Throws dev.valet.ValetException(status, valet_last_error()).
+void ThrowStatus(JNIEnv* env, valet_status status);
+// Throws a java.lang exception class by name with an ASCII message.
+void ThrowNew(JNIEnv* env, const char* class_name, const char* message);
+
+// For callbacks, which have no Java caller to see an exception: a pending
+// one is cleared and handed to the log hook with its stack trace. True when
+// there was one.
+bool ReportPending(JNIEnv* env, const char* where);
+
+// Writes to Android's log (liblog's __android_log_print, looked up at run
+// time so the library also loads on desktop JVMs) or else to stderr.
+void WriteLog(int priority, std::string_view message);
+
+}  // namespace valet_jni

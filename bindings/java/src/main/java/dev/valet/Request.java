@@ -1,0 +1,246 @@
+package dev.valet;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * One task's request, as valet.h's valet_task_params: a tier, chat messages (rendered with the
+ * model's own chat template) or a raw prompt, an optional shared system prompt, stop strings, a
+ * token limit and llama.cpp's sampling chain. Unset fields take the C API's defaults
+ * (valet_default_task_params()). Immutable; build one with {@link #builder()}.
+ */
+public final class Request {
+  public static final Tier DEFAULT_TIER = Tier.FOREGROUND_CHAT;
+  public static final int DEFAULT_MAX_TOKENS = 128;
+  /** At or below 0: greedy. */
+  public static final float DEFAULT_TEMPERATURE = 0.8f;
+  /** 0: disabled. */
+  public static final int DEFAULT_TOP_K = 40;
+  /** 1: disabled. */
+  public static final float DEFAULT_TOP_P = 0.95f;
+  /** 0: disabled. */
+  public static final float DEFAULT_MIN_P = 0.05f;
+  /** 1: disabled. */
+  public static final float DEFAULT_REPEAT_PENALTY = 1.0f;
+
+  public static final long DEFAULT_SEED = 0x5eed5eed5eed5eedL;
+
+  /** A chat turn; roles are "system", "user" and "assistant". */
+  public static final class Message {
+    private final String role;
+    private final String content;
+
+    Message(String role, String content) {
+      this.role = role;
+      this.content = content;
+    }
+
+    public String role() {
+      return role;
+    }
+
+    public String content() {
+      return content;
+    }
+  }
+
+  private final Tier tier;
+  private final String systemPrompt;
+  private final List<Message> messages;
+  private final String prompt;
+  private final List<String> stop;
+  private final int maxTokens;
+  private final float temperature;
+  private final int topK;
+  private final float topP;
+  private final float minP;
+  private final float repeatPenalty;
+  private final long seed;
+
+  private Request(Builder b) {
+    tier = b.tier;
+    systemPrompt = b.systemPrompt;
+    messages = Collections.unmodifiableList(new ArrayList<>(b.messages));
+    prompt = b.prompt;
+    stop = Collections.unmodifiableList(new ArrayList<>(b.stop));
+    maxTokens = b.maxTokens;
+    temperature = b.temperature;
+    topK = b.topK;
+    topP = b.topP;
+    minP = b.minP;
+    repeatPenalty = b.repeatPenalty;
+    seed = b.seed;
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  public Tier tier() {
+    return tier;
+  }
+
+  /** The static system prompt shared by many tasks (its KV is kept once); null: none. */
+  public String systemPrompt() {
+    return systemPrompt;
+  }
+
+  public List<Message> messages() {
+    return messages;
+  }
+
+  /** The raw prompt, used as is; null for a chat request. */
+  public String prompt() {
+    return prompt;
+  }
+
+  public List<String> stop() {
+    return stop;
+  }
+
+  public int maxTokens() {
+    return maxTokens;
+  }
+
+  public float temperature() {
+    return temperature;
+  }
+
+  public int topK() {
+    return topK;
+  }
+
+  public float topP() {
+    return topP;
+  }
+
+  public float minP() {
+    return minP;
+  }
+
+  public float repeatPenalty() {
+    return repeatPenalty;
+  }
+
+  public long seed() {
+    return seed;
+  }
+
+  /**
+   * Collects a request. Chat messages and a raw prompt are exclusive. Text is UTF-8 on its way to
+   * native code; a prompt or a message may hold U+0000, while the system prompt, roles and stop
+   * strings cannot (the C API ends them there), which {@link #build()} refuses.
+   */
+  public static final class Builder {
+    private Tier tier = DEFAULT_TIER;
+    private String systemPrompt;
+    private final List<Message> messages = new ArrayList<>();
+    private String prompt;
+    private final List<String> stop = new ArrayList<>();
+    private int maxTokens = DEFAULT_MAX_TOKENS;
+    private float temperature = DEFAULT_TEMPERATURE;
+    private int topK = DEFAULT_TOP_K;
+    private float topP = DEFAULT_TOP_P;
+    private float minP = DEFAULT_MIN_P;
+    private float repeatPenalty = DEFAULT_REPEAT_PENALTY;
+    private long seed = DEFAULT_SEED;
+
+    private Builder() {}
+
+    public Builder tier(Tier t) {
+      tier = required(t, "tier");
+      return this;
+    }
+
+    public Builder systemPrompt(String text) {
+      systemPrompt = text;
+      return this;
+    }
+
+    /** Appends a chat turn with this role. */
+    public Builder message(String role, String content) {
+      messages.add(new Message(required(role, "role"), required(content, "content")));
+      return this;
+    }
+
+    public Builder system(String content) {
+      return message("system", content);
+    }
+
+    public Builder user(String content) {
+      return message("user", content);
+    }
+
+    public Builder assistant(String content) {
+      return message("assistant", content);
+    }
+
+    public Builder prompt(String text) {
+      prompt = text;
+      return this;
+    }
+
+    public Builder stop(String... strings) {
+      for (String s : strings) stop.add(required(s, "stop string"));
+      return this;
+    }
+
+    public Builder maxTokens(int n) {
+      maxTokens = n;
+      return this;
+    }
+
+    public Builder temperature(float t) {
+      temperature = t;
+      return this;
+    }
+
+    public Builder topK(int k) {
+      topK = k;
+      return this;
+    }
+
+    public Builder topP(float p) {
+      topP = p;
+      return this;
+    }
+
+    public Builder minP(float p) {
+      minP = p;
+      return this;
+    }
+
+    public Builder repeatPenalty(float penalty) {
+      repeatPenalty = penalty;
+      return this;
+    }
+
+    public Builder seed(long s) {
+      seed = s;
+      return this;
+    }
+
+    /** IllegalArgumentException for a request valet.h cannot carry; the rest is checked on submit. */
+    public Request build() {
+      if ((prompt != null) == !messages.isEmpty()) {
+        throw new IllegalArgumentException("a Request has chat messages or a prompt, not both, not neither");
+      }
+      noNul(systemPrompt, "the system prompt");
+      for (Message m : messages) noNul(m.role, "a message role");
+      for (String s : stop) noNul(s, "a stop string");
+      return new Request(this);
+    }
+
+    private static <T> T required(T value, String what) {
+      if (value == null) throw new NullPointerException(what + " is null");
+      return value;
+    }
+
+    private static void noNul(String text, String what) {
+      if (text != null && text.indexOf('\0') >= 0) {
+        throw new IllegalArgumentException(what + " cannot hold U+0000");
+      }
+    }
+  }
+}
