@@ -4,8 +4,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <iterator>
+#include <list>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "chat/value_ops.h"
 
@@ -17,6 +20,18 @@ using TestFn = std::function<Result<bool>(const Value&, const CallArgs&)>;
 
 Status TypeError(std::string_view filter, const Value& v) {
   return InvalidArgument("filter '" + std::string(filter) + "' cannot take a " + v.KindName());
+}
+
+// Jinja sorts stably. Not with std::stable_sort, whose buffer libstdc++ 12
+// takes from the deprecated std::get_temporary_buffer, nor with std::sort and
+// the index as tie-break: a template's keys need not be ordered (NaN, floats
+// against large ints, failed comparisons answering false), and std::sort may
+// then step out of the range; list::sort only merges.
+template <class T, class Less>
+void StableSort(std::vector<T>& items, Less less) {
+  std::list<T> sorted(std::make_move_iterator(items.begin()), std::make_move_iterator(items.end()));
+  sorted.sort(less);
+  std::move(sorted.begin(), sorted.end(), items.begin());
 }
 
 bool FlagArg(const CallArgs& args, size_t index, std::string_view name, bool fallback) {
@@ -112,7 +127,7 @@ Result<Value> DictSort(const Value& v, const CallArgs& args) {
     const Value k = by_value ? e.second : Value::String(e.first);
     return k.is_string() && !case_sensitive ? Value::String(AsciiLower(k.AsString())) : k;
   };
-  std::stable_sort(entries.begin(), entries.end(), [&](const auto& a, const auto& b) {
+  StableSort(entries, [&](const auto& a, const auto& b) {
     Result<int> c = Compare(key_of(a), key_of(b));
     if (!c.ok()) {
       error = c.status();
@@ -242,7 +257,7 @@ Result<Value> Sort(const Value& v, const CallArgs& args) {
   const bool reverse = FlagArg(args, 0, "reverse", false);
   const Value* attribute = args.Get(2, "attribute");
   Status error = Status::Ok();
-  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+  StableSort(items, [&](const Value& a, const Value& b) {
     const Value ka = attribute != nullptr ? GetAttribute(a, attribute->ToString()) : a;
     const Value kb = attribute != nullptr ? GetAttribute(b, attribute->ToString()) : b;
     Result<int> c = Compare(ka, kb);

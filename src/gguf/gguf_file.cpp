@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 namespace valet {
@@ -222,8 +223,10 @@ class GgufFile::Parser {
     idx.resize(f_.metadata_.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
     const auto& md = f_.metadata_;
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](uint32_t a, uint32_t b) { return md[a].key < md[b].key; });
+    // Ties in file order (std::stable_sort's order, without its temporary
+    // buffer, which libstdc++ 12 takes from a deprecated function).
+    std::sort(idx.begin(), idx.end(),
+              [&](uint32_t a, uint32_t b) { return std::tie(md[a].key, a) < std::tie(md[b].key, b); });
     for (size_t i = 1; i < idx.size(); ++i) {
       if (md[idx[i - 1]].key == md[idx[i]].key) {
         return Fail(StatusCode::kCorrupt, "duplicate metadata key " + Quoted(md[idx[i]].key));
@@ -325,8 +328,8 @@ class GgufFile::Parser {
     const auto& ts = f_.tensors_;
     idx.resize(ts.size());
     for (size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<uint32_t>(i);
-    std::stable_sort(idx.begin(), idx.end(),
-                     [&](uint32_t a, uint32_t b) { return ts[a].name < ts[b].name; });
+    std::sort(idx.begin(), idx.end(),
+              [&](uint32_t a, uint32_t b) { return std::tie(ts[a].name, a) < std::tie(ts[b].name, b); });
     for (size_t i = 1; i < idx.size(); ++i) {
       if (ts[idx[i - 1]].name == ts[idx[i]].name) {
         return Fail(StatusCode::kCorrupt, "duplicate tensor name " + Quoted(ts[idx[i]].name));

@@ -176,8 +176,9 @@ Status Vocabulary::BuildIndexes() {
   }
   // Longest first so that a special text containing another one wins; ids break
   // ties to keep the order deterministic.
-  std::stable_sort(splitting_tokens_.begin(), splitting_tokens_.end(),
-                   [this](int32_t a, int32_t b) { return texts_[a].size() > texts_[b].size(); });
+  std::sort(splitting_tokens_.begin(), splitting_tokens_.end(), [this](int32_t a, int32_t b) {
+    return texts_[a].size() != texts_[b].size() ? texts_[a].size() > texts_[b].size() : a < b;
+  });
   return Status::Ok();
 }
 
