@@ -143,8 +143,8 @@ Status LlamaContext::Validate(std::span<const BatchItem> batch, int32_t* n_token
   int64_t tokens = 0, rows = 0;
   for (const BatchItem& item : batch) {
     if (item.seq == nullptr) return InvalidArgument("batch item without a sequence");
-    if (&item.seq->pool().layout() == nullptr || item.seq->pool().layout().n_layer != c.n_layer ||
-        item.seq->pool().layout().n_kv_head != c.n_head_kv || item.seq->pool().layout().head_dim != c.head_dim) {
+    const KvLayout& layout = item.seq->pool().layout();
+    if (layout.n_layer != c.n_layer || layout.n_kv_head != c.n_head_kv || layout.head_dim != c.head_dim) {
       return InvalidArgument("sequence belongs to a KV pool laid out for another model");
     }
     if (!seen.insert(item.seq).second) return InvalidArgument("a sequence appears twice in one batch");
