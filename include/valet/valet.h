@@ -320,7 +320,9 @@ valet_status valet_wait_idle(valet_scheduler* scheduler);
 /* The token ids valet_submit feeds for `text` as a raw prompt without a
  * system prompt: BOS where the vocabulary asks for it (not twice when the
  * text starts with the BOS text), special-token texts ("<|im_start|>")
- * parsed, as `valet tokenize` prints them. `text` is text_len bytes (NUL
+ * parsed. `valet tokenize` prints the same ids, but for a second BOS before
+ * a text that starts with one and an EOS where the vocabulary asks for it
+ * (as llama.cpp's tokenizer does). `text` is text_len bytes (NUL
  * bytes included; text_len at most VALET_MAX_TEXT_BYTES). *n_tokens is set to
  * the number of ids; when it exceeds n_tokens_max nothing is written and the
  * call returns VALET_OUT_OF_RANGE, so tokens = NULL, n_tokens_max = 0 asks

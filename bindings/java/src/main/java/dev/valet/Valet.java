@@ -242,6 +242,7 @@ public final class Valet implements AutoCloseable {
    * parsed), as {@link #submit} feeds them: what {@code valet tokenize} prints.
    */
   public int[] tokenize(String text) {
+    if (text == null) throw new NullPointerException("text is null");
     final byte[] bytes = utf8(text);
     return call(h -> NativeLib.tokenize(h, bytes));
   }
