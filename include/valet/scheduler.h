@@ -6,8 +6,10 @@
 // timers) set how much each tier may run, through a budget table.
 //
 // Scheduler is callable from any thread. One inference thread, owned by the
-// Scheduler, drives the engine; callbacks run on that thread and never under a
-// scheduler lock, so they may call Submit/Cancel/OnLifecycleEvent themselves.
+// Scheduler, drives the engine; callbacks run on that thread (or, for the
+// tasks Stop cancels, on the stopping thread) and never under a scheduler
+// lock, so they may call Submit/Cancel/OnLifecycleEvent themselves, though
+// not WaitIdle or Stop, which would wait for their own thread.
 #pragma once
 
 #include <array>
