@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The AArch64 part of the test suite: cross-builds the kernel and engine
-# tests with Debian's g++-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake)
-# and runs them under qemu-aarch64 as three CPUs, so every NEON kernel table
+# tests with clang-19 and lld-19 against Debian's g++-aarch64-linux-gnu
+# libraries (cmake/aarch64-linux-gnu-clang.cmake) and runs them under
+# qemu-aarch64 as three CPUs, so every NEON kernel table
 # runs against the scalar reference and the engine runs on each:
 #   cortex-a53   plain NEON (no dotprod, no i8mm)
 #   neoverse-n1  NEON + dotprod
@@ -16,15 +17,18 @@
 # multiarch libc6:arm64 installed, qemu's -L fallback would pair the sysroot's
 # ld.so with /lib/aarch64-linux-gnu's libc, a mismatch that spins forever in
 # the first pthread_create (it once looked like "engine tests are too slow
-# under emulation"). Without the cross compiler or qemu it skips with a
-# message, except in CI (CI=true), where a missing tool is an error.
+# under emulation"). Without clang-19, lld-19, the cross toolchain or qemu it
+# skips with a message, except in CI (CI=true), where a missing tool is an error.
 # Usage: scripts/test-aarch64.sh [BUILD_DIR]
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${1:-$VALET_ROOT/build-arm}"
 
 missing=()
-command -v aarch64-linux-gnu-g++ >/dev/null || missing+=(aarch64-linux-gnu-g++)
+command -v clang++-19 >/dev/null || missing+=(clang-19)
+command -v ld.lld-19 >/dev/null || missing+=(lld-19)
+# Clang's target libstdc++, glibc and crt files: the cross GCC's.
+[ -d /usr/aarch64-linux-gnu/include/c++ ] || missing+=(libstdc++-12-dev-arm64-cross)
 command -v qemu-aarch64 >/dev/null || missing+=(qemu-aarch64)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "${CI:-}" = "true" ]; then
@@ -42,7 +46,7 @@ golden_filter='*/stories260K*:*/synth_tiny*:GoldenFiles.*'
 sysroot=/usr/aarch64-linux-gnu
 
 cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$VALET_ROOT/cmake/aarch64-linux-gnu.cmake" \
+  -DCMAKE_TOOLCHAIN_FILE="$VALET_ROOT/cmake/aarch64-linux-gnu-clang.cmake" \
   -DVALET_ENGINE_ONLY=ON -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF >/dev/null
 cmake --build "$build" --target "${kernel_tests[@]}" "${engine_tests[@]}"
 
