@@ -51,11 +51,11 @@ const JavaRefs& Refs() { return g_refs; }
 bool Init(JavaVM* vm, JNIEnv* env) {
   g_vm = vm;
   if (!Cache(env, &g_refs.task, "dev/valet/Task")) return false;
-  g_refs.task_on_token = env->GetMethodID(g_refs.task, "onNativeToken", "(I[B)V");
+  g_refs.task_on_token = env->GetMethodID(g_refs.task, "onNativeToken", "(JI[B)V");
   if (env->ExceptionCheck()) return false;
-  g_refs.task_on_state = env->GetMethodID(g_refs.task, "onNativeState", "(I)V");
+  g_refs.task_on_state = env->GetMethodID(g_refs.task, "onNativeState", "(JI)V");
   if (env->ExceptionCheck()) return false;
-  g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(II[B[BI[D[I)V");
+  g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(JII[B[BI[D[I)V");
   if (env->ExceptionCheck()) return false;
   if (!Cache(env, &g_refs.log, "dev/valet/ValetLog")) return false;
   g_refs.log_from_native = env->GetStaticMethodID(g_refs.log, "fromNative", "(I[BLjava/lang/Throwable;)V");

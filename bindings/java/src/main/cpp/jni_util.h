@@ -25,9 +25,9 @@ inline constexpr int kLogError = 6;
 // Every name here is kept by android/consumer-rules.pro.
 struct JavaRefs {
   jclass task = nullptr;              // Task (global ref: keeps its method ids valid)
-  jmethodID task_on_token = nullptr;  // Task.onNativeToken(int, byte[])
-  jmethodID task_on_state = nullptr;  // Task.onNativeState(int)
-  jmethodID task_on_done = nullptr;   // Task.onNativeDone(int, int, byte[], byte[], int, double[], int[])
+  jmethodID task_on_token = nullptr;  // Task.onNativeToken(long, int, byte[])
+  jmethodID task_on_state = nullptr;  // Task.onNativeState(long, int)
+  jmethodID task_on_done = nullptr;   // Task.onNativeDone(long, int, int, byte[], byte[], int, double[], int[])
   jclass log = nullptr;               // ValetLog (global ref)
   jmethodID log_from_native = nullptr;  // static ValetLog.fromNative(int, byte[], Throwable)
   jclass exception = nullptr;         // ValetException (global ref)

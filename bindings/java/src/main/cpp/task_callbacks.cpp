@@ -20,7 +20,9 @@ std::atomic<int64_t> g_live_task_refs{0};
 // Room for what one callback creates: its arrays and a reported exception.
 constexpr jint kCallbackLocalRefs = 8;
 
-void OnToken(void* user, valet_task_id, int32_t token, const char* text) {
+// Every callback carries the task's id: it may run before valet_submit has
+// returned it to Java.
+void OnToken(void* user, valet_task_id id, int32_t token, const char* text) {
   JNIEnv* env = CallbackEnv();
   if (env == nullptr) return;
   const LocalFrame frame(env, kCallbackLocalRefs);
@@ -33,19 +35,20 @@ void OnToken(void* user, valet_task_id, int32_t token, const char* text) {
     ReportPending(env, "a token's delivery");
     return;
   }
-  env->CallVoidMethod(static_cast<jobject>(user), Refs().task_on_token, static_cast<jint>(token), bytes);
+  env->CallVoidMethod(static_cast<jobject>(user), Refs().task_on_token, static_cast<jlong>(id), static_cast<jint>(token),
+                      bytes);
   ReportPending(env, "Task.onNativeToken");
 }
 
-void OnState(void* user, valet_task_id, valet_task_state state) {
+void OnState(void* user, valet_task_id id, valet_task_state state) {
   JNIEnv* env = CallbackEnv();
   if (env == nullptr) return;
-  env->CallVoidMethod(static_cast<jobject>(user), Refs().task_on_state, static_cast<jint>(state));
+  env->CallVoidMethod(static_cast<jobject>(user), Refs().task_on_state, static_cast<jlong>(id), static_cast<jint>(state));
   ReportPending(env, "Task.onNativeState");
 }
 
 // The metrics as dev.valet.Task.onNativeDone reads them.
-void DeliverDone(JNIEnv* env, jobject task, const valet_task_result& r) {
+void DeliverDone(JNIEnv* env, jobject task, valet_task_id id, const valet_task_result& r) {
   const valet_task_metrics& m = r.metrics;
   const jdouble doubles[] = {m.ttft_seconds, m.tpot_seconds, m.e2e_seconds};
   const jint ints[] = {m.prompt_tokens,    m.cached_prompt_tokens, m.generated_tokens, m.parks,
@@ -63,17 +66,17 @@ void DeliverDone(JNIEnv* env, jobject task, const valet_task_result& r) {
   if (env->ExceptionCheck()) return;
   env->SetIntArrayRegion(i, 0, 10, ints);
   if (env->ExceptionCheck()) return;
-  env->CallVoidMethod(task, Refs().task_on_done, static_cast<jint>(r.state), static_cast<jint>(r.status), message,
-                      text, static_cast<jint>(r.n_tokens), d, i);
+  env->CallVoidMethod(task, Refs().task_on_done, static_cast<jlong>(id), static_cast<jint>(r.state),
+                      static_cast<jint>(r.status), message, text, static_cast<jint>(r.n_tokens), d, i);
 }
 
-void OnDone(void* user, valet_task_id, const valet_task_result* r) {
+void OnDone(void* user, valet_task_id id, const valet_task_result* r) {
   JNIEnv* env = CallbackEnv();
   if (env == nullptr) return;  // nothing to release into: the VM is gone
   auto task = static_cast<jobject>(user);
   {
     const LocalFrame frame(env, kCallbackLocalRefs);
-    if (frame.ok()) DeliverDone(env, task, *r);
+    if (frame.ok()) DeliverDone(env, task, id, *r);
     ReportPending(env, "a task's onDone");
   }
   env->DeleteGlobalRef(task);

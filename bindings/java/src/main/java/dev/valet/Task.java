@@ -24,7 +24,7 @@ public final class Task {
     this.listener = listener;
   }
 
-  /** The scheduler's id; callbacks may run before submit returns, so this waits for it. */
+  /** The scheduler's id; a call from another thread while submit runs waits for it. */
   public long id() {
     boolean interrupted = false;
     while (true) {
@@ -57,11 +57,12 @@ public final class Task {
     return valet == v;
   }
 
-  /** The id without waiting: -1 until submit has returned. */
+  /** The id without waiting: -1 until submit returns or a callback brings it. */
   long knownId() {
     return id;
   }
 
+  // By submit or by the first callback, which may run before submit returns.
   void setId(long value) {
     id = value;
     submitted.countDown();
@@ -69,15 +70,18 @@ public final class Task {
 
   // Called from native code (task_callbacks.cpp), on the scheduler's worker thread or, for the
   // tasks close() cancels, on the closing thread. A listener's exception is logged and dropped.
-  void onNativeToken(int token, byte[] utf8) {
+  void onNativeToken(long taskId, int token, byte[] utf8) {
+    setId(taskId);
     if (listener != null) deliver("onToken", () -> listener.onToken(this, token, new String(utf8, StandardCharsets.UTF_8)));
   }
 
-  void onNativeState(int state) {
+  void onNativeState(long taskId, int state) {
+    setId(taskId);
     if (listener != null) deliver("onState", () -> listener.onState(this, TaskState.of(state)));
   }
 
-  void onNativeDone(int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
+  void onNativeDone(long taskId, int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
+    setId(taskId);
     final TaskResult r =
         new TaskResult(
             TaskState.of(state),

@@ -96,7 +96,7 @@ class ConsumerRulesTest {
 
   @Test
   void descriptorsReadAsJavaTypes() {
-    assertEquals("int, int, byte[], byte[], int, double[], int[]", javaTypes("II[B[BI[D[I"));
+    assertEquals("long, int, int, byte[], byte[], int, double[], int[]", javaTypes("JII[B[BI[D[I"));
     assertEquals("int, byte[], java.lang.Throwable", javaTypes("I[BLjava/lang/Throwable;"));
   }
 }
