@@ -12,12 +12,13 @@ VALET_PACKAGES=(g++ cmake ninja-build pkg-config python3 unicode-data libzstd-de
 # clang 19 with lld and its sanitizer runtimes (the sanitizer, fuzzing and
 # aarch64 stages build with it); the aarch64 cross sysroot (Debian's cross
 # g++ and the target's libraries as arm64 packages) with qemu to run it;
-# Android's own jni.h, which the app-side library is compiled against; and
-# the JDK with JUnit 5 for the Java binding.
+# for the app-side library, the NDK's C++ library (libc++ 19; only its arm64
+# build, which cannot be installed beside an amd64 one) and Android's own
+# jni.h; and the JDK with JUnit 5 for the Java binding.
 VALET_TEST_PACKAGES=(libgtest-dev libbenchmark-dev
   clang-19 lld-19 libclang-rt-19-dev
   g++-aarch64-linux-gnu qemu-user libzstd-dev:arm64 liblz4-dev:arm64 libgtest-dev:arm64
-  android-libnativehelper-dev
+  libc++-19-dev:arm64 libc++abi-19-dev:arm64 android-libnativehelper-dev
   openjdk-17-jdk-headless junit5)
 
 # valet_apt_install PACKAGE...: installs those of PACKAGE... not installed yet.
