@@ -9,8 +9,9 @@ plugins {
 android {
     namespace = "dev.valet"
     compileSdk = 35
-    // r27 or newer: the toolchain file knows ANDROID_SUPPORT_FLEXIBLE_PAGE_SIZES.
-    ndkVersion = "27.2.12479018"
+    // r28: clang 19 and libc++ 19, what CI builds the library with
+    // (scripts/test-app-library.sh), and 16 KB pages by default.
+    ndkVersion = "28.0.13004108"
 
     defaultConfig {
         minSdk = 26
