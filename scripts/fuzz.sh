@@ -9,7 +9,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="$root/build-fuzz"
 mkdir -p "$build"
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_BUILD_FUZZ=ON \
   -DVALET_BUILD_TESTS=OFF -DVALET_BUILD_BENCH=OFF >"$build/cmake.log" 2>&1 ||
   { cat "$build/cmake.log"; exit 1; }
