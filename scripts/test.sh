@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the unit, golden and integration tests (Release),
-# the kernel and engine tests on aarch64 under qemu and on emulated AVX-512
-# CPUs under Bochs, the suite under ASan+UBSan and under TSan, and the GGUF
-# reader fuzzer for 60 seconds. VALET_TEST_QUICK=1 skips Bochs, the sanitizer
-# builds and the fuzzer.
+# Runs the whole test suite: the unit, golden and integration tests (Release,
+# GCC), the kernel and engine tests on aarch64 under qemu (clang), the library
+# an Android app ships built as the NDK would and checked (16 KB pages, JNI
+# version, dlopen under qemu), the kernel and engine tests on emulated
+# AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
+# and the GGUF reader fuzzer for 60 seconds. VALET_TEST_QUICK=1 skips Bochs,
+# the sanitizer builds and the fuzzer.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
@@ -21,6 +23,9 @@ ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
 
 stage "aarch64 cross build + tests under qemu"
 bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
+
+stage "app library: aarch64 with the NDK's toolchain, 16 KB pages, dlopen under qemu"
+bash "$VALET_ROOT/scripts/test-app-library.sh" "$VALET_ROOT/build-app-arm"
 
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   # The AVX-512 tables under Bochs (docs/testing-avx512.md): about 7 minutes,
