@@ -148,6 +148,8 @@ EOF
 xorriso -as mkisofs -quiet -o "$work/valet.iso" -b isolinux/isolinux.bin -c isolinux/boot.cat \
   -no-emul-boot -boot-load-size 4 -boot-info-table "$iso_dir" 2>/dev/null
 
+# sound: the dummy driver, since with no sound card Bochs 2.7's ALSA mixer
+# thread aborts ("buffer overflow detected").
 boot() {  # boot MODEL: runs the ISO in Bochs; the console goes to $work/MODEL/serial.log
   local model="$1" dir="$work/$1"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -162,6 +164,7 @@ com1: enabled=1, mode=file, dev=$dir/serial.log
 display_library: rfb, options="timeout=0"
 clock: sync=none, time0=local
 speaker: enabled=0
+sound: driver=dummy
 log: $dir/bochs.log
 panic: action=fatal
 error: action=ignore

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "chat/value_ops.h"
@@ -17,34 +18,62 @@ Status TooLarge(size_t max_bytes) {
   return OutOfRange("a value grew past the render limit of " + std::to_string(max_bytes) + " bytes");
 }
 
-Result<Value> Arithmetic(std::string_view op, const Value& a, const Value& b) {
-  const bool ints = a.is_int() && b.is_int();
-  const double x = a.AsDouble(), y = b.AsDouble();
-  if (op == "+") return ints ? Value::Int(a.AsInt() + b.AsInt()) : Value::Float(x + y);
-  if (op == "-") return ints ? Value::Int(a.AsInt() - b.AsInt()) : Value::Float(x - y);
-  if (op == "*") return ints ? Value::Int(a.AsInt() * b.AsInt()) : Value::Float(x * y);
-  if (op == "/") {
-    if (y == 0) return InvalidArgument("division by zero");
-    return Value::Float(x / y);
+// Python's ints never overflow; a template's arithmetic that leaves int64 is
+// refused rather than wrapped (or undefined, as signed overflow is in C++).
+Status IntOverflow(std::string_view op) {
+  return OutOfRange("integer overflow in '" + std::string(op) + "'");
+}
+
+// Exponentiation by squaring; exact where std::pow's double is not (past 2^53).
+Result<int64_t> IntPower(int64_t base, int64_t exp) {
+  int64_t result = 1;
+  while (exp > 0) {
+    if ((exp & 1) != 0 && __builtin_mul_overflow(result, base, &result)) return IntOverflow("**");
+    exp >>= 1;
+    if (exp > 0 && __builtin_mul_overflow(base, base, &base)) return IntOverflow("**");
   }
+  return result;
+}
+
+Result<Value> IntArithmetic(std::string_view op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (op == "+") return __builtin_add_overflow(a, b, &r) ? Result<Value>(IntOverflow(op)) : Value::Int(r);
+  if (op == "-") return __builtin_sub_overflow(a, b, &r) ? Result<Value>(IntOverflow(op)) : Value::Int(r);
+  if (op == "*") return __builtin_mul_overflow(a, b, &r) ? Result<Value>(IntOverflow(op)) : Value::Int(r);
   if (op == "//" || op == "%") {
-    if (y == 0) return InvalidArgument("division by zero");
-    if (ints) {
-      // Python rounds the quotient toward negative infinity.
-      int64_t q = a.AsInt() / b.AsInt(), r = a.AsInt() % b.AsInt();
-      if (r != 0 && ((r < 0) != (b.AsInt() < 0))) {
-        --q;
-        r += b.AsInt();
-      }
-      return Value::Int(op == "//" ? q : r);
+    if (b == 0) return InvalidArgument("division by zero");
+    if (a == INT64_MIN && b == -1) return op == "%" ? Value::Int(0) : Result<Value>(IntOverflow(op));
+    // Python rounds the quotient toward negative infinity.
+    int64_t q = a / b, m = a % b;
+    if (m != 0 && ((m < 0) != (b < 0))) {
+      --q;
+      m += b;
     }
+    return Value::Int(op == "//" ? q : m);
+  }
+  if (op == "**" && b >= 0) {
+    VALET_ASSIGN_OR_RETURN(int64_t p, IntPower(a, b));
+    return Value::Int(p);
+  }
+  return OperandError(op, Value::Int(a), Value::Int(b));
+}
+
+Result<Value> Arithmetic(std::string_view op, const Value& a, const Value& b) {
+  // Python's int operators stay ints, but for '/' and a negative power.
+  if (a.is_int() && b.is_int() && op != "/" && !(op == "**" && b.AsInt() < 0)) {
+    return IntArithmetic(op, a.AsInt(), b.AsInt());
+  }
+  const double x = a.AsDouble(), y = b.AsDouble();
+  if (op == "+") return Value::Float(x + y);
+  if (op == "-") return Value::Float(x - y);
+  if (op == "*") return Value::Float(x * y);
+  if (op == "/" || op == "//" || op == "%") {
+    if (y == 0) return InvalidArgument("division by zero");
+    if (op == "/") return Value::Float(x / y);
     const double q = std::floor(x / y);
     return Value::Float(op == "//" ? q : x - q * y);
   }
-  if (op == "**") {
-    if (ints && b.AsInt() >= 0) return Value::Int(static_cast<int64_t>(std::pow(x, y)));
-    return Value::Float(std::pow(x, y));
-  }
+  if (op == "**") return Value::Float(std::pow(x, y));
   return OperandError(op, a, b);
 }
 
@@ -108,7 +137,9 @@ Result<Value> ApplyUnary(std::string_view op, const Value& v) {
   if (op == "not") return Value::Bool(!v.Truthy());
   if (!v.is_number()) return InvalidArgument("cannot apply unary '" + std::string(op) + "' to a " + v.KindName());
   if (op == "+") return v;
-  return v.is_int() ? Value::Int(-v.AsInt()) : Value::Float(-v.AsDouble());
+  if (!v.is_int()) return Value::Float(-v.AsDouble());
+  if (v.AsInt() == INT64_MIN) return IntOverflow(op);
+  return Value::Int(-v.AsInt());
 }
 
 }  // namespace valet::chat

@@ -129,6 +129,19 @@ TEST(JinjaExpressions, OperatorsAndLiterals) {
             "bc cba 3 é");
 }
 
+TEST(JinjaExpressions, IntegerArithmeticIsExactOrRefused) {
+  // Python's ints are exact: powers past 2^53 too, and the floor rules hold at int64's ends.
+  EXPECT_EQ(Render("{{ 3 ** 39 }} {{ (-2) ** 63 }} {{ 2 ** -1 }} {{ -9223372036854775807 - 1 }}"),
+            "4052555153018976267 -9223372036854775808 0.5 -9223372036854775808");
+  EXPECT_EQ(Render("{{ (-9223372036854775807 - 1) % -1 }} {{ 7 % -3 }} {{ -7 // -2 }}"), "0 -2 3");
+  // Beyond int64 a template's arithmetic is an error, never a wrapped or undefined value.
+  for (const char* overflow : {"{{ 2 ** 63 }}", "{{ 9223372036854775807 + 1 }}", "{{ -9223372036854775807 - 2 }}",
+                               "{{ 4294967296 * 4294967296 }}", "{{ (-9223372036854775807 - 1) // -1 }}",
+                               "{{ -(-9223372036854775807 - 1) }}", "{{ 10 ** 10 ** 10 }}"}) {
+    EXPECT_NE(ErrorOf(overflow).find("integer overflow"), std::string::npos) << overflow;
+  }
+}
+
 TEST(JinjaExpressions, UndefinedIsLenientLikeJinja) {
   EXPECT_EQ(Render("[{{ missing }}][{{ missing.attr }}]{{ missing is defined }}{{ missing is undefined }}"),
             "[][]falsetrue");
