@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Builds the GGUF libFuzzer target in build-fuzz/ and runs it for N seconds
-# (default 60). Exits non-zero when the fuzzer finds a crash; the input is
-# left in build-fuzz/fuzz-artifacts/.
+# Builds the libFuzzer targets in build-fuzz/ and runs each for N seconds
+# (default 60): the GGUF reader (model files) and the chat-template engine
+# (the templates models carry), the two parsers of untrusted files. Exits
+# non-zero when a fuzzer finds a crash; the input is left in
+# build-fuzz/fuzz-artifacts/.
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -13,15 +15,25 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_CO
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_BUILD_FUZZ=ON \
   -DVALET_BUILD_TESTS=OFF -DVALET_BUILD_BENCH=OFF >"$build/cmake.log" 2>&1 ||
   { cat "$build/cmake.log"; exit 1; }
-ninja -C "$build" gguf_fuzz make_gguf_seeds
+ninja -C "$build" gguf_fuzz chat_template_fuzz make_gguf_seeds
 
 seeds="$root/fuzz/corpus"       # regenerated each run, ignored by git
-work="$build/fuzz-corpus"       # inputs the fuzzer found interesting
 artifacts="$build/fuzz-artifacts"
-mkdir -p "$seeds" "$work" "$artifacts"
+mkdir -p "$seeds" "$build/gguf-corpus" "$build/template-corpus" "$artifacts"
 "$build/fuzz/make_gguf_seeds" "$seeds"
 
+echo "== GGUF reader, ${seconds} s"
 "$build/fuzz/gguf_fuzz" \
   -max_len=65536 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -dict="$root/fuzz/gguf.dict" -artifact_prefix="$artifacts/" -print_final_stats=1 \
-  "$work" "$seeds"
+  "$build/gguf-corpus" "$seeds"
+
+# Real templates seed it when ../shared is here; the fuzzer starts from
+# nothing otherwise.
+template_seeds=()
+[ -d "$root/../shared/chat-templates" ] && template_seeds=("$root/../shared/chat-templates")
+echo "== chat templates, ${seconds} s"
+"$build/fuzz/chat_template_fuzz" \
+  -max_len=20000 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1 \
+  "$build/template-corpus" "${template_seeds[@]}"
