@@ -4,8 +4,8 @@
 # an Android app ships built as the NDK would and checked (16 KB pages, JNI
 # version, dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
-# and the GGUF reader and chat-template fuzzers for 60 seconds each. VALET_TEST_QUICK=1 skips Bochs,
-# the sanitizer builds and the fuzzer.
+# and the GGUF reader and chat-template fuzzers for 60 seconds each.
+# VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds and the fuzzers.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
