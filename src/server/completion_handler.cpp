@@ -1,54 +1,16 @@
 #include "server/completion_handler.h"
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
 
-#include "server/connection_watch.h"
 #include "server/http_reply.h"
 #include "server/openai_response.h"
-#include "server/task_channel.h"
+#include "server/utf8_assembler.h"
 
 namespace valet {
 
 namespace {
-
-// One accepted request and everything its reply needs.
-struct Job {
-  std::shared_ptr<ServerContext> ctx;
-  std::shared_ptr<TaskChannel> channel;
-  TaskId id = 0;
-  ResponseMeta meta;
-  bool include_usage = false;
-  std::optional<ConnectionWatch> watch;
-};
-
-TaskCallbacks MakeCallbacks(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<TaskChannel>& channel) {
-  TaskCallbacks cb;
-  cb.on_token = [ctx, channel](TaskId id, int32_t, std::string_view text) {
-    ctx->tasks.AddToken(id);
-    channel->OnToken(text);
-  };
-  cb.on_state = [ctx](TaskId id, TaskState state) { ctx->tasks.SetState(id, state); };
-  cb.on_done = [ctx, channel](TaskId id, const TaskResult& result) {
-    ctx->tasks.SetState(id, result.state);
-    ctx->metrics.ObserveFinished(result);
-    channel->OnDone(result);
-  };
-  return cb;
-}
-
-bool ShouldAbandon(const Job& job) {
-  return job.ctx->stopping.load(std::memory_order_relaxed) || (job.watch && job.watch->PeerClosed());
-}
-
-// The app (here: the server on behalf of its client) cancels; the scheduler never does.
-void Abandon(const Job& job) {
-  // The task may have finished meanwhile; then there is nothing to cancel.
-  (void)job.ctx->scheduler.Cancel(job.id).ok();
-  if (!job.ctx->stopping.load(std::memory_order_relaxed)) job.ctx->metrics.CountDisconnect();
-}
 
 ApiError Cancelled() {
   ApiError e;
@@ -59,136 +21,156 @@ ApiError Cancelled() {
   return e;
 }
 
+ApiError Stopping() {
+  ApiError e = Cancelled();
+  e.message = "the server is stopping";
+  e.code = "server_stopping";
+  return e;
+}
+
 ApiError ErrorFromResult(const TaskResult& result) {
   return result.state == TaskState::kFailed ? ErrorFromStatus(result.status) : Cancelled();
 }
 
-// Submits the request unless its tier is at its task limit (then 429).
-std::optional<Job> Submit(const std::shared_ptr<ServerContext>& ctx, CompletionRequest request,
-                          httplib::Response& res) {
-  Job job;
-  job.ctx = ctx;
-  job.channel = std::make_shared<TaskChannel>();
-  job.include_usage = request.include_usage;
+// One accepted request's reply, written by its task's callbacks. The
+// scheduler runs a task's callbacks one at a time, so the state needs no lock.
+class CompletionReply {
+ public:
+  CompletionReply(std::shared_ptr<ServerContext> ctx, std::shared_ptr<http::HttpExchange> exchange,
+                  const CompletionRequest& request)
+      : ctx_(std::move(ctx)),
+        exchange_(std::move(exchange)),
+        endpoint_(request.endpoint),
+        model_(request.model.empty() ? ctx_->options.model_name : request.model),
+        stream_(request.stream),
+        include_usage_(request.include_usage) {}
+
+  void OnToken(TaskId id, std::string_view text) {
+    ctx_->tasks.AddToken(id);
+    if (!stream_) return;
+    Start(id);
+    Emit(utf8_.Push(text));
+  }
+
+  void OnDone(TaskId id, const TaskResult& result) {
+    ctx_->tasks.SetState(id, result.state);
+    ctx_->metrics.ObserveFinished(result);
+    const bool ok = result.state == TaskState::kDone;
+    if (!started_ && !ok) return exchange_->Reply(ErrorReply(*ctx_, ErrorFromResult(result)));
+    if (!stream_) return exchange_->Reply(JsonReply(200, CompletionBody(Meta(id), result)));
+    Start(id);
+    Emit(utf8_.Flush());
+    exchange_->Write(StreamEnd(result));
+    exchange_->EndStream();
+  }
+
+ private:
+  const ResponseMeta& Meta(TaskId id) {
+    if (meta_.id.empty()) meta_ = MakeResponseMeta(endpoint_, id, model_);
+    return meta_;
+  }
+
+  // The stream's head, and for a chat the first chunk carrying the role.
+  void Start(TaskId id) {
+    if (started_) return;
+    started_ = true;
+    Meta(id);
+    exchange_->BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    if (endpoint_ == Endpoint::kChatCompletions) EmitChunk("", /*first=*/true);
+  }
+
+  void Emit(const std::string& text) {
+    if (!text.empty()) EmitChunk(text, /*first=*/false);
+  }
+
+  void EmitChunk(std::string_view text, bool first) {
+    ChunkOptions o;
+    o.first = first;
+    o.usage_null = include_usage_;
+    exchange_->Write(StreamChunk(meta_, text, o));
+  }
+
+  // The events that end a stream: the last chunk and usage, or the error; [DONE].
+  std::string StreamEnd(const TaskResult& result) const {
+    std::string out;
+    if (result.state != TaskState::kDone) {
+      out += StreamError(ErrorFromResult(result).ToJson());
+    } else {
+      ChunkOptions o;
+      o.finish_reason = FinishReason(result.stop_reason);
+      o.usage_null = include_usage_;
+      out += StreamChunk(meta_, "", o);
+      if (include_usage_) out += UsageChunk(meta_, result.metrics);
+    }
+    out += kStreamDone;
+    return out;
+  }
+
+  const std::shared_ptr<ServerContext> ctx_;
+  const std::shared_ptr<http::HttpExchange> exchange_;
+  const Endpoint endpoint_;
+  const std::string model_;
+  const bool stream_;
+  const bool include_usage_;
+  ResponseMeta meta_;
+  Utf8Assembler utf8_;
+  bool started_ = false;
+};
+
+TaskCallbacks MakeCallbacks(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<CompletionReply>& reply) {
+  TaskCallbacks cb;
+  cb.on_token = [reply](TaskId id, int32_t, std::string_view text) { reply->OnToken(id, text); };
+  cb.on_state = [ctx](TaskId id, TaskState state) { ctx->tasks.SetState(id, state); };
+  cb.on_done = [reply](TaskId id, const TaskResult& result) { reply->OnDone(id, result); };
+  return cb;
+}
+
+ApiError QueueFull(Tier tier, int limit) {
+  ApiError e;
+  e.http_status = 429;
+  e.type = "rate_limit_error";
+  e.code = "queue_full";
+  e.message = std::string("tier ") + TierApiName(tier) + " already has " + std::to_string(limit) +
+              " unfinished tasks; retry later";
+  return e;
+}
+
+// Submits unless the tier is at its task limit (429) or the client has left.
+void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<http::HttpExchange>& exchange,
+            CompletionRequest request) {
+  if (exchange->client_gone()) return;
+  if (ctx->stopping.load()) return exchange->Reply(ErrorReply(*ctx, Stopping()));
   const Tier tier = request.task.tier;
-  request.task.callbacks = MakeCallbacks(ctx, job.channel);
+  const std::string endpoint = EndpointName(request.endpoint);
+  request.task.callbacks = MakeCallbacks(ctx, std::make_shared<CompletionReply>(ctx, exchange, request));
   Result<TaskId> id = Internal("not submitted");
   const int limit = ctx->options.max_tasks_per_tier[static_cast<size_t>(tier)];
   auto submit = [&] { return ctx->scheduler.Submit(std::move(request.task)); };
-  if (!ctx->tasks.SubmitIfRoom(tier, limit, EndpointName(request.endpoint), submit, &id)) {
-    ApiError e;
-    e.http_status = 429;
-    e.type = "rate_limit_error";
-    e.code = "queue_full";
-    e.message = std::string("tier ") + TierApiName(tier) + " already has " + std::to_string(limit) +
-                " unfinished tasks; retry later";
-    res.set_header("Retry-After", std::to_string(ctx->options.retry_after_seconds));
-    SendError(*ctx, res, e);
-    return std::nullopt;
+  if (!ctx->tasks.SubmitIfRoom(tier, limit, endpoint, submit, &id)) {
+    http::HttpResponse reply = ErrorReply(*ctx, QueueFull(tier, limit));
+    reply.headers.emplace_back("Retry-After", std::to_string(ctx->options.retry_after_seconds));
+    return exchange->Reply(std::move(reply));
   }
-  if (!id.ok()) {
-    SendError(*ctx, res, ErrorFromStatus(id.status()));
-    return std::nullopt;
-  }
-  job.id = *id;
-  job.meta = MakeResponseMeta(request.endpoint, *id, request.model.empty() ? ctx->options.model_name : request.model);
-  return job;
-}
-
-// Waits for the first token or the end; false when the request was abandoned.
-bool WaitStarted(const Job& job) {
-  while (!job.channel->WaitStarted(job.ctx->options.probe_interval)) {
-    if (ShouldAbandon(job)) {
-      Abandon(job);
-      return false;
-    }
-  }
-  return true;
-}
-
-void ReplyWhole(const Job& job, httplib::Response& res) {
-  while (!job.channel->Take(job.ctx->options.probe_interval).done) {
-    if (ShouldAbandon(job)) {
-      Abandon(job);
-      return SendError(*job.ctx, res, Cancelled());
-    }
-  }
-  const TaskResult& result = job.channel->result();
-  if (result.state != TaskState::kDone) return SendError(*job.ctx, res, ErrorFromResult(result));
-  SendJson(res, 200, CompletionBody(job.meta, result));
-}
-
-struct Stream {
-  Job job;
-  bool first = true;
-};
-
-// The events for the end of a stream: the last chunk, usage, [DONE].
-std::string StreamEnd(const Stream& s) {
-  const TaskResult& result = s.job.channel->result();
-  std::string out;
-  if (result.state != TaskState::kDone) {
-    out += StreamError(ErrorFromResult(result).ToJson());
-  } else {
-    ChunkOptions o;
-    o.finish_reason = FinishReason(result.stop_reason);
-    o.usage_null = s.job.include_usage;
-    out += StreamChunk(s.job.meta, "", o);
-    if (s.job.include_usage) out += UsageChunk(s.job.meta, result.metrics);
-  }
-  out += kStreamDone;
-  return out;
-}
-
-// One round of the chunked content provider: send what the task produced.
-bool StreamRound(Stream& s, httplib::DataSink& sink) {
-  TaskChannel::Update u = s.job.channel->Take(s.job.ctx->options.probe_interval);
-  std::string out;
-  const bool chat = s.job.meta.endpoint == Endpoint::kChatCompletions;
-  if (!u.text.empty() || (s.first && chat)) {
-    ChunkOptions o;
-    o.first = s.first;
-    o.usage_null = s.job.include_usage;
-    out += StreamChunk(s.job.meta, u.text, o);
-    s.first = false;
-  }
-  if (u.done) out += StreamEnd(s);
-  const bool gone = out.empty() ? ShouldAbandon(s.job) : !sink.write(out.data(), out.size());
-  if (gone) {
-    Abandon(s.job);
-    return false;
-  }
-  if (u.done) sink.done();
-  return true;
-}
-
-void ReplyStream(Job job, httplib::Response& res) {
-  auto stream = std::make_shared<Stream>();
-  stream->job = std::move(job);
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider("text/event-stream",
-                                   [stream](size_t, httplib::DataSink& sink) { return StreamRound(*stream, sink); });
+  if (!id.ok()) return exchange->Reply(ErrorReply(*ctx, ErrorFromStatus(id.status())));
+  // The app (here: the server on behalf of its client) cancels; the scheduler never does.
+  exchange->OnClientGone([ctx, task = *id] {
+    (void)ctx->scheduler.Cancel(task).ok();  // it may have finished meanwhile
+    if (!ctx->stopping.load()) ctx->metrics.CountDisconnect();
+  });
 }
 
 }  // namespace
 
-void HandleCompletion(const std::shared_ptr<ServerContext>& ctx, Endpoint endpoint, const httplib::Request& req,
-                      httplib::Response& res) {
-  ParsedCompletion parsed =
-      ParseCompletionRequest(endpoint, req.body, req.get_header_value("X-Valet-Tier"), ctx->options.defaults);
-  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return SendError(*ctx, res, *e);
-  CompletionRequest& request = std::get<CompletionRequest>(parsed);
-  const bool stream = request.stream;
-  std::optional<Job> job = Submit(ctx, std::move(request), res);
-  if (!job) return;
-  job->watch = ConnectionWatch::Find(req.local_port, req.remote_addr, req.remote_port);
-  if (!WaitStarted(*job)) return SendError(*ctx, res, Cancelled());
-  // Failed before its first token: a plain error reply, streamed or not.
-  if (job->channel->done() && job->channel->result().state != TaskState::kDone) {
-    return SendError(*ctx, res, ErrorFromResult(job->channel->result()));
+void HandleCompletion(const std::shared_ptr<ServerContext>& ctx, Endpoint endpoint,
+                      const std::shared_ptr<http::HttpExchange>& exchange, WorkQueue& workers) {
+  const http::HttpRequest& req = exchange->request();
+  ParsedCompletion parsed = ParseCompletionRequest(endpoint, req.body, req.Header("x-valet-tier"), ctx->options.defaults);
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return exchange->Reply(ErrorReply(*ctx, *e));
+  auto request = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
+  const int priority = 1 + static_cast<int>(request->task.tier);  // after every parse (priority 0)
+  if (!workers.Post(priority, [ctx, exchange, request] { Submit(ctx, exchange, std::move(*request)); })) {
+    exchange->Reply(ErrorReply(*ctx, Stopping()));
   }
-  if (stream) return ReplyStream(std::move(*job), res);
-  ReplyWhole(*job, res);
 }
 
 }  // namespace valet

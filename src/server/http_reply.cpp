@@ -2,14 +2,16 @@
 
 namespace valet {
 
-void SendJson(httplib::Response& res, int status, const std::string& json) {
-  res.status = status;
-  res.set_content(json, "application/json");
+http::HttpResponse JsonReply(int status, std::string json) {
+  http::HttpResponse r;
+  r.status = status;
+  r.body = std::move(json);
+  return r;
 }
 
-void SendError(ServerContext& ctx, httplib::Response& res, const ApiError& error) {
+http::HttpResponse ErrorReply(ServerContext& ctx, const ApiError& error) {
   ctx.metrics.CountHttpError(error.http_status);
-  SendJson(res, error.http_status, error.ToJson());
+  return JsonReply(error.http_status, error.ToJson());
 }
 
 }  // namespace valet

@@ -1,17 +1,16 @@
-// Writing JSON and error replies into httplib responses.
+// JSON and error replies in the transport's HttpResponse.
 #pragma once
-
-#include <httplib.h>
 
 #include <string>
 
 #include "server/api_error.h"
+#include "server/http/http_message.h"
 #include "server/server_context.h"
 
 namespace valet {
 
-void SendJson(httplib::Response& res, int status, const std::string& json);
-// Sets the status and the OpenAI-style body, and counts it in /metrics.
-void SendError(ServerContext& ctx, httplib::Response& res, const ApiError& error);
+http::HttpResponse JsonReply(int status, std::string json);
+// The OpenAI-style error body, counted in /metrics.
+http::HttpResponse ErrorReply(ServerContext& ctx, const ApiError& error);
 
 }  // namespace valet

@@ -26,10 +26,21 @@ struct ServerOptions {
   // Unfinished tasks a tier may have; more get 429 with Retry-After.
   std::array<int, kNumTiers> max_tasks_per_tier = {16, 16, 64, 256};
   int retry_after_seconds = 1;
-  int http_threads = 32;  // concurrent connections served; each streaming request holds one
   CompletionDefaults defaults;
-  // How often a waiting request checks that its client is still connected.
-  std::chrono::milliseconds probe_interval{50};
+  // Threads that parse, render and tokenize requests (a waiting or streaming
+  // request holds none); /health, /metrics, /v1/lifecycle, /v1/tasks and
+  // /v1/models have one more of their own.
+  int request_threads = 2;
+  int listen_backlog = 512;
+  size_t max_connections = 1024;  // open at once; more get 503
+  // A request must arrive whole within read_timeout of its first byte (408
+  // otherwise); a keep-alive connection idle for idle_timeout is closed; a
+  // client that takes no output for write_timeout is dropped.
+  std::chrono::milliseconds read_timeout{10'000};
+  std::chrono::milliseconds idle_timeout{60'000};
+  std::chrono::milliseconds write_timeout{30'000};
+  // Stop(): how long cancelled streams get to send their last events.
+  std::chrono::milliseconds stop_grace{10'000};
 };
 
 struct ServerContext {

@@ -54,13 +54,13 @@ json TaskJson(const ServerContext& ctx, const TaskEntry& e) {
 
 }  // namespace
 
-void HandleLifecycle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& req) {
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   auto event = body.is_object() ? body.find("event") : body.end();
   const bool named = body.is_object() && event != body.end() && event->is_string();
   std::optional<LifecycleEvent> e = named ? EventFromName(event->get<std::string>()) : std::nullopt;
   if (!e) {
-    return SendError(ctx, res,
+    return ErrorReply(ctx,
                      BadRequest("expected {\"event\": one of ON_CREATE, ON_START, ON_RESUME, ON_PAUSE, ON_STOP, "
                                 "ON_DESTROY}",
                                 "event", "invalid_value"));
@@ -72,51 +72,52 @@ void HandleLifecycle(ServerContext& ctx, const httplib::Request& req, httplib::R
     ctx.metrics.CountHttpError(409);
     json reply = error.Body();
     reply["state"] = state;
-    return SendJson(res, 409, Dump(reply));
+    return JsonReply(409, Dump(reply));
   }
-  SendJson(res, 200,
+  return JsonReply(200,
            Dump({{"event", LifecycleEventName(*e)}, {"state", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
 }
 
-void HandleTasks(ServerContext& ctx, httplib::Response& res) {
+http::HttpResponse HandleTasks(ServerContext& ctx) {
   json data = json::array();
   for (const TaskEntry& e : ctx.tasks.Entries()) data.push_back(TaskJson(ctx, e));
-  SendJson(res, 200, Dump({{"object", "list"}, {"data", std::move(data)}}));
+  return JsonReply(200, Dump({{"object", "list"}, {"data", std::move(data)}}));
 }
 
-void HandleModels(ServerContext& ctx, httplib::Response& res) {
+http::HttpResponse HandleModels(ServerContext& ctx) {
   json model = {{"id", ctx.options.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "valet"},
                 {"context_length", ctx.vocab.context_length()}};
-  SendJson(res, 200, Dump({{"object", "list"}, {"data", json::array({std::move(model)})}}));
+  return JsonReply(200, Dump({{"object", "list"}, {"data", json::array({std::move(model)})}}));
 }
 
-void HandleHealth(ServerContext& ctx, httplib::Response& res) {
-  SendJson(res, 200, Dump({{"status", "ok"}, {"lifecycle", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
+http::HttpResponse HandleHealth(ServerContext& ctx) {
+  return JsonReply(200, Dump({{"status", "ok"}, {"lifecycle", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
 }
 
-void HandleMetrics(ServerContext& ctx, httplib::Response& res) {
+http::HttpResponse HandleMetrics(ServerContext& ctx) {
   MetricsInputs in;
   in.stats = ctx.scheduler.Stats();
   in.lifecycle = ctx.scheduler.lifecycle_state();
   const TaskState states[] = {TaskState::kQueued, TaskState::kPrefilling, TaskState::kParked, TaskState::kDecoding};
   for (size_t i = 0; i < std::size(states); ++i) in.unfinished_by_state[i] = ctx.tasks.CountByTier(states[i]);
-  res.status = 200;
-  res.set_content(ctx.metrics.Render(in), "text/plain; version=0.0.4; charset=utf-8");
+  http::HttpResponse r = JsonReply(200, ctx.metrics.Render(in));
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
 }
 
-void HandleTokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+http::HttpResponse HandleTokenize(ServerContext& ctx, const http::HttpRequest& req) {
   const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
   auto content = body.is_object() ? body.find("content") : body.end();
   if (!body.is_object() || content == body.end() || !content->is_string()) {
-    return SendError(ctx, res, BadRequest("expected {\"content\": string, \"add_special\": boolean}", "content",
+    return ErrorReply(ctx, BadRequest("expected {\"content\": string, \"add_special\": boolean}", "content",
                                           "invalid_type"));
   }
   auto add_special = body.find("add_special");
   if (add_special != body.end() && !add_special->is_boolean()) {
-    return SendError(ctx, res, BadRequest("'add_special' must be a boolean", "add_special", "invalid_type"));
+    return ErrorReply(ctx, BadRequest("'add_special' must be a boolean", "add_special", "invalid_type"));
   }
   const bool bos = add_special != body.end() && add_special->get<bool>();
-  SendJson(res, 200, Dump({{"tokens", ctx.vocab.Tokenize(content->get_ref<const std::string&>(), bos)}}));
+  return JsonReply(200, Dump({{"tokens", ctx.vocab.Tokenize(content->get_ref<const std::string&>(), bos)}}));
 }
 
 }  // namespace valet

@@ -2,22 +2,21 @@
 // Prometheus metrics and tokenization.
 #pragma once
 
-#include <httplib.h>
-
+#include "server/http/http_message.h"
 #include "server/server_context.h"
 
 namespace valet {
 
 // POST /v1/lifecycle {"event": "ON_STOP"} -> {"state": "CREATED"}; an event
 // out of order is 409 with the current state.
-void HandleLifecycle(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& req);
 // GET /v1/tasks: the server's tasks (unfinished, then the last finished ones).
-void HandleTasks(ServerContext& ctx, httplib::Response& res);
-void HandleModels(ServerContext& ctx, httplib::Response& res);
-void HandleHealth(ServerContext& ctx, httplib::Response& res);
-void HandleMetrics(ServerContext& ctx, httplib::Response& res);
+http::HttpResponse HandleTasks(ServerContext& ctx);
+http::HttpResponse HandleModels(ServerContext& ctx);
+http::HttpResponse HandleHealth(ServerContext& ctx);
+http::HttpResponse HandleMetrics(ServerContext& ctx);
 // POST /tokenize {"content": "...", "add_special": false} -> {"tokens": [...]},
 // as llama-server has it, so a client can size texts in the model's tokens.
-void HandleTokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res);
+http::HttpResponse HandleTokenize(ServerContext& ctx, const http::HttpRequest& req);
 
 }  // namespace valet

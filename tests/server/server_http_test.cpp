@@ -314,24 +314,27 @@ TEST_F(ServerHttpTest, TokenizeAnswersAsLlamaServerDoes) {
 }
 
 // Connects, sends a request and closes at once, without reading a reply.
-void SendAndHangUp(int port, const std::string& path, const std::string& body) {
+// Sends a request on a raw socket, left open for the caller to close.
+int SendRaw(int port, const std::string& path, const std::string& body) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  EXPECT_GE(fd, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
   const std::string req = "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
-  close(fd);
+  EXPECT_EQ(send(fd, req.data(), req.size(), 0), static_cast<ssize_t>(req.size()));
+  return fd;
 }
 
 TEST_F(ServerHttpTest, ClientThatLeavesWhileQueuedCancelsItsTask) {
   StartServer();
   gate_.Close();
-  SendAndHangUp(server_->port(), "/v1/chat/completions", ChatBody("bye", 50, 1).dump());
+  const int fd = SendRaw(server_->port(), "/v1/chat/completions", ChatBody("bye", 50, 1).dump());
+  WaitTasks([](const json& t) { return t.size() == 1; });
+  close(fd);
   // The task's first step is held in the engine; the cancel applies after it.
   WaitMetric("valet_client_disconnects_total", 1.0);
   gate_.Open();

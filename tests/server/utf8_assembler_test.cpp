@@ -5,7 +5,6 @@
 #include <chrono>
 #include <string>
 
-#include "server/task_channel.h"
 
 namespace valet {
 namespace {
@@ -84,29 +83,6 @@ TEST(Utf8AssemblerTest, CompletePrefixLength) {
   EXPECT_EQ(CompleteUtf8Prefix("\xE2\x82"), 0u);
   EXPECT_EQ(CompleteUtf8Prefix("\xF0\x9F\x98"), 0u);
   EXPECT_EQ(CompleteUtf8Prefix("\xF0\x9F\x98\x80"), 4u);
-}
-
-// The path the server streams through: one byte per token, a Take after
-// each, as a slow client would see it.
-TEST(TaskChannelTest, TakesNeverEndInsideACharacter) {
-  TaskChannel channel;
-  std::string joined;
-  for (char c : kText) {
-    channel.OnToken(std::string_view(&c, 1));
-    const TaskChannel::Update u = channel.Take(std::chrono::milliseconds(0));
-    EXPECT_TRUE(ValidUtf8(u.text));
-    EXPECT_TRUE(u.started);
-    EXPECT_FALSE(u.done);
-    joined += u.text;
-  }
-  TaskResult result;
-  result.text = kText;
-  channel.OnDone(result);
-  const TaskChannel::Update last = channel.Take(std::chrono::milliseconds(0));
-  EXPECT_TRUE(last.done);
-  EXPECT_TRUE(channel.done());
-  EXPECT_EQ(joined + last.text, kText);
-  EXPECT_EQ(channel.result().text, kText);
 }
 
 }  // namespace
