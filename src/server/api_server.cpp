@@ -71,10 +71,10 @@ Status ApiServer::Start() {
 
 void ApiServer::Stop() {
   if (ctx_->stopping.exchange(true)) return;
-  if (http_) http_->StopAccepting();
-  // Requests already queued see `stopping` and are answered 503; once the
-  // workers are joined nothing submits any more, so the cancellations below
-  // reach every task this server started.
+  // From here requests are answered 503, queued ones too; once the workers
+  // are joined nothing submits any more, so the cancellations below reach
+  // every task this server started. Only then does the listening socket
+  // close, so a client that can no longer connect knows they were made.
   requests_->Stop();
   control_->Stop();
   for (const TaskEntry& e : ctx_->tasks.Entries()) {

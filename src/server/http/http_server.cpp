@@ -85,18 +85,9 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
     Wake();
   }
 
-  void RequestStopAccepting() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_accepting_ = true;
-    }
-    Wake();
-  }
-
   void RequestStop(std::chrono::milliseconds grace) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      stop_accepting_ = true;
       if (!stop_) stop_deadline_ = Clock::now() + grace;
       stop_ = true;
     }
@@ -125,7 +116,7 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
   void FinishExchange(Connection& c);
   void Close(Connection& c);
   void CheckTimes(Clock::time_point now);
-  // Applies StopAccepting/Stop requests; true once the loop should end.
+  // Applies a Stop request; true once the loop should end.
   bool ApplyStop(Clock::time_point now);
 
   const HttpServerOptions options_;
@@ -136,7 +127,6 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
 
   std::mutex mu_;  // guards what other threads hand over: posted ops and stop requests
   std::vector<std::pair<uint64_t, ExchangeOp>> posted_;
-  bool stop_accepting_ = false;
   bool stop_ = false;
   bool ended_ = false;
   Clock::time_point stop_deadline_;
@@ -397,21 +387,18 @@ void HttpServer::Loop::CheckTimes(Clock::time_point now) {
 }
 
 bool HttpServer::Loop::ApplyStop(Clock::time_point now) {
-  bool stop_accepting, stop;
   Clock::time_point deadline;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    stop_accepting = stop_accepting_;
-    stop = stop_;
+    if (!stop_) return false;
     deadline = stop_deadline_;
   }
-  if (stop_accepting && listen_fd_ >= 0) {
+  if (listen_fd_ >= 0) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
     close(listen_fd_);
     listen_fd_ = -1;
     accepting_ = false;
   }
-  if (!stop) return false;
   bool busy = false;
   for (auto& [id, cp] : conns_) {
     Connection& c = *cp;
@@ -497,8 +484,6 @@ HttpServer::~HttpServer() { Stop(std::chrono::milliseconds(0)); }
 void HttpServer::Start() {
   if (!thread_.joinable()) thread_ = std::thread([loop = loop_] { loop->Run(); });
 }
-
-void HttpServer::StopAccepting() { loop_->RequestStopAccepting(); }
 
 void HttpServer::Stop(std::chrono::milliseconds grace) {
   loop_->RequestStop(grace);

@@ -56,9 +56,7 @@ class HttpServer {
   int port() const { return port_; }
   // Runs the loop on its own thread.
   void Start();
-  // Closes the listening socket; open connections are still served.
-  void StopAccepting();
-  // Closes idle connections, waits up to `grace` for the replies in flight
+  // Closes the listening socket and idle connections, waits up to `grace` for the replies in flight
   // to be written, then closes the rest and joins the loop.
   void Stop(std::chrono::milliseconds grace);
 
