@@ -1,9 +1,11 @@
 // valet serve: the OpenAI-compatible HTTP server over a model, until SIGINT
 // or SIGTERM.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include "cli_args.h"
 #include "commands.h"
@@ -50,6 +52,17 @@ Result<Flags> ReadFlags(const Args& a) {
   return f;
 }
 
+// Every connection is a descriptor; the usual soft limit (1024) would refuse
+// connections below ServerOptions::max_connections. Raised up to the hard limit.
+void RaiseOpenFileLimit(size_t connections) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(connections) + 256;  // the model, snapshots, logs
+  if (limit.rlim_cur >= wanted) return;
+  limit.rlim_cur = limit.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, limit.rlim_max);
+  (void)setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 bool IsLoopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
 
 // Waits for SIGINT or SIGTERM; they are blocked in every thread, so this is
@@ -71,6 +84,7 @@ int Serve(const Flags& f, const sigset_t& signals) {
   Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(**engine, so);
   if (!scheduler.ok()) return Fail("serve", scheduler.status());
   ServerOptions options = f.server;
+  RaiseOpenFileLimit(options.max_connections);
   options.defaults.vocab_size = (*engine)->engine().model().config().n_vocab;
   Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, **engine, std::move(options));
   if (!server.ok()) return Fail("serve", server.status());
