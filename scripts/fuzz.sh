@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in build-fuzz/ and runs each for N seconds
-# (default 60): the GGUF reader (model files) and the chat-template engine
-# (the templates models carry), the two parsers of untrusted files. Exits
+# (default 60): the GGUF reader (model files), the chat-template engine (the
+# templates models carry) and the HTTP server (what clients send). Exits
 # non-zero when a fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz-artifacts/.
 set -euo pipefail
@@ -15,7 +15,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_CO
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_BUILD_FUZZ=ON \
   -DVALET_BUILD_TESTS=OFF -DVALET_BUILD_BENCH=OFF >"$build/cmake.log" 2>&1 ||
   { cat "$build/cmake.log"; exit 1; }
-ninja -C "$build" gguf_fuzz chat_template_fuzz make_gguf_seeds
+ninja -C "$build" gguf_fuzz chat_template_fuzz server_request_fuzz make_gguf_seeds
 
 seeds="$root/fuzz/corpus"       # regenerated each run, ignored by git
 artifacts="$build/fuzz-artifacts"
@@ -37,3 +37,20 @@ echo "== chat templates, ${seconds} s"
   -max_len=20000 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/template-corpus" "${template_seeds[@]}"
+
+# The server from raw bytes: seeded with one request per endpoint.
+server_seeds="$build/server-seeds"
+mkdir -p "$build/server-corpus" "$server_seeds"
+seed() { printf '%s %s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s' "$1" "$2" "${#3}" "$3" >"$server_seeds/$4"; }
+seed POST /v1/chat/completions '{"messages":[{"role":"system","content":"S"},{"role":"user","content":"hi"}],"max_tokens":3,"stream":true,"stream_options":{"include_usage":true},"stop":["x"],"tier":"background_summary"}' chat
+seed POST /v1/completions '{"prompt":[1,2,3],"max_tokens":2,"temperature":0.5,"seed":7,"priority":5}' completion
+seed POST /v1/completions '{"prompt":"text","max_tokens":2,"stream":true}' completion-stream
+seed POST /v1/lifecycle '{"event":"ON_PAUSE"}' lifecycle
+seed POST /tokenize '{"content":"hello","add_special":true}' tokenize
+seed GET /v1/tasks '' tasks
+printf 'POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\nF\r\nmpt":"a","n":1}\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n' >"$server_seeds/chunked-pipelined"
+echo "== HTTP server, ${seconds} s"
+"$build/fuzz/server_request_fuzz" \
+  -max_len=8192 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1 \
+  "$build/server-corpus" "$server_seeds"

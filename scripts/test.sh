@@ -4,7 +4,7 @@
 # an Android app ships built as the NDK would and checked (16 KB pages, JNI
 # version, dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
-# and the GGUF reader and chat-template fuzzers for 60 seconds each.
+# and the GGUF reader, chat-template and HTTP server fuzzers for 60 seconds each.
 # VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds and the fuzzers.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -54,7 +54,7 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   TSAN_OPTIONS="suppressions=$VALET_ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}" \
     ctest --test-dir "$VALET_ROOT/build-tsan" --output-on-failure -j "$jobs"
 
-  stage "fuzzing: GGUF reader and chat templates (60 s each)"
+  stage "fuzzing: GGUF reader, chat templates, HTTP server (60 s each)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 60
 fi
 stage "done"
