@@ -6,7 +6,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "load_average.h"
-#include "server/serve_bench.h"
+#include "bench/serve_bench.h"
 
 namespace valet::cli {
 namespace {

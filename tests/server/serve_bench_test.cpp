@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "server/http_scenario_sink.h"
-#include "server/serve_bench.h"
+#include "bench/http_scenario_sink.h"
+#include "bench/serve_bench.h"
 
 namespace valet {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/http_scenario_sink.h"
+#include "bench/http_scenario_sink.h"
 
 #include <httplib.h>
 

@@ -18,7 +18,7 @@
 
 #include "bench/contention_scenario.h"
 #include "bench/latency_stats.h"
-#include "server/http_scenario_sink.h"
+#include "bench/http_scenario_sink.h"
 
 namespace valet {
 

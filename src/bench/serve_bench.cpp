@@ -1,4 +1,4 @@
-#include "server/serve_bench.h"
+#include "bench/serve_bench.h"
 
 #include <algorithm>
 #include <cstdio>
