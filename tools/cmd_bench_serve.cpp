@@ -22,6 +22,7 @@ constexpr FlagSpec kFlags[] = {
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds (default 0.6)"},
     {"--think-max", nullptr, true, "longest think time, seconds (default 1.6)"},
     {"--doc-tokens", nullptr, true, "indexer document size in tokens (default 768, bench-contention's)"},
+    {"--indexers", nullptr, true, "indexer documents in flight under chat (default 1)"},
     {"--json", nullptr, false, "print the report as JSON instead of text"},
 };
 
@@ -42,6 +43,7 @@ Result<ServeBenchOptions> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(o.think_min_s, a.Double("--think-min", o.think_min_s, 0.0, 3600.0));
   VALET_ASSIGN_OR_RETURN(o.think_max_s, a.Double("--think-max", std::max(o.think_min_s, o.think_max_s), o.think_min_s, 3600.0));
   VALET_ASSIGN_OR_RETURN(o.doc_tokens, a.Int("--doc-tokens", o.doc_tokens, 1, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(o.indexers, a.Int("--indexers", o.indexers, 1, 256));
   return o;
 }
 

@@ -318,6 +318,7 @@ std::string ReportJson(const ContentionReport& r) {
   w.Key("system_tokens").Int(c.system_tokens).Key("user_tokens").Int(c.user_tokens);
   w.Key("answer_tokens").Int(c.answer_tokens).Key("doc_tokens").Int(c.doc_tokens);
   w.Key("doc_instruction_tokens").Int(c.doc_instruction_tokens);
+  w.Key("indexers").Int(c.indexers);
   w.Key("doc_summary_tokens").Int(c.doc_summary_tokens).Key("summary_prompt_tokens").Int(c.summary_prompt_tokens);
   w.Key("summary_tokens").Int(c.summary_tokens).Key("suggestion_prompt_tokens").Int(c.suggestion_prompt_tokens);
   w.Key("suggestion_tokens").Int(c.suggestion_tokens);

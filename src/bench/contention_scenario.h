@@ -62,6 +62,8 @@ struct ScenarioConfig {
   int32_t low_memory_turn = -1;  // < 0 and turns >= 4: turns * 3 / 4
   double low_memory_delay_s = 0.05;
   int32_t calibration_docs = 1;       // indexer-alone documents per block (the solo rate)
+  // Documents the indexer keeps in flight under chat (the solo calibration keeps one).
+  int32_t indexers = 1;
   // Arms run in interleaved blocks of this many turns (each block: the
   // calibration, then every arm, the order rotating from block to block), so
   // a drift of the machine's speed reaches every arm alike.

@@ -17,7 +17,10 @@ ContentionSession::ContentionSession(const Workload& workload, const ScenarioCon
 void ContentionSession::Start(double now) {
   run_.start = now;
   run_.at_start = MarkFrom(sink_.Stats(), now);
-  if (indexer_on_) SubmitDoc();
+  if (indexer_on_) {
+    const int32_t docs = run_.arm == Arm::kSolo ? 1 : std::max(1, config_.indexers);
+    for (int32_t i = 0; i < docs; ++i) SubmitDoc();
+  }
   if (chat_on_ && !workload_.turns.empty()) {
     ScheduleTurn(0, now);
   } else if (!indexer_on_) {

@@ -122,6 +122,7 @@ ScenarioConfig ServeLoadConfig(const ServeBenchOptions& options) {
   c.think_max_s = options.think_max_s;
   c.doc_tokens = options.doc_tokens;
   c.doc_jitter = options.doc_tokens / 12;
+  c.indexers = options.indexers;
   c.doc_instruction_tokens = 0;  // documents as measured against llama-server: one prompt each
   c.summary_chance = 0.0;
   c.suggestion_chance = 0.0;
@@ -139,6 +140,7 @@ bool ServeBenchReport::all_completed() const {
 Result<ServeBenchReport> RunServeBench(const ServeBenchOptions& options, const ProgressFn& progress) {
   if (options.turns < 1 || options.block_turns < 1) return InvalidArgument("turns and block size must be at least 1");
   if (options.doc_tokens < 1) return InvalidArgument("documents need at least one token");
+  if (options.indexers < 1) return InvalidArgument("at least one indexer document must be in flight");
   ServeBenchReport report;
   report.options = options;
   report.config = ServeLoadConfig(options);
@@ -191,6 +193,7 @@ std::string ServeReportText(const ServeBenchReport& report) {
     out += Line("Total generated tokens", std::to_string(s.output_tokens));
     out += Line("Request throughput (req/s)", Num(PerSecond(s.completed, s.duration_s)));
     out += Line("Output token throughput (tok/s)", Num(PerSecond(static_cast<double>(s.output_tokens), s.duration_s)));
+    if (s.name != "idle") out += Line("Indexer documents in flight", std::to_string(report.config.indexers));
     out += Line("Indexer documents completed", std::to_string(s.docs_completed));
     out += Line("Indexer token throughput (tok/s)",
                 Num(PerSecond(static_cast<double>(s.indexer_tokens), s.duration_s)));
@@ -242,6 +245,7 @@ std::string ServeReportJson(const ServeBenchReport& report) {
               {"answer_tokens", c.answer_tokens},
               {"doc_tokens", c.doc_tokens},
               {"doc_summary_tokens", c.doc_summary_tokens},
+              {"indexers", c.indexers},
               {"think_min_s", c.think_min_s},
               {"think_max_s", c.think_max_s}}},
             {"arms", std::move(arms)},

@@ -30,6 +30,7 @@ struct ServeBenchOptions {
   double think_min_s = 0.6;
   double think_max_s = 1.6;
   int32_t doc_tokens = 768;  // the indexer's documents (bench-contention's size), +- 1/12
+  int32_t indexers = 1;      // indexer documents in flight in the under_indexing arm
 };
 
 // The scenario configuration bench-serve replays (side tasks and lifecycle off).

@@ -295,6 +295,31 @@ TEST(ContentionScenario, EveryArmOnTheFakeEngineIsConsistentAndDeterministic) {
   }
 }
 
+// --indexers N: every arm with chat starts N documents at once, and keeps N
+// in flight; the solo calibration still measures one.
+TEST(ContentionScenario, IndexersKeepThatManyDocumentsInFlight) {
+  ScenarioConfig c = ShortConfig();
+  c.turns = 2;
+  c.block_turns = 2;
+  c.indexers = 3;
+  c = Resolve(c);
+  FakeEngine tokenizer;
+  Result<Workload> w = BuildWorkload(c, tokenizer);
+  ASSERT_TRUE(w.ok());
+  Result<InterleavedRuns> runs = RunVirtual(c, *w);
+  ASSERT_TRUE(runs.ok()) << runs.status().ToString();
+  for (size_t a = 0; a < kArms.size(); ++a) {
+    for (const ArmRun& run : runs->blocks[a]) {
+      int first_docs = 0;
+      for (const TaskRecord& t : run.tasks) {
+        first_docs += t.kind == TaskKind::kDoc && t.result.metrics.submit_time == run.start ? 1 : 0;
+      }
+      const int want = run.arm == Arm::kIdle ? 0 : run.arm == Arm::kSolo ? 1 : 3;
+      EXPECT_EQ(first_docs, want) << ArmName(run.arm);
+    }
+  }
+}
+
 // The headline's shape, deterministic: the shipped scenario (30 turns in
 // blocks of 6, the shipped budgets) on the fake engine's phone-like cost
 // model. Arrivals land between steps in virtual time, so this asserts the

@@ -167,6 +167,9 @@ TEST(ServeLoadConfigTest, KeepsBenchContentionShapesWithoutSideTasksOrLifecycle)
   EXPECT_EQ(c.summary_chance, 0.0);
   EXPECT_EQ(c.suggestion_chance, 0.0);
   EXPECT_EQ(c.lifecycle_after_turn, -1);
+  EXPECT_EQ(c.indexers, 1);
+  o.indexers = 8;
+  EXPECT_EQ(ServeLoadConfig(o).indexers, 8);
 }
 
 }  // namespace
