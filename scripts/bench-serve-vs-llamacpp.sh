@@ -5,7 +5,9 @@
 # markdown table of chat TTFT, TPOT and the indexer's throughput, with the
 # date, the CPU and the load average.
 #
-#   scripts/bench-serve-vs-llamacpp.sh [-t THREADS] [-n TURNS] [-s SEED] [-o DIR] [-k] [MODEL.gguf]
+#   scripts/bench-serve-vs-llamacpp.sh [-t THREADS] [-n TURNS] [-s SEED] [-i INDEXERS] [-o DIR] [-k] [MODEL.gguf]
+#
+# -i: indexer documents in flight under chat (bench-serve --indexers, default 1).
 #
 # What is kept equal, so only the servers differ:
 # - the model file: each server loads the same GGUF (default: the synthetic
@@ -45,16 +47,18 @@ LLAMA_SERVER="${LLAMA_SERVER:-$VALET_ROOT/../shared/peer/bin/llama-server}"
 threads=2
 turns=24
 seed=1
+indexers=1
 outdir=""
 keep_vocab=0
-while getopts "t:n:s:o:k" opt; do
+while getopts "t:n:s:i:o:k" opt; do
   case "$opt" in
     t) threads="$OPTARG" ;;
     n) turns="$OPTARG" ;;
     s) seed="$OPTARG" ;;
+    i) indexers="$OPTARG" ;;
     o) outdir="$OPTARG" ;;
     k) keep_vocab=1 ;;
-    *) sed -n '2,39p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,41p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -191,20 +195,20 @@ run() {
   "$@" --port "$port" >"$outdir/$name.log" 2>&1 &
   server_pid=$!
   wait_healthy
-  "$VALET" bench-serve --url "$url" --api "$api" --turns "$turns" --seed "$seed" --temperature 0 \
+  "$VALET" bench-serve --url "$url" --api "$api" --turns "$turns" --seed "$seed" --indexers "$indexers" --temperature 0 \
     --model "$model_name" --json >"$outdir/$name.json" || [ -s "$outdir/$name.json" ]
   stop_server
 }
 
-echo "bench-serve vs llama-server: $model_name, -t $threads, $turns turns per arm, seed $seed, greedy" >&2
+echo "bench-serve vs llama-server: $model_name, -t $threads, $turns turns per arm, $indexers indexers, seed $seed, greedy" >&2
 run "valet" openai "$VALET" serve -m "$bench_model" -t "$threads"
 run "llama-server-np1" llamacpp "$LLAMA_SERVER" -m "$bench_model" -t "$threads" -np 1 -c 2048 --no-webui
 run "llama-server-np2" llamacpp "$LLAMA_SERVER" -m "$bench_model" -t "$threads" -np 2 -c 4096 --no-webui
 
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-python3 - "$outdir" "$model_name" "$threads" "$cpu" "$keep_vocab" <<'EOF'
+python3 - "$outdir" "$model_name" "$threads" "$cpu" "$keep_vocab" "$indexers" <<'EOF'
 import json, os, sys, time
-outdir, model, threads, cpu, keep_vocab = sys.argv[1:6]
+outdir, model, threads, cpu, keep_vocab, indexers = sys.argv[1:7]
 
 def ms(p, key):
     return f"{p[key]:.0f}" if key in p else "–"
@@ -234,7 +238,7 @@ for name in ("valet", "llama-server-np1", "llama-server-np2"):
 print()
 vocab = "vocabulary as is" if keep_vocab == "1" else "byte tokens 0x80-0xFF typed NORMAL"
 print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu}, model {model} ({vocab}), {threads} threads, "
-      "greedy; load average (1, 5, 15 min) " + "; ".join(loads))
+      f"{indexers} indexer documents in flight, greedy; load average (1, 5, 15 min) " + "; ".join(loads))
 for e in errors:
     print(f"error: {e}")
 EOF
