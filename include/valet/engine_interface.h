@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,9 @@ struct SequenceSpec {
   // KV is cached, the sequence references those blocks and starts after them.
   std::vector<int32_t> shared_prefix;
   SamplingParams sampling;
+  // 0..kMaxTopLogprobs: every sampled token's StepOutput carries its
+  // log-probability and the top_logprobs most likely tokens'; -1: none.
+  int32_t top_logprobs = -1;
 };
 
 // One sequence's share of a step. Exactly one of `tokens` (new input: a
@@ -66,6 +70,7 @@ struct StepItem {
 struct StepOutput {
   SequenceId seq = 0;
   int32_t token = -1;  // the sampled token, for items with sample = true
+  std::optional<TokenLogprobs> logprobs;  // when the sequence asked for them (SequenceSpec::top_logprobs)
 };
 
 struct StepResult {
