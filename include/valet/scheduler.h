@@ -215,6 +215,10 @@ struct TaskCallbacks {
   // Every generated token exactly once, in order (EOS included when sampled);
   // `text` is what may be shown now (held back near a possible stop string).
   std::function<void(TaskId, int32_t token, std::string_view text)> on_token;
+  // With TaskRequest::top_logprobs >= 0: each generated token's
+  // log-probabilities (sampling.h says of which distribution), just before
+  // its on_token. Never called otherwise.
+  std::function<void(TaskId, const TokenLogprobs&)> on_logprobs;
   std::function<void(TaskId, TaskState)> on_state;
   // Exactly once per accepted task, when it reaches DONE, CANCELLED or FAILED.
   std::function<void(TaskId, const TaskResult&)> on_done;
@@ -239,6 +243,10 @@ struct TaskRequest {
   // OpenAI's API does without max_tokens.
   int32_t max_tokens = 128;
   SamplingParams sampling;
+  // 0..kMaxTopLogprobs: report each generated token's log-probability and
+  // the top_logprobs most likely tokens' (TaskCallbacks::on_logprobs,
+  // TaskResult::logprobs); -1: none, at no cost.
+  int32_t top_logprobs = -1;
   std::vector<std::string> stop;
   TaskCallbacks callbacks;
 };
@@ -272,6 +280,7 @@ struct TaskResult {
   StopReason stop_reason = StopReason::kNone;
   std::vector<int32_t> tokens;
   std::string text;
+  std::vector<TokenLogprobs> logprobs;  // one per token, with TaskRequest::top_logprobs >= 0
   TaskMetrics metrics;
 };
 

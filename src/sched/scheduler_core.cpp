@@ -252,6 +252,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   result.stop_reason = reason;
   result.tokens = std::move(task.tokens);
   result.text = std::move(task.text);
+  result.logprobs = std::move(task.logprobs);
   if (Result<TaskMetrics> m = recorder_.Metrics(task.id); m.ok()) result.metrics = *m;
   if (task.callbacks.on_done) {
     outbox_.push_back([cb = task.callbacks.on_done, id = task.id, r = std::move(result)] { cb(id, r); });

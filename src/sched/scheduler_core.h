@@ -152,8 +152,10 @@ class SchedulerCore {
   std::vector<Task*> AdmitBatchMembers();
   void BuildBatchAllItems(const std::vector<Task*>& members, StepPlan& plan) const;
   Result<StepResult> RunBatchAll(std::vector<Task*>& members, StepPlan& plan);
-  void ApplyStep(StepPlan& plan, const StepResult& result);
-  void OnToken(Task& task, int32_t token, double now);
+  void ApplyStep(StepPlan& plan, StepResult& result);
+  void OnToken(Task& task, StepOutput& output, double now);
+  // Names the tokens, queues on_logprobs and keeps them for the result.
+  void DeliverLogprobs(Task& task, TokenLogprobs logprobs);
   // Prompt tokens count toward the tier's budgets at prompt_token_weight.
   void ChargePrompt(Task& task, int32_t tokens);
   void EndTurnIfDue(Task& lead);

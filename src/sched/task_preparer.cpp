@@ -32,6 +32,10 @@ Status TaskPreparer::CheckFields(const TaskRequest& request) const {
     return OutOfRange("max_tokens " + std::to_string(request.max_tokens) + " leaves no room for a prompt in a " +
                       std::to_string(context_length_) + "-token context");
   }
+  if (request.top_logprobs < -1 || request.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgument("top_logprobs must be -1 (none) or 0.." + std::to_string(kMaxTopLogprobs) + ", got " +
+                           std::to_string(request.top_logprobs));
+  }
   for (const std::string& s : request.stop) {
     if (s.empty()) return InvalidArgument("empty stop string");
   }
@@ -81,6 +85,7 @@ Result<PreparedTask> TaskPreparer::Prepare(TaskRequest request) const {
   out.stop.stop_strings = request.stop;
   VALET_RETURN_IF_ERROR(Tokenize(request, &out));
   out.spec.sampling = request.sampling;
+  out.spec.top_logprobs = request.top_logprobs;
   out.request = std::move(request);
   VALET_RETURN_IF_ERROR(FitContext(&out));
   out.stop.eos_token_ids = eog_tokens_;

@@ -36,8 +36,8 @@ class TaskPreparer {
  public:
   explicit TaskPreparer(const EngineInterface& engine);
 
-  // InvalidArgument (tier, empty prompt, negative max_tokens, empty stop
-  // strings, a chat the template refuses, a prompt
+  // InvalidArgument (tier, empty prompt, negative max_tokens, top_logprobs
+  // out of range, empty stop strings, a chat the template refuses, a prompt
   // that tokenizes to nothing) or OutOfRange (prompt + max_tokens over the
   // context). Any thread.
   Result<PreparedTask> Prepare(TaskRequest request) const;
