@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "server/client_json.h"
+
 namespace valet {
 
 namespace {
@@ -159,7 +161,8 @@ MaybeError ReadContent(const json& message, const std::string& param, std::strin
   }
   if (!it->is_array()) return TypeError(param, "a string or an array of text parts");
   for (const json& part : *it) {
-    const bool text_part = part.is_object() && part.value("type", json()) == "text";
+    auto type = part.is_object() ? part.find("type") : part.end();
+    const bool text_part = type != part.end() && type->is_string() && type->get_ref<const std::string&>() == "text";
     auto text = text_part ? part.find("text") : part.end();
     if (!text_part || text == part.end() || !text->is_string()) {
       return BadRequest("'" + param + "' parts must be {\"type\": \"text\", \"text\": string}", param,
@@ -213,7 +216,9 @@ MaybeError ReadTokenIds(const json& ids, int32_t vocab_size, std::vector<int32_t
     const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < static_cast<uint64_t>(limit)
                                                   : id.get<int64_t>() >= 0 && id.get<int64_t>() < limit;
     if (!in_range) {
-      return RangeError("prompt", "token ids in [0, " + std::to_string(limit) + "), got " + id.dump());
+      const std::string got =
+          id.is_number_unsigned() ? std::to_string(id.get<uint64_t>()) : std::to_string(id.get<int64_t>());
+      return RangeError("prompt", "token ids in [0, " + std::to_string(limit) + "), got " + got);
     }
     out->push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
@@ -223,16 +228,16 @@ MaybeError ReadTokenIds(const json& ids, int32_t vocab_size, std::vector<int32_t
 MaybeError ReadPrompt(const json& body, int32_t vocab_size, TaskRequest* task) {
   auto it = body.find("prompt");
   if (it == body.end()) return BadRequest("'prompt' is required", "prompt", "missing_field");
-  json p = *it;
+  const json* p = &*it;  // a pointer, never a copy of client JSON
   // A batch of one prompt is the prompt.
-  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = json(p[0]);
-  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array())) {
     return BadRequest("batched prompts are not supported; send one prompt per request", "prompt", "unsupported_value");
   }
-  if (p.is_string()) {
-    task->prompt = p.get<std::string>();
-  } else if (p.is_array()) {
-    if (auto e = ReadTokenIds(p, vocab_size, &task->prompt_tokens)) return e;
+  if (p->is_string()) {
+    task->prompt = p->get<std::string>();
+  } else if (p->is_array()) {
+    if (auto e = ReadTokenIds(*p, vocab_size, &task->prompt_tokens)) return e;
   } else {
     return TypeError("prompt", "a string, or an array of token ids");
   }
@@ -283,8 +288,9 @@ Tier TierFromPriority(int64_t priority) {
 
 ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body_text, std::string_view tier_header,
                                         const CompletionDefaults& defaults) {
-  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return BadRequest("the request body is not valid JSON", "", "invalid_json");
+  std::variant<json, ApiError> parsed = ParseClientJson(body_text);
+  if (ApiError* e = std::get_if<ApiError>(&parsed)) return std::move(*e);
+  const json& body = std::get<json>(parsed);
   if (!body.is_object()) return BadRequest("the request body must be a JSON object", "", "invalid_json");
   CompletionRequest r;
   r.endpoint = endpoint;
