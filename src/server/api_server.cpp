@@ -49,9 +49,7 @@ Status CheckOptions(const ServerOptions& o) {
   for (int limit : o.max_tasks_per_tier) {
     if (limit < 1) return InvalidArgument("every tier's task limit must be at least 1");
   }
-  if (o.defaults.chat_max_tokens < 1 || o.defaults.completion_max_tokens < 1) {
-    return InvalidArgument("default max_tokens must be positive");
-  }
+  VALET_RETURN_IF_ERROR(CheckCompletionDefaults(o.defaults));
   if (o.probe_interval.count() <= 0) return InvalidArgument("probe_interval must be positive");
   return Status::Ok();
 }

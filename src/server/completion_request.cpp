@@ -286,6 +286,14 @@ Tier TierFromPriority(int64_t priority) {
   return Tier::kOfflineIndexing;
 }
 
+Status CheckCompletionDefaults(const CompletionDefaults& defaults) {
+  if (defaults.chat_max_tokens < 0 || defaults.completion_max_tokens < 0) {
+    return InvalidArgument("default max_tokens must be positive, or 0 for the rest of the context");
+  }
+  if (defaults.vocab_size < 0) return InvalidArgument("vocab_size must not be negative");
+  return Status::Ok();
+}
+
 ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body_text, std::string_view tier_header,
                                         const CompletionDefaults& defaults) {
   std::variant<json, ApiError> parsed = ParseClientJson(body_text);

@@ -35,12 +35,18 @@ struct CompletionRequest {
 using ParsedCompletion = std::variant<CompletionRequest, ApiError>;
 
 struct CompletionDefaults {
-  int32_t chat_max_tokens = 256;
-  int32_t completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  // max_tokens for requests that give neither max_tokens nor
+  // max_completion_tokens; 0: until the context is full, as OpenAI's API and
+  // llama-server do (finish_reason "length" when it fills).
+  int32_t chat_max_tokens = 0;
+  int32_t completion_max_tokens = 0;
   // Token-id prompts must be below it (a 400 otherwise); 0: unknown, only
   // the engine checks them (the task then fails).
   int32_t vocab_size = 0;
 };
+
+// InvalidArgument for a negative default max_tokens or vocab_size.
+Status CheckCompletionDefaults(const CompletionDefaults& defaults);
 
 // "foreground_chat", ... (or the upper-case enum names); nullopt otherwise.
 std::optional<Tier> TierFromName(std::string_view name);

@@ -63,6 +63,22 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
   EXPECT_EQ(r.task.tier, Tier::kForegroundChat);
 }
 
+// Without max_tokens the task runs until the context is full, as OpenAI's and
+// llama-server's do, unless the operator set a default cap.
+TEST_F(CompletionRequestTest, NoMaxTokensMeansTheRestOfTheContext) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat).task.max_tokens, 0);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}}).task.max_tokens, 0);
+  defaults_.chat_max_tokens = 256;
+  defaults_.completion_max_tokens = 16;
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat).task.max_tokens, 256);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}}).task.max_tokens, 16);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"max_tokens", 3}}).task.max_tokens, 3);
+  EXPECT_TRUE(CheckCompletionDefaults(defaults_).ok());
+  defaults_.completion_max_tokens = -1;
+  EXPECT_EQ(CheckCompletionDefaults(defaults_).code(), StatusCode::kInvalidArgument);
+}
+
 TEST_F(CompletionRequestTest, DefaultsDependOnTheEndpoint) {
   const CompletionRequest chat = Ok(Endpoint::kChatCompletions, {{"messages", {{{"role", "user"}, {"content", "x"}}}}});
   EXPECT_EQ(chat.task.max_tokens, defaults_.chat_max_tokens);
