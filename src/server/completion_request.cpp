@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "server/client_json.h"
+#include "server/unsupported_fields.h"
 
 namespace valet {
 
@@ -143,7 +144,10 @@ MaybeError ReadTier(const json& body, std::string_view header, Endpoint endpoint
   }
   if (!header.empty()) {
     std::optional<Tier> t = TierFromName(header);
-    if (!t) return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier");
+    if (!t) {
+      return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier",
+                        "invalid_value");
+    }
     *out = *t;
     return std::nullopt;
   }
@@ -252,8 +256,9 @@ MaybeError ReadCommon(const json& body, CompletionRequest* r) {
     if (!it->is_string()) return TypeError("model", "a string");
     r->model = it->get<std::string>();
   }
-  std::optional<int64_t> n;
-  if (auto e = ReadInt(body, "n", 1, 1, &n)) return e;
+  std::optional<int64_t> n, best_of;
+  if (auto e = ReadInt(body, "n", 1, std::numeric_limits<int32_t>::max(), &n)) return e;
+  if (auto e = ReadInt(body, "best_of", 1, std::numeric_limits<int32_t>::max(), &best_of)) return e;
   if (auto e = ReadStreamFlags(body, r)) return e;
   if (auto e = ReadStop(body, &r->task.stop)) return e;
   return ReadSampling(body, &r->task.sampling);
@@ -305,6 +310,7 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   const bool chat = endpoint == Endpoint::kChatCompletions;
   if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
+  if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

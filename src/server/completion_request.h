@@ -1,6 +1,7 @@
 // Parses OpenAI /v1/chat/completions and /v1/completions request bodies into
 // a scheduler TaskRequest. Unknown fields are ignored; a known field of the
-// wrong type or out of range is a 400 naming the field. The body goes through
+// wrong type or out of range is a 400 naming the field, and so is a field
+// valet cannot honour (unsupported_fields.h). The body goes through
 // ParseClientJson (client_json.h): nesting is limited before any document is
 // built, and nothing here copies or dumps the client's JSON.
 //
