@@ -30,6 +30,7 @@ TaskCallbacks MakeCallbacks(const std::shared_ptr<ServerContext>& ctx, const std
     ctx->tasks.AddToken(id);
     channel->OnToken(text);
   };
+  cb.on_logprobs = [channel](TaskId, const TokenLogprobs& logprobs) { channel->OnLogprobs(logprobs); };
   cb.on_state = [ctx](TaskId id, TaskState state) { ctx->tasks.SetState(id, state); };
   cb.on_done = [ctx, channel](TaskId id, const TaskResult& result) {
     ctx->tasks.SetState(id, result.state);
@@ -92,6 +93,7 @@ std::optional<Job> Submit(const std::shared_ptr<ServerContext>& ctx, CompletionR
   }
   job.id = *id;
   job.meta = MakeResponseMeta(request.endpoint, *id, request.model.empty() ? ctx->options.model_name : request.model);
+  job.meta.logprobs = request.logprobs;
   return job;
 }
 
@@ -145,10 +147,12 @@ bool StreamRound(Stream& s, httplib::DataSink& sink) {
   TaskChannel::Update u = s.job.channel->Take(s.job.ctx->options.probe_interval);
   std::string out;
   const bool chat = s.job.meta.endpoint == Endpoint::kChatCompletions;
-  if (!u.text.empty() || (s.first && chat)) {
+  if (!u.text.empty() || !u.logprobs.empty() || (s.first && chat)) {
     ChunkOptions o;
     o.first = s.first;
     o.usage_null = s.job.include_usage;
+    o.logprobs = u.logprobs;
+    o.text_offset = u.logprobs_offset;
     out += StreamChunk(s.job.meta, u.text, o);
     s.first = false;
   }

@@ -85,6 +85,24 @@ MaybeError ReadSampling(const json& body, SamplingParams* s) {
   return ReadNumber(body, "frequency_penalty", -2.0, 2.0, &s->frequency_penalty);
 }
 
+// The sampled token's logprob and the top N: chat's "logprobs": true with
+// "top_logprobs" 0..20, completions' "logprobs": 0..5 (OpenAI's ranges).
+MaybeError ReadLogprobs(const json& body, Endpoint endpoint, CompletionRequest* r) {
+  std::optional<int64_t> top;
+  if (endpoint == Endpoint::kCompletions) {
+    if (auto e = ReadInt(body, "logprobs", 0, 5, &top)) return e;
+  } else {
+    bool wanted = false;
+    if (auto e = ReadBool(body, "logprobs", &wanted)) return e;
+    if (auto e = ReadInt(body, "top_logprobs", 0, kMaxTopLogprobs, &top)) return e;
+    if (top && !wanted) return BadRequest("'top_logprobs' needs \"logprobs\": true", "top_logprobs", "invalid_value");
+    if (wanted && !top) top = 0;
+  }
+  r->logprobs = top.has_value();
+  r->task.top_logprobs = top ? static_cast<int32_t>(*top) : -1;
+  return std::nullopt;
+}
+
 MaybeError ReadMaxTokens(const json& body, int32_t fallback, int32_t* out) {
   std::optional<int64_t> v;
   for (const char* key : {"max_completion_tokens", "max_tokens"}) {
@@ -311,6 +329,7 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
   if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
+  if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

@@ -30,6 +30,7 @@ struct CompletionRequest {
   TaskRequest task;  // callbacks unset
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // the answer carries logprobs (task.top_logprobs >= 0)
   std::string model;           // echoed back; one model is served whatever it says
 };
 

@@ -11,6 +11,11 @@ void TaskChannel::OnToken(std::string_view text) {
   cv_.notify_all();
 }
 
+void TaskChannel::OnLogprobs(const TokenLogprobs& logprobs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_logprobs_.push_back(logprobs);
+}
+
 void TaskChannel::OnDone(const TaskResult& result) {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -24,9 +29,12 @@ void TaskChannel::OnDone(const TaskResult& result) {
 
 TaskChannel::Update TaskChannel::Take(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty(); });
+  cv_.wait_for(lock, timeout, [&] { return done_ || !pending_.empty() || !pending_logprobs_.empty(); });
   Update u;
   u.text.swap(pending_);
+  u.logprobs.swap(pending_logprobs_);
+  u.logprobs_offset = logprobs_taken_bytes_;
+  for (const TokenLogprobs& t : u.logprobs) logprobs_taken_bytes_ += t.sampled.piece.size();
   u.started = started_;
   u.done = done_;
   return u;

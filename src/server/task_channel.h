@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "server/utf8_assembler.h"
 #include "valet/scheduler.h"
@@ -18,12 +19,16 @@ class TaskChannel {
  public:
   // Inference thread.
   void OnToken(std::string_view text);
+  // A token's log-probabilities (requests with logprobs), before its OnToken.
+  void OnLogprobs(const TokenLogprobs& logprobs);
   void OnDone(const TaskResult& result);
 
   struct Update {
     std::string text;     // new text since the last Take
     bool started = false; // a token arrived or the task ended
     bool done = false;    // the task ended; result() is final
+    std::vector<TokenLogprobs> logprobs;  // of the tokens since the last Take
+    size_t logprobs_offset = 0;           // bytes of the earlier tokens' pieces (completions' text_offset)
   };
   // HTTP thread: waits up to `timeout` for new text or the end, then takes
   // what there is.
@@ -39,6 +44,8 @@ class TaskChannel {
   std::condition_variable cv_;
   Utf8Assembler utf8_;
   std::string pending_;
+  std::vector<TokenLogprobs> pending_logprobs_;
+  size_t logprobs_taken_bytes_ = 0;
   bool started_ = false;
   bool done_ = false;
   TaskResult result_;

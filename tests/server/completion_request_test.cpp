@@ -65,6 +65,8 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.task.tier, Tier::kForegroundChat);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, -1);
 }
 
 // Without max_tokens the task runs until the context is full, as OpenAI's and
@@ -164,6 +166,46 @@ TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
     ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << c.key << "=" << c.value.dump();
     EXPECT_EQ(std::get<ApiError>(p).param, c.key);
     EXPECT_EQ(std::get<ApiError>(p).http_status, 400);
+  }
+}
+
+TEST_F(CompletionRequestTest, LogprobsFollowOpenAiPerEndpoint) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  json b = chat;
+  b["logprobs"] = true;
+  CompletionRequest r = Ok(Endpoint::kChatCompletions, b);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, 0);
+  b["top_logprobs"] = 20;
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, b).task.top_logprobs, 20);
+  b["logprobs"] = false;
+  b["top_logprobs"] = nullptr;
+  r = Ok(Endpoint::kChatCompletions, b);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, -1);
+  r = Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", 5}});
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, 5);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", 0}}).task.top_logprobs, 0);
+  EXPECT_FALSE(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", nullptr}}).logprobs);
+  struct Case {
+    Endpoint endpoint;
+    json extra;
+    const char* param;
+  };
+  const Case bad[] = {{Endpoint::kChatCompletions, {{"logprobs", 1}}, "logprobs"},
+                      {Endpoint::kChatCompletions, {{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+                      {Endpoint::kChatCompletions, {{"logprobs", true}, {"top_logprobs", -1}}, "top_logprobs"},
+                      {Endpoint::kChatCompletions, {{"top_logprobs", 2}}, "top_logprobs"},
+                      {Endpoint::kCompletions, {{"logprobs", 6}}, "logprobs"},
+                      {Endpoint::kCompletions, {{"logprobs", true}}, "logprobs"}};
+  for (const Case& c : bad) {
+    json body = c.endpoint == Endpoint::kChatCompletions ? chat : json{{"prompt", "x"}};
+    body.update(c.extra);
+    ParsedCompletion p = Parse(c.endpoint, body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << body.dump();
+    EXPECT_EQ(std::get<ApiError>(p).param, c.param) << body.dump();
+    EXPECT_FALSE(std::get<ApiError>(p).code.empty());
   }
 }
 
