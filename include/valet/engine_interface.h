@@ -4,7 +4,11 @@
 // The scheduler (sched/) depends on this header only: the real engine (model +
 // KV pool + snapshot store) and the deterministic fake engine used by the
 // scheduler's tests both implement it. Every call is made from the one
-// inference thread that owns the engine; implementations need no locking.
+// inference thread that owns the engine, except the text calls (Tokenize,
+// TokenPiece): the Scheduler tokenizes a task's prompt on the thread that
+// submits it, concurrently with the inference thread's steps, so those two
+// must be safe to call from any thread (a tokenizer that only reads immutable
+// vocabulary data is). Nothing else needs locking.
 //
 // A sequence is a token history plus whatever KV state the engine keeps for
 // it. Steps append tokens; parking releases some or all of the KV state
@@ -14,6 +18,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +56,9 @@ struct SequenceSpec {
   // KV is cached, the sequence references those blocks and starts after them.
   std::vector<int32_t> shared_prefix;
   SamplingParams sampling;
+  // 0..kMaxTopLogprobs: every sampled token's StepOutput carries its
+  // log-probability and the top_logprobs most likely tokens'; -1: none.
+  int32_t top_logprobs = -1;
 };
 
 // One sequence's share of a step. Exactly one of `tokens` (new input: a
@@ -66,6 +74,7 @@ struct StepItem {
 struct StepOutput {
   SequenceId seq = 0;
   int32_t token = -1;  // the sampled token, for items with sample = true
+  std::optional<TokenLogprobs> logprobs;  // when the sequence asked for them (SequenceSpec::top_logprobs)
 };
 
 struct StepResult {
@@ -133,7 +142,7 @@ class VALET_API EngineInterface {
  public:
   virtual ~EngineInterface() = default;
 
-  // Text <-> tokens, with the model's vocabulary.
+  // Text <-> tokens, with the model's vocabulary. Any thread (see the top).
   virtual std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const = 0;
   virtual std::string TokenPiece(int32_t token) const = 0;
   virtual int32_t eos_token() const = 0;

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "valet/export.h"
 
@@ -29,6 +31,26 @@ struct SamplingParams {
 };
 
 enum class StopReason { kNone, kEos, kMaxTokens, kStopString };
+
+// Log-probabilities are those of the model's raw distribution: log_softmax of
+// the logits the model produced for the position, before the repetition,
+// presence and frequency penalties, temperature and the top-k/top-p/min-p
+// filters. So they describe the model, not the sampler's narrowed choice, and
+// a token the filters removed still has its own.
+struct TokenLogprob {
+  int32_t token = -1;
+  float logprob = 0.0f;  // natural log; -inf for a token the model rules out
+  std::string piece;     // the token's bytes (filled by the scheduler; empty from an engine)
+};
+
+// Asked for with a top_logprobs of 0..kMaxTopLogprobs; -1 asks for nothing
+// and costs nothing.
+inline constexpr int32_t kMaxTopLogprobs = 20;
+
+struct TokenLogprobs {
+  TokenLogprob sampled;           // the token that was generated
+  std::vector<TokenLogprob> top;  // the top_logprobs most likely, most likely first (ties: lower id first)
+};
 
 VALET_API const char* StopReasonName(StopReason reason);
 

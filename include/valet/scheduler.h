@@ -50,7 +50,7 @@ enum class TaskState : int32_t {
   kDecoding,
   kDone,
   kCancelled,  // only ever by the app
-  kFailed,     // invalid request found late, or an engine error
+  kFailed,     // too large for the KV pool even alone (found at admission), or an engine error
 };
 VALET_API const char* TaskStateName(TaskState state);
 inline bool IsTerminal(TaskState s) { return s >= TaskState::kDone; }
@@ -215,6 +215,10 @@ struct TaskCallbacks {
   // Every generated token exactly once, in order (EOS included when sampled);
   // `text` is what may be shown now (held back near a possible stop string).
   std::function<void(TaskId, int32_t token, std::string_view text)> on_token;
+  // With TaskRequest::top_logprobs >= 0: each generated token's
+  // log-probabilities (sampling.h says of which distribution), just before
+  // its on_token. Never called otherwise.
+  std::function<void(TaskId, const TokenLogprobs&)> on_logprobs;
   std::function<void(TaskId, TaskState)> on_state;
   // Exactly once per accepted task, when it reaches DONE, CANCELLED or FAILED.
   std::function<void(TaskId, const TaskResult&)> on_done;
@@ -233,8 +237,16 @@ struct TaskRequest {
   // Exact prompt token ids, fed as given (no BOS added, no template); when
   // non-empty, `messages`, `prompt` and `system_prompt` must be empty.
   std::vector<int32_t> prompt_tokens;
+  // Tokens to generate at most; 0: until the context is full (its last
+  // position; or, when the KV pool cannot hold one whole context, until the
+  // task alone fills the pool), ending with StopReason::kMaxTokens, as
+  // OpenAI's API does without max_tokens.
   int32_t max_tokens = 128;
   SamplingParams sampling;
+  // 0..kMaxTopLogprobs: report each generated token's log-probability and
+  // the top_logprobs most likely tokens' (TaskCallbacks::on_logprobs,
+  // TaskResult::logprobs); -1: none, at no cost.
+  int32_t top_logprobs = -1;
   std::vector<std::string> stop;
   TaskCallbacks callbacks;
 };
@@ -268,6 +280,7 @@ struct TaskResult {
   StopReason stop_reason = StopReason::kNone;
   std::vector<int32_t> tokens;
   std::string text;
+  std::vector<TokenLogprobs> logprobs;  // one per token, with TaskRequest::top_logprobs >= 0
   TaskMetrics metrics;
 };
 
@@ -374,8 +387,13 @@ class VALET_API Scheduler {
   // waits for the scheduler would wait for itself.
   bool OnCallbackThread() const;
 
-  // Checks tier, prompt, max_tokens and stop strings now; a prompt found too
-  // long for the context after tokenization ends the task FAILED (on_done).
+  // Prepares the task on the calling thread: checks tier, max_tokens and stop
+  // strings, renders the chat template and tokenizes, so a long prompt costs
+  // its caller and never stalls the tasks running. Every invalid request is
+  // refused here: InvalidArgument, or OutOfRange for a prompt plus max_tokens
+  // over the context. Only a task too large for the KV pool even alone is
+  // accepted and then ends FAILED (ResourceExhausted, through on_done), since
+  // the pool's budget is only known on the inference thread.
   Result<TaskId> Submit(TaskRequest request);
   // NotFound for an unknown id, InvalidArgument for a finished task.
   Status Cancel(TaskId id);

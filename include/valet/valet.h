@@ -61,7 +61,7 @@ typedef int64_t valet_task_id;
 
 typedef enum valet_status {
   VALET_OK = 0,
-  VALET_INVALID_ARGUMENT = 1, /* bad tier, empty prompt, max_tokens <= 0, event out of order, bad struct_size, ... */
+  VALET_INVALID_ARGUMENT = 1, /* bad tier, empty prompt, max_tokens < 0, event out of order, bad struct_size, ... */
   VALET_NOT_FOUND = 2,        /* unknown task id, missing model file */
   VALET_CORRUPT = 3,          /* the model file is malformed */
   VALET_UNSUPPORTED = 4,
@@ -212,7 +212,7 @@ typedef struct valet_task_params {
   const valet_chat_message* messages; /* chat form, rendered by the model's template; or */
   size_t n_messages;
   const char* prompt;                 /* raw prompt, used when n_messages == 0 (see prompt_length) */
-  int32_t max_tokens;
+  int32_t max_tokens;                 /* 0: until the context is full (or the KV pool, if smaller) */
   float temperature;                  /* <= 0: greedy */
   int32_t top_k;
   float top_p;
@@ -289,6 +289,11 @@ valet_status valet_stop(valet_scheduler* scheduler);
  * scheduler it does nothing (valet_last_error() says why). NULL is a no-op. */
 void valet_destroy(valet_scheduler* scheduler);
 
+/* Renders and tokenizes the prompt on the calling thread, so every invalid
+ * request is refused here: VALET_INVALID_ARGUMENT, or VALET_OUT_OF_RANGE for
+ * a prompt plus max_tokens over the context. Only a task too large for the KV
+ * pool even alone is accepted and then ends FAILED (VALET_RESOURCE_EXHAUSTED,
+ * through on_done). */
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
 /* VALET_NOT_FOUND for an unknown id, VALET_INVALID_ARGUMENT for a finished task. */
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);

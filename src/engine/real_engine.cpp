@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "engine/sequence_snapshot.h"
+#include "sampling/logprobs.h"
 
 namespace valet {
 namespace {
@@ -32,6 +33,7 @@ struct RealEngine::Seq {
   ParkKind park_kind = ParkKind::kResident;
   int32_t snapshot_end = -1;  // while parked with a snapshot: positions it restores up to
   std::vector<float> logits;
+  int32_t top_logprobs = -1;  // SequenceSpec::top_logprobs
   int32_t pending() const { return static_cast<int32_t>(history.size()) - kv.n_tokens(); }
 };
 
@@ -127,8 +129,12 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
   if (static_cast<int64_t>(spec.shared_prefix.size()) >= context_length()) {
     return OutOfRange("the shared prefix fills the whole context of " + std::to_string(context_length()));
   }
+  if (spec.top_logprobs < -1 || spec.top_logprobs > kMaxTopLogprobs) {
+    return InvalidArgument("top_logprobs must be in [-1, " + std::to_string(kMaxTopLogprobs) + "]");
+  }
   VALET_ASSIGN_OR_RETURN(Sampler sampler, Sampler::Create(spec.sampling, n_vocab));
   auto s = std::make_unique<Seq>(engine_->kv_pool(), std::move(sampler));
+  s->top_logprobs = spec.top_logprobs;
   s->prefix = spec.shared_prefix;
   s->history = spec.shared_prefix;
   for (int32_t t : s->history) s->sampler.Accept(t);
@@ -236,7 +242,10 @@ Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
     std::span<const float> l(logits_.data() + row * n_vocab, n_vocab);
     ++row;
     if (options_.keep_logits) s.logits.assign(l.begin(), l.end());
-    result.outputs.push_back({items[i].seq, s.sampler.Sample(l)});
+    StepOutput out{items[i].seq, s.sampler.Sample(l), std::nullopt};
+    // The raw logits, before the sampler's penalties and filters (sampling.h).
+    if (s.top_logprobs >= 0) out.logprobs = ComputeLogprobs(l, out.token, s.top_logprobs);
+    result.outputs.push_back(std::move(out));
   }
   result.tokens_computed = n_tokens;
   result.seconds = Since(t0);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "sampling/logprobs.h"
+
 namespace valet {
 
 namespace {
@@ -41,6 +43,17 @@ int32_t FakeEngine::SampleAfter(std::span<const int32_t> history, uint64_t seed)
   return kByteBase + 32 + static_cast<int32_t>(h % 95);  // printable ASCII
 }
 
+std::vector<float> FakeEngine::LogitsAfter(std::span<const int32_t> history, uint64_t seed, int32_t sampled) const {
+  uint64_t h = Mix(seed ^ 0x10915ULL);
+  for (int32_t t : history) h = Mix(h ^ static_cast<uint32_t>(t));
+  std::vector<float> logits(static_cast<size_t>(kVocab));
+  for (int32_t t = 0; t < kVocab; ++t) {
+    logits[static_cast<size_t>(t)] = static_cast<float>(Mix(h ^ static_cast<uint64_t>(t)) % 1000) / 250.0f;
+  }
+  logits[static_cast<size_t>(sampled)] += 6.0f;  // the fake's pick is its most likely token
+  return logits;
+}
+
 Result<FakeEngine::Seq*> FakeEngine::Find(SequenceId seq) {
   auto it = seqs_.find(seq);
   if (it == seqs_.end()) return NotFound("fake engine: unknown sequence " + std::to_string(seq));
@@ -72,6 +85,7 @@ Result<SequenceId> FakeEngine::OpenSequence(const SequenceSpec& spec) {
   }
   Seq s;
   s.seed = spec.sampling.seed;
+  s.top_logprobs = spec.top_logprobs;
   s.history = spec.shared_prefix;
   if (!spec.shared_prefix.empty()) {
     std::unique_ptr<Prefix>& p = prefixes_[spec.shared_prefix];
@@ -180,7 +194,12 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     }
     Publish(s);
     result.tokens_computed += item.recompute + static_cast<int32_t>(item.tokens.size());
-    if (item.sample) result.outputs.push_back({item.seq, SampleAfter(s.history, s.seed)});
+    if (!item.sample) continue;
+    StepOutput out{item.seq, SampleAfter(s.history, s.seed), std::nullopt};
+    if (s.top_logprobs >= 0) {
+      out.logprobs = ComputeLogprobs(LogitsAfter(s.history, s.seed, out.token), out.token, s.top_logprobs);
+    }
+    result.outputs.push_back(std::move(out));
   }
   result.seconds = options_.step_overhead_seconds + options_.prefill_seconds_per_token * prefill_tokens +
                    options_.decode_seconds_per_item * decode_items;

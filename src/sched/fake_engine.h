@@ -83,6 +83,9 @@ class FakeEngine : public EngineInterface {
 
   // The token the fake samples after `history` (what a task run alone gets).
   int32_t SampleAfter(std::span<const int32_t> history, uint64_t seed) const;
+  // The logits the fake reports log-probabilities from: a hash of the history
+  // per token, with `sampled` (SampleAfter's pick) the most likely.
+  std::vector<float> LogitsAfter(std::span<const int32_t> history, uint64_t seed, int32_t sampled) const;
 
   VirtualClock& clock() { return clock_; }
   // For SchedulerOptions::clock.
@@ -111,6 +114,7 @@ class FakeEngine : public EngineInterface {
   struct Seq {
     std::vector<int32_t> history;
     uint64_t seed = 0;
+    int32_t top_logprobs = -1;
     Prefix* prefix = nullptr;  // set while the sequence references it
     int32_t n_shared = 0;      // history tokens whose KV is the shared prefix's
     int32_t n_cached = 0;      // history tokens with KV (shared ones included)

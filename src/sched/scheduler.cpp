@@ -32,7 +32,7 @@ struct Scheduler::Impl {
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
-    TaskRequest request;
+    PreparedTask task;  // kSubmit
     LifecycleEvent event = LifecycleEvent::kOnCreate;
     ThermalStatus thermal = ThermalStatus::kNone;
     float headroom = -1.0f;
@@ -43,7 +43,6 @@ struct Scheduler::Impl {
 
   Impl(EngineInterface& engine, SchedulerOptions options)
       : engine(engine),
-        context_length(engine.context_length()),
         lifecycle(options.initial_state),
         core(engine, std::move(options)),
         budgets(core.memory_budgets()) {
@@ -76,7 +75,6 @@ struct Scheduler::Impl {
   void CancelUnfinished();
 
   EngineInterface& engine;
-  const int32_t context_length;
   mutable std::mutex mu;
   std::condition_variable work_cv;  // inbox non-empty or stop
   std::condition_variable idle_cv;  // outstanding reached 0
@@ -203,7 +201,7 @@ void Scheduler::Impl::Apply(Command& command) {
   switch (command.kind) {
     case CommandKind::kSubmit:
       // A failure was reported through on_done (the task ended FAILED).
-      (void)core.Admit(command.id, std::move(command.request)).ok();
+      (void)core.Admit(command.id, std::move(command.task)).ok();
       break;
     case CommandKind::kCancel:
       // Cancel was checked when posted; the task may have finished since.
@@ -279,29 +277,32 @@ Status Scheduler::Stop(const std::string& reason) { return impl_->Stop(reason); 
 bool Scheduler::OnCallbackThread() const { return t_inference_of == impl_.get() || t_stopping == impl_.get(); }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
-  if (Status s = ValidateRequest(request, impl_->context_length, impl_->core.chat()); !s.ok()) {
+  // Preparation is part of the wait the caller sees (TTFT counts it).
+  const double submitted = impl_->core.Now();
+  // Here, on the caller's thread: the inference thread only queues the result.
+  Result<PreparedTask> prepared = impl_->core.preparer().Prepare(std::move(request));
+  if (!prepared.ok()) {
     impl_->core.recorder().UpdateStats([](SchedulerStats& st) { ++st.rejected; });
-    return s;
+    return prepared.status();
   }
   Impl* impl = impl_.get();
-  impl->Track(request);
+  const Tier tier = prepared->request.tier;
+  impl->Track(prepared->request);
   TaskId id = 0;
   {
     // Registering under the inbox lock keeps id order equal to arrival order.
     std::lock_guard<std::mutex> lock(impl->mu);
     if (impl->phase != Impl::Phase::kRunning) return InvalidArgument("the scheduler is stopped");
-    id = impl->core.recorder().Register(request.tier, impl->core.Now());
+    id = impl->core.recorder().Register(tier, submitted);
     ++impl->outstanding;
     impl->unfinished.insert(id);
-    ++impl->tier_counts[static_cast<size_t>(request.tier)].active;
+    ++impl->tier_counts[static_cast<size_t>(tier)].active;
     Impl::Command command;
     command.kind = Impl::CommandKind::kSubmit;
     command.id = id;
-    if (request.tier == Tier::kForegroundChat) impl->chat_arrived.store(true, std::memory_order_relaxed);
-    if (request.tier <= Tier::kInlineSuggestion) {
-      impl->chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
-    }
-    command.request = std::move(request);
+    if (tier == Tier::kForegroundChat) impl->chat_arrived.store(true, std::memory_order_relaxed);
+    if (tier <= Tier::kInlineSuggestion) impl->chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
+    command.task = std::move(prepared).value();
     impl->inbox.push_back(std::move(command));
   }
   impl->work_cv.notify_one();

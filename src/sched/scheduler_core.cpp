@@ -15,46 +15,13 @@ double SteadySeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-// The checks that need neither a tokenizer nor the chat template.
-Status ValidateFields(const TaskRequest& request, int32_t context_length) {
-  if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
-  if (request.messages.empty() && request.prompt.empty() && request.prompt_tokens.empty()) {
-    return InvalidArgument("empty prompt");
-  }
-  if (!request.prompt_tokens.empty()) {
-    if (!request.messages.empty() || !request.prompt.empty() || !request.system_prompt.empty()) {
-      return InvalidArgument("prompt_tokens is the whole prompt: messages, prompt and system_prompt must be empty");
-    }
-    for (int32_t t : request.prompt_tokens) {
-      if (t < 0) return InvalidArgument("negative prompt token id " + std::to_string(t));
-    }
-  }
-  if (request.max_tokens <= 0) {
-    return InvalidArgument("max_tokens must be positive, got " + std::to_string(request.max_tokens));
-  }
-  if (request.max_tokens >= context_length) {
-    return OutOfRange("max_tokens " + std::to_string(request.max_tokens) + " leaves no room for a prompt in a " +
-                      std::to_string(context_length) + "-token context");
-  }
-  for (const std::string& s : request.stop) {
-    if (s.empty()) return InvalidArgument("empty stop string");
-  }
-  return Status::Ok();
-}
-
 }  // namespace
-
-Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat) {
-  VALET_RETURN_IF_ERROR(ValidateFields(request, context_length));
-  if (request.messages.empty()) return Status::Ok();
-  return chat.RenderChat(request.system_prompt, request.messages).status();
-}
 
 SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
-      chat_(ChatRenderer::ForFormat(engine.chat_format())),
+      preparer_(engine),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),
@@ -64,67 +31,29 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
 
 SchedulerCore::~SchedulerCore() { (void)RestorePool(); }
 
-Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
-  VALET_RETURN_IF_ERROR(ValidateFields(request, engine_.context_length()));
-  RenderedPrompt rendered;  // the chat's render errors are reported here
-  std::vector<std::string> stop = request.stop;
-  if (!request.messages.empty()) {
-    VALET_ASSIGN_OR_RETURN(rendered, chat_.RenderChat(request.system_prompt, request.messages));
-    stop.insert(stop.end(), chat_.stop_strings().begin(), chat_.stop_strings().end());
-  } else {
-    rendered = ChatRenderer::RenderRaw(request.system_prompt, request.prompt);
-  }
-  SequenceSpec spec;
-  spec.sampling = request.sampling;
-  if (!rendered.shared.empty()) spec.shared_prefix = engine_.Tokenize(rendered.shared, /*add_bos=*/true);
-  // Token ids are the prompt exactly as given: no BOS, no template.
-  std::vector<int32_t> prompt = !request.prompt_tokens.empty()
-                                    ? request.prompt_tokens
-                                    : engine_.Tokenize(rendered.own, /*add_bos=*/spec.shared_prefix.empty());
-  if (prompt.empty()) return InvalidArgument("the prompt tokenizes to nothing");
-  const int64_t needed = static_cast<int64_t>(spec.shared_prefix.size() + prompt.size()) + request.max_tokens;
-  if (needed > engine_.context_length()) {
-    return OutOfRange("prompt (" + std::to_string(spec.shared_prefix.size() + prompt.size()) +
-                      " tokens) plus max_tokens (" + std::to_string(request.max_tokens) +
-                      ") exceed the context of " + std::to_string(engine_.context_length()));
-  }
-  // Every admitted task fits the pool alone, so making room (parking and
-  // evicting everything else) always lets it run: none fails for memory.
-  if (BytesAlone(needed) > budgets_.pool_bytes) {
-    return ResourceExhausted("the task needs " + std::to_string(BytesAlone(needed)) + " bytes of KV cache for " +
-                             std::to_string(needed) + " tokens; the pool holds " +
-                             std::to_string(budgets_.pool_bytes));
-  }
-  StopOptions stop_options;
-  stop_options.eos_token_ids = engine_.eog_tokens();
-  stop_options.max_tokens = request.max_tokens;
-  stop_options.stop_strings = std::move(stop);
-  VALET_ASSIGN_OR_RETURN(StopChecker checker, StopChecker::Create(std::move(stop_options)));
-  return PreparedTask{std::move(request), std::move(spec), std::move(prompt), std::move(checker)};
-}
-
 Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
-  Result<PreparedTask> prepared = Prepare(std::move(request));
-  if (!prepared.ok()) {
+  Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
+  Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
+  if (!max_tokens.ok()) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.rejected; });
-    return prepared.status();
+    return max_tokens.status();
   }
   const TaskId id = recorder_.Register(prepared->request.tier, Now());
-  Enqueue(id, std::move(prepared).value());
+  Enqueue(id, std::move(prepared).value(), *max_tokens);
   Deliver();
   return id;
 }
 
-Status SchedulerCore::Admit(TaskId id, TaskRequest request) {
-  TaskCallbacks callbacks = request.callbacks;
-  Result<PreparedTask> prepared = Prepare(std::move(request));
-  if (prepared.ok()) {
-    Enqueue(id, std::move(prepared).value());
+Status SchedulerCore::Admit(TaskId id, PreparedTask prepared) {
+  Result<int32_t> max_tokens = FitPool(prepared);
+  if (max_tokens.ok()) {
+    Enqueue(id, std::move(prepared), *max_tokens);
     Deliver();
     return Status::Ok();
   }
-  // Found bad after an id was handed out: the task ends FAILED, visibly.
-  const Status status = prepared.status();
+  // Found too large after an id was handed out: the task ends FAILED, visibly.
+  const Status status = max_tokens.status();
+  const TaskCallbacks& callbacks = prepared.request.callbacks;
   recorder_.Event(id, TimelineKind::kFailed, Now());
   recorder_.SetState(id, TaskState::kFailed);
   recorder_.UpdateStats([](SchedulerStats& s) { ++s.failed; });
@@ -138,16 +67,18 @@ Status SchedulerCore::Admit(TaskId id, TaskRequest request) {
   return status;
 }
 
-void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared) {
+void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens) {
   auto task = std::make_unique<Task>();
   task->id = id;
   task->tier = prepared.request.tier;
   task->ticket = next_ticket_++;
   task->callbacks = std::move(prepared.request.callbacks);
-  task->max_tokens = prepared.request.max_tokens;
+  task->max_tokens = max_tokens;
   task->spec = std::move(prepared.spec);
   task->prompt = std::move(prepared.prompt);
-  task->stop.emplace(std::move(prepared.stop));
+  prepared.stop.max_tokens = max_tokens;
+  // The preparer checked these options, and a smaller positive max_tokens is as valid.
+  task->stop.emplace(StopChecker::Create(std::move(prepared.stop)).value());
   if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) task->submit_time = m->submit_time;
   recorder_.SetPromptTokens(id, static_cast<int32_t>(task->spec.shared_prefix.size() + task->prompt.size()));
   if (governor_.MayRun(task->tier)) {
@@ -321,6 +252,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   result.stop_reason = reason;
   result.tokens = std::move(task.tokens);
   result.text = std::move(task.text);
+  result.logprobs = std::move(task.logprobs);
   if (Result<TaskMetrics> m = recorder_.Metrics(task.id); m.ok()) result.metrics = *m;
   if (task.callbacks.on_done) {
     outbox_.push_back([cb = task.callbacks.on_done, id = task.id, r = std::move(result)] { cb(id, r); });

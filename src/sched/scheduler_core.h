@@ -32,28 +32,15 @@
 #include "engine/engine_interface.h"
 #include "sched/batch_policy.h"
 #include "sched/governor.h"
-#include "sched/chat_renderer.h"
 #include "sched/preemption_controller.h"
 #include "sched/recorder.h"
 #include "sched/task.h"
+#include "sched/task_preparer.h"
 #include "sched/task_queue.h"
 #include "sched/trim_policy.h"
 #include "valet/scheduler.h"
 
 namespace valet {
-
-// Checks what needs no tokenizer: tier, an empty prompt, max_tokens in
-// (0, context), empty stop strings, and that the chat renders (roles, the
-// template's own checks).
-Status ValidateRequest(const TaskRequest& request, int32_t context_length, const ChatRenderer& chat);
-
-// A validated, tokenized request.
-struct PreparedTask {
-  TaskRequest request;
-  SequenceSpec spec;
-  std::vector<int32_t> prompt;
-  StopChecker stop;
-};
 
 class SchedulerCore {
  public:
@@ -64,12 +51,13 @@ class SchedulerCore {
   SchedulerCore(const SchedulerCore&) = delete;
   SchedulerCore& operator=(const SchedulerCore&) = delete;
 
-  // Validates and tokenizes; errors leave no trace but the rejected counter.
+  // Prepares (preparer()) and admits; errors leave no trace but the rejected counter.
   Result<TaskId> Submit(TaskRequest request);
-  // For the threaded wrapper: `id` came from recorder().Register and the
-  // request passed ValidateRequest. A request found bad here ends FAILED,
-  // with on_done called, and the error is returned.
-  Status Admit(TaskId id, TaskRequest request);
+  // For the threaded wrapper, which prepared the task on the submitting
+  // thread: `id` came from recorder().Register. A task too large for the KV
+  // pool even alone ends FAILED here, with on_done called, and the error is
+  // returned.
+  Status Admit(TaskId id, PreparedTask prepared);
   // NotFound for an unknown id, InvalidArgument for a finished task.
   Status Cancel(TaskId id);
   Status OnLifecycleEvent(LifecycleEvent event);
@@ -106,8 +94,9 @@ class SchedulerCore {
   Recorder& recorder() { return recorder_; }
   const Recorder& recorder() const { return recorder_; }
   const Governor& governor() const { return governor_; }
-  // Immutable after construction, so any thread may render with it.
-  const ChatRenderer& chat() const { return chat_; }
+  // Immutable after construction, so any thread may prepare tasks with it.
+  const TaskPreparer& preparer() const { return preparer_; }
+  const ChatRenderer& chat() const { return preparer_.chat(); }
   const BatchPolicy& batch_policy() const { return batch_; }
 
  private:
@@ -117,8 +106,10 @@ class SchedulerCore {
     std::vector<StepItemKind> kinds;
   };
 
-  Result<PreparedTask> Prepare(TaskRequest request) const;
-  void Enqueue(TaskId id, PreparedTask prepared);
+  // The task's max_tokens if the pool holds it alone (or for a task without
+  // a limit, the most that fit); ResourceExhausted otherwise.
+  Result<int32_t> FitPool(const PreparedTask& task) const;
+  void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens);
   Task* Find(TaskId id);
 
   // The queue key: (tier, ticket), or (one tier, ticket) under kFifo.
@@ -161,8 +152,10 @@ class SchedulerCore {
   std::vector<Task*> AdmitBatchMembers();
   void BuildBatchAllItems(const std::vector<Task*>& members, StepPlan& plan) const;
   Result<StepResult> RunBatchAll(std::vector<Task*>& members, StepPlan& plan);
-  void ApplyStep(StepPlan& plan, const StepResult& result);
-  void OnToken(Task& task, int32_t token, double now);
+  void ApplyStep(StepPlan& plan, StepResult& result);
+  void OnToken(Task& task, StepOutput& output, double now);
+  // Names the tokens, queues on_logprobs and keeps them for the result.
+  void DeliverLogprobs(Task& task, TokenLogprobs logprobs);
   // Prompt tokens count toward the tier's budgets at prompt_token_weight.
   void ChargePrompt(Task& task, int32_t tokens);
   void EndTurnIfDue(Task& lead);
@@ -197,7 +190,7 @@ class SchedulerCore {
   SchedulerOptions options_;
   std::function<double()> clock_;
   Recorder recorder_;
-  ChatRenderer chat_;
+  TaskPreparer preparer_;
   Governor governor_;
   PreemptionController preemption_;
   BatchPolicy batch_;

@@ -13,6 +13,27 @@ size_t SchedulerCore::BytesAlone(int64_t tokens) const {
   return engine_.KvBytesFor(static_cast<int32_t>(tokens)) + engine_.KvBytesFor(1);
 }
 
+Result<int32_t> SchedulerCore::FitPool(const PreparedTask& task) const {
+  const int64_t prompt = task.prompt_tokens();
+  if (BytesAlone(prompt + task.max_tokens) <= budgets_.pool_bytes) return task.max_tokens;
+  // Every admitted task fits the pool alone, so making room (parking and
+  // evicting everything else) always lets it run: none fails for memory. A
+  // task without a limit runs until it fills the pool alone instead.
+  const int64_t least = task.until_context_end ? prompt + 1 : prompt + task.max_tokens;
+  if (BytesAlone(least) > budgets_.pool_bytes) {
+    return ResourceExhausted("the task needs " + std::to_string(BytesAlone(least)) + " bytes of KV cache for " +
+                             std::to_string(least) + " tokens; the pool holds " + std::to_string(budgets_.pool_bytes));
+  }
+  // The most tokens that still fit: BytesAlone grows with the tokens.
+  int32_t fits = 1;
+  int32_t too_many = task.max_tokens;
+  while (too_many - fits > 1) {
+    const int32_t mid = fits + (too_many - fits) / 2;
+    (BytesAlone(prompt + mid) <= budgets_.pool_bytes ? fits : too_many) = mid;
+  }
+  return fits;
+}
+
 int64_t SchedulerCore::LargestLiveTask() const {
   int64_t largest = 0;
   for (const auto& [id, task] : tasks_) {

@@ -193,8 +193,10 @@ Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders
   }
 }
 
-void SchedulerCore::OnToken(Task& task, int32_t token, double now) {
+void SchedulerCore::OnToken(Task& task, StepOutput& output, double now) {
+  const int32_t token = output.token;
   task.tokens.push_back(token);
+  if (output.logprobs) DeliverLogprobs(task, std::move(*output.logprobs));
   ++task.turn_generated;
   governor_.Charge(task.tier, 1);
   const StopDecision decision = task.stop->Feed(token, engine_.TokenPiece(token));
@@ -216,6 +218,15 @@ void SchedulerCore::OnToken(Task& task, int32_t token, double now) {
   SetState(task, task.phase());
 }
 
+void SchedulerCore::DeliverLogprobs(Task& task, TokenLogprobs logprobs) {
+  logprobs.sampled.piece = engine_.TokenPiece(logprobs.sampled.token);
+  for (TokenLogprob& t : logprobs.top) t.piece = engine_.TokenPiece(t.token);
+  if (task.callbacks.on_logprobs) {
+    outbox_.push_back([cb = task.callbacks.on_logprobs, id = task.id, lp = logprobs] { cb(id, lp); });
+  }
+  task.logprobs.push_back(std::move(logprobs));
+}
+
 void SchedulerCore::ChargePrompt(Task& task, int32_t tokens) {
   task.prompt_charge += tokens * options_.prompt_token_weight;
   const auto whole = static_cast<int32_t>(task.prompt_charge);
@@ -225,7 +236,7 @@ void SchedulerCore::ChargePrompt(Task& task, int32_t tokens) {
   governor_.Charge(task.tier, whole);
 }
 
-void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
+void SchedulerCore::ApplyStep(StepPlan& plan, StepResult& result) {
   const double now = Now();
   StepTrace trace;
   trace.start = now - result.seconds;
@@ -283,7 +294,7 @@ void SchedulerCore::ApplyStep(StepPlan& plan, const StepResult& result) {
     if (plan.items[i].sample) samplers.push_back(plan.tasks[i]);
   }
   for (size_t k = 0; k < result.outputs.size() && k < samplers.size(); ++k) {
-    OnToken(*samplers[k], result.outputs[k].token, now);
+    OnToken(*samplers[k], result.outputs[k], now);
   }
 }
 

@@ -38,6 +38,7 @@ struct Task {
   double prompt_charge = 0.0;   // weighted prompt tokens not yet charged (under one)
   std::vector<int32_t> tokens;  // generated so far
   std::string text;             // shown so far
+  std::vector<TokenLogprobs> logprobs;  // per token, when the request asked for them
   bool first_token_seen = false;
 
   bool prompt_done() const { return prompt_pos >= static_cast<int32_t>(prompt.size()); }

@@ -11,7 +11,10 @@ nlohmann::json OrNull(const std::string& s) { return s.empty() ? nlohmann::json(
 }  // namespace
 
 nlohmann::json ApiError::Body() const {
-  nlohmann::json error = {{"message", message}, {"type", type}, {"param", OrNull(param)}, {"code", OrNull(code)}};
+  nlohmann::json error = {{"message", message},
+                          {"type", type},
+                          {"param", OrNull(param)},
+                          {"code", code.empty() ? DefaultCode(http_status) : code}};
   return nlohmann::json{{"error", std::move(error)}};
 }
 
@@ -31,7 +34,9 @@ ApiError ErrorFromStatus(const Status& status) {
   ApiError e;
   e.message = status.message();
   switch (status.code()) {
-    case StatusCode::kInvalidArgument: return e;
+    case StatusCode::kInvalidArgument:
+      e.code = "invalid_value";
+      return e;
     case StatusCode::kOutOfRange:
       e.code = "context_length_exceeded";
       return e;
@@ -45,8 +50,23 @@ ApiError ErrorFromStatus(const Status& status) {
     default:
       e.http_status = 500;
       e.type = "server_error";
+      e.code = "internal_error";
       return e;
   }
+}
+
+std::string DefaultCode(int http_status) {
+  switch (http_status) {
+    case 400: return "invalid_request";
+    case 401: return "invalid_api_key";
+    case 404: return "not_found";
+    case 405: return "method_not_allowed";
+    case 413: return "body_too_large";
+    case 429: return "rate_limit_exceeded";
+    default: break;
+  }
+  if (http_status >= 500 && http_status < 600) return "internal_error";
+  return "http_" + std::to_string(http_status);
 }
 
 }  // namespace valet

@@ -22,9 +22,7 @@ Status CheckOptions(const ServerOptions& o) {
   for (int limit : o.max_tasks_per_tier) {
     if (limit < 1) return InvalidArgument("every tier's task limit must be at least 1");
   }
-  if (o.defaults.chat_max_tokens < 1 || o.defaults.completion_max_tokens < 1) {
-    return InvalidArgument("default max_tokens must be positive");
-  }
+  VALET_RETURN_IF_ERROR(CheckCompletionDefaults(o.defaults));
   if (o.read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 || o.write_timeout.count() <= 0) {
     return InvalidArgument("read, idle and write timeouts must be positive");
   }

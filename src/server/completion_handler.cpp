@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "server/http_reply.h"
 #include "server/openai_response.h"
@@ -43,7 +44,13 @@ class CompletionReply {
         endpoint_(request.endpoint),
         model_(request.model.empty() ? ctx_->options.model_name : request.model),
         stream_(request.stream),
-        include_usage_(request.include_usage) {}
+        include_usage_(request.include_usage),
+        logprobs_(request.logprobs) {}
+
+  // Before the token's OnToken.
+  void OnLogprobs(const TokenLogprobs& logprobs) {
+    if (stream_) pending_logprobs_.push_back(logprobs);
+  }
 
   void OnToken(TaskId id, std::string_view text) {
     ctx_->tasks.AddToken(id);
@@ -66,7 +73,10 @@ class CompletionReply {
 
  private:
   const ResponseMeta& Meta(TaskId id) {
-    if (meta_.id.empty()) meta_ = MakeResponseMeta(endpoint_, id, model_);
+    if (meta_.id.empty()) {
+      meta_ = MakeResponseMeta(endpoint_, id, model_);
+      meta_.logprobs = logprobs_;
+    }
     return meta_;
   }
 
@@ -79,15 +89,24 @@ class CompletionReply {
     if (endpoint_ == Endpoint::kChatCompletions) EmitChunk("", /*first=*/true);
   }
 
+  // A chunk for new text, or for tokens whose text is still held back
+  // (an unfinished UTF-8 character) when their log-probabilities are due.
   void Emit(const std::string& text) {
-    if (!text.empty()) EmitChunk(text, /*first=*/false);
+    if (!text.empty() || !pending_logprobs_.empty()) EmitChunk(text, /*first=*/false);
   }
 
   void EmitChunk(std::string_view text, bool first) {
     ChunkOptions o;
     o.first = first;
     o.usage_null = include_usage_;
+    if (!first) {
+      o.logprobs = pending_logprobs_;
+      o.text_offset = logprob_bytes_;
+    }
     exchange_->Write(StreamChunk(meta_, text, o));
+    if (first) return;
+    for (const TokenLogprobs& t : pending_logprobs_) logprob_bytes_ += t.sampled.piece.size();
+    pending_logprobs_.clear();
   }
 
   // The events that end a stream: the last chunk and usage, or the error; [DONE].
@@ -112,7 +131,10 @@ class CompletionReply {
   const std::string model_;
   const bool stream_;
   const bool include_usage_;
+  const bool logprobs_;
   ResponseMeta meta_;
+  std::vector<TokenLogprobs> pending_logprobs_;  // streams: of the tokens not yet sent
+  size_t logprob_bytes_ = 0;                     // of the tokens sent (completions' text_offset)
   Utf8Assembler utf8_;
   bool started_ = false;
 };
@@ -120,6 +142,7 @@ class CompletionReply {
 TaskCallbacks MakeCallbacks(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<CompletionReply>& reply) {
   TaskCallbacks cb;
   cb.on_token = [reply](TaskId id, int32_t, std::string_view text) { reply->OnToken(id, text); };
+  cb.on_logprobs = [reply](TaskId, const TokenLogprobs& logprobs) { reply->OnLogprobs(logprobs); };
   cb.on_state = [ctx](TaskId id, TaskState state) { ctx->tasks.SetState(id, state); };
   cb.on_done = [reply](TaskId id, const TaskResult& result) { reply->OnDone(id, result); };
   return cb;

@@ -6,6 +6,9 @@
 #include <utility>
 #include <vector>
 
+#include "server/client_json.h"
+#include "server/unsupported_fields.h"
+
 namespace valet {
 
 namespace {
@@ -82,6 +85,24 @@ MaybeError ReadSampling(const json& body, SamplingParams* s) {
   return ReadNumber(body, "frequency_penalty", -2.0, 2.0, &s->frequency_penalty);
 }
 
+// The sampled token's logprob and the top N: chat's "logprobs": true with
+// "top_logprobs" 0..20, completions' "logprobs": 0..5 (OpenAI's ranges).
+MaybeError ReadLogprobs(const json& body, Endpoint endpoint, CompletionRequest* r) {
+  std::optional<int64_t> top;
+  if (endpoint == Endpoint::kCompletions) {
+    if (auto e = ReadInt(body, "logprobs", 0, 5, &top)) return e;
+  } else {
+    bool wanted = false;
+    if (auto e = ReadBool(body, "logprobs", &wanted)) return e;
+    if (auto e = ReadInt(body, "top_logprobs", 0, kMaxTopLogprobs, &top)) return e;
+    if (top && !wanted) return BadRequest("'top_logprobs' needs \"logprobs\": true", "top_logprobs", "invalid_value");
+    if (wanted && !top) top = 0;
+  }
+  r->logprobs = top.has_value();
+  r->task.top_logprobs = top ? static_cast<int32_t>(*top) : -1;
+  return std::nullopt;
+}
+
 MaybeError ReadMaxTokens(const json& body, int32_t fallback, int32_t* out) {
   std::optional<int64_t> v;
   for (const char* key : {"max_completion_tokens", "max_tokens"}) {
@@ -141,7 +162,10 @@ MaybeError ReadTier(const json& body, std::string_view header, Endpoint endpoint
   }
   if (!header.empty()) {
     std::optional<Tier> t = TierFromName(header);
-    if (!t) return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier");
+    if (!t) {
+      return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier",
+                        "invalid_value");
+    }
     *out = *t;
     return std::nullopt;
   }
@@ -159,7 +183,8 @@ MaybeError ReadContent(const json& message, const std::string& param, std::strin
   }
   if (!it->is_array()) return TypeError(param, "a string or an array of text parts");
   for (const json& part : *it) {
-    const bool text_part = part.is_object() && part.value("type", json()) == "text";
+    auto type = part.is_object() ? part.find("type") : part.end();
+    const bool text_part = type != part.end() && type->is_string() && type->get_ref<const std::string&>() == "text";
     auto text = text_part ? part.find("text") : part.end();
     if (!text_part || text == part.end() || !text->is_string()) {
       return BadRequest("'" + param + "' parts must be {\"type\": \"text\", \"text\": string}", param,
@@ -213,7 +238,9 @@ MaybeError ReadTokenIds(const json& ids, int32_t vocab_size, std::vector<int32_t
     const bool in_range = id.is_number_unsigned() ? id.get<uint64_t>() < static_cast<uint64_t>(limit)
                                                   : id.get<int64_t>() >= 0 && id.get<int64_t>() < limit;
     if (!in_range) {
-      return RangeError("prompt", "token ids in [0, " + std::to_string(limit) + "), got " + id.dump());
+      const std::string got =
+          id.is_number_unsigned() ? std::to_string(id.get<uint64_t>()) : std::to_string(id.get<int64_t>());
+      return RangeError("prompt", "token ids in [0, " + std::to_string(limit) + "), got " + got);
     }
     out->push_back(static_cast<int32_t>(id.get<int64_t>()));
   }
@@ -223,16 +250,16 @@ MaybeError ReadTokenIds(const json& ids, int32_t vocab_size, std::vector<int32_t
 MaybeError ReadPrompt(const json& body, int32_t vocab_size, TaskRequest* task) {
   auto it = body.find("prompt");
   if (it == body.end()) return BadRequest("'prompt' is required", "prompt", "missing_field");
-  json p = *it;
+  const json* p = &*it;  // a pointer, never a copy of client JSON
   // A batch of one prompt is the prompt.
-  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = json(p[0]);
-  if (p.is_array() && !p.empty() && (p[0].is_string() || p[0].is_array())) {
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];
+  if (p->is_array() && !p->empty() && ((*p)[0].is_string() || (*p)[0].is_array())) {
     return BadRequest("batched prompts are not supported; send one prompt per request", "prompt", "unsupported_value");
   }
-  if (p.is_string()) {
-    task->prompt = p.get<std::string>();
-  } else if (p.is_array()) {
-    if (auto e = ReadTokenIds(p, vocab_size, &task->prompt_tokens)) return e;
+  if (p->is_string()) {
+    task->prompt = p->get<std::string>();
+  } else if (p->is_array()) {
+    if (auto e = ReadTokenIds(*p, vocab_size, &task->prompt_tokens)) return e;
   } else {
     return TypeError("prompt", "a string, or an array of token ids");
   }
@@ -247,8 +274,9 @@ MaybeError ReadCommon(const json& body, CompletionRequest* r) {
     if (!it->is_string()) return TypeError("model", "a string");
     r->model = it->get<std::string>();
   }
-  std::optional<int64_t> n;
-  if (auto e = ReadInt(body, "n", 1, 1, &n)) return e;
+  std::optional<int64_t> n, best_of;
+  if (auto e = ReadInt(body, "n", 1, std::numeric_limits<int32_t>::max(), &n)) return e;
+  if (auto e = ReadInt(body, "best_of", 1, std::numeric_limits<int32_t>::max(), &best_of)) return e;
   if (auto e = ReadStreamFlags(body, r)) return e;
   if (auto e = ReadStop(body, &r->task.stop)) return e;
   return ReadSampling(body, &r->task.sampling);
@@ -281,16 +309,27 @@ Tier TierFromPriority(int64_t priority) {
   return Tier::kOfflineIndexing;
 }
 
+Status CheckCompletionDefaults(const CompletionDefaults& defaults) {
+  if (defaults.chat_max_tokens < 0 || defaults.completion_max_tokens < 0) {
+    return InvalidArgument("default max_tokens must be positive, or 0 for the rest of the context");
+  }
+  if (defaults.vocab_size < 0) return InvalidArgument("vocab_size must not be negative");
+  return Status::Ok();
+}
+
 ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body_text, std::string_view tier_header,
                                         const CompletionDefaults& defaults) {
-  const json body = json::parse(body_text, nullptr, /*allow_exceptions=*/false);
-  if (body.is_discarded()) return BadRequest("the request body is not valid JSON", "", "invalid_json");
+  std::variant<json, ApiError> parsed = ParseClientJson(body_text);
+  if (ApiError* e = std::get_if<ApiError>(&parsed)) return std::move(*e);
+  const json& body = std::get<json>(parsed);
   if (!body.is_object()) return BadRequest("the request body must be a JSON object", "", "invalid_json");
   CompletionRequest r;
   r.endpoint = endpoint;
   const bool chat = endpoint == Endpoint::kChatCompletions;
   if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
+  if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
+  if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

@@ -1,6 +1,9 @@
 // Parses OpenAI /v1/chat/completions and /v1/completions request bodies into
 // a scheduler TaskRequest. Unknown fields are ignored; a known field of the
-// wrong type or out of range is a 400 naming the field.
+// wrong type or out of range is a 400 naming the field, and so is a field
+// valet cannot honour (unsupported_fields.h). The body goes through
+// ParseClientJson (client_json.h): nesting is limited before any document is
+// built, and nothing here copies or dumps the client's JSON.
 //
 // Tier, first match wins: the body's "tier" (a tier name), the body's integer
 // "priority" (lower runs first, vLLM/SGLang style) by band, the X-Valet-Tier
@@ -27,18 +30,25 @@ struct CompletionRequest {
   TaskRequest task;  // callbacks unset
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // the answer carries logprobs (task.top_logprobs >= 0)
   std::string model;           // echoed back; one model is served whatever it says
 };
 
 using ParsedCompletion = std::variant<CompletionRequest, ApiError>;
 
 struct CompletionDefaults {
-  int32_t chat_max_tokens = 256;
-  int32_t completion_max_tokens = 16;  // OpenAI's default for /v1/completions
+  // max_tokens for requests that give neither max_tokens nor
+  // max_completion_tokens; 0: until the context is full, as OpenAI's API and
+  // llama-server do (finish_reason "length" when it fills).
+  int32_t chat_max_tokens = 0;
+  int32_t completion_max_tokens = 0;
   // Token-id prompts must be below it (a 400 otherwise); 0: unknown, only
   // the engine checks them (the task then fails).
   int32_t vocab_size = 0;
 };
+
+// InvalidArgument for a negative default max_tokens or vocab_size.
+Status CheckCompletionDefaults(const CompletionDefaults& defaults);
 
 // "foreground_chat", ... (or the upper-case enum names); nullopt otherwise.
 std::optional<Tier> TierFromName(std::string_view name);

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "server/openai_logprobs.h"
+
 namespace valet {
 
 namespace {
@@ -29,6 +31,11 @@ json Envelope(const ResponseMeta& meta, bool chunk) {
 
 json FinishOrNull(const char* reason) { return reason ? json(reason) : json(nullptr); }
 
+json LogprobsOrNull(const ResponseMeta& meta, std::span<const TokenLogprobs> tokens, size_t text_offset) {
+  if (!meta.logprobs || tokens.empty()) return nullptr;
+  return IsChat(meta) ? ChatLogprobs(tokens) : CompletionLogprobs(tokens, text_offset);
+}
+
 }  // namespace
 
 ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model) {
@@ -46,7 +53,9 @@ const char* FinishReason(StopReason reason) { return reason == StopReason::kMaxT
 
 std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result) {
   json body = Envelope(meta, /*chunk=*/false);
-  json choice = {{"index", 0}, {"finish_reason", FinishReason(result.stop_reason)}, {"logprobs", nullptr}};
+  json logprobs = nullptr;
+  if (meta.logprobs) logprobs = IsChat(meta) ? ChatLogprobs(result.logprobs) : CompletionLogprobs(result.logprobs, 0);
+  json choice = {{"index", 0}, {"finish_reason", FinishReason(result.stop_reason)}, {"logprobs", std::move(logprobs)}};
   if (IsChat(meta)) {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
   } else {
@@ -59,11 +68,13 @@ std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result) {
 
 std::string StreamChunk(const ResponseMeta& meta, std::string_view text, const ChunkOptions& options) {
   json body = Envelope(meta, /*chunk=*/true);
-  json choice = {{"index", 0}, {"finish_reason", FinishOrNull(options.finish_reason)}, {"logprobs", nullptr}};
+  json choice = {{"index", 0},
+                 {"finish_reason", FinishOrNull(options.finish_reason)},
+                 {"logprobs", LogprobsOrNull(meta, options.logprobs, options.text_offset)}};
   if (IsChat(meta)) {
     json delta = json::object();
     if (options.first) delta["role"] = "assistant";
-    if (!text.empty() || options.first) delta["content"] = std::string(text);
+    if (!text.empty() || options.first || !choice["logprobs"].is_null()) delta["content"] = std::string(text);
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = std::string(text);

@@ -2,7 +2,9 @@
 // objects, their streamed chunks, and usage.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -16,6 +18,7 @@ struct ResponseMeta {
   std::string id;     // "chatcmpl-valet-<task>" / "cmpl-valet-<task>"
   std::string model;
   int64_t created = 0;  // Unix seconds
+  bool logprobs = false;  // the request asked for them (CompletionRequest::logprobs)
 };
 
 ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model);
@@ -23,13 +26,18 @@ ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model)
 // "stop" (EOS or a stop string) or "length" (max_tokens).
 const char* FinishReason(StopReason reason);
 
-// The whole non-streamed response.
+// The whole non-streamed response (with meta.logprobs, result.logprobs in
+// the choice's "logprobs").
 std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result);
 
 struct ChunkOptions {
   bool first = false;               // chat: the delta carries the role
   const char* finish_reason = nullptr;  // set on the last content chunk
   bool usage_null = false;          // include_usage: every chunk carries "usage": null
+  // With meta.logprobs: the tokens since the previous chunk, and (completions)
+  // the byte offset of the first one's text in the whole completion.
+  std::span<const TokenLogprobs> logprobs;
+  size_t text_offset = 0;
 };
 // One SSE event ("data: {...}\n\n") carrying `text`.
 std::string StreamChunk(const ResponseMeta& meta, std::string_view text, const ChunkOptions& options);

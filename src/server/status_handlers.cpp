@@ -1,29 +1,17 @@
 #include "server/status_handlers.h"
 
-#include <algorithm>
-#include <cctype>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
+#include <variant>
 
 #include "server/http_reply.h"
+#include "server/status_requests.h"
 
 namespace valet {
 
 namespace {
 
 using nlohmann::json;
-
-constexpr LifecycleEvent kEvents[] = {LifecycleEvent::kOnCreate, LifecycleEvent::kOnStart, LifecycleEvent::kOnResume,
-                                      LifecycleEvent::kOnPause,  LifecycleEvent::kOnStop,  LifecycleEvent::kOnDestroy};
-
-std::optional<LifecycleEvent> EventFromName(std::string name) {
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::toupper(c); });
-  for (LifecycleEvent e : kEvents) {
-    if (name == LifecycleEventName(e)) return e;
-  }
-  return std::nullopt;
-}
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
@@ -55,17 +43,10 @@ json TaskJson(const ServerContext& ctx, const TaskEntry& e) {
 }  // namespace
 
 http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& req) {
-  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  auto event = body.is_object() ? body.find("event") : body.end();
-  const bool named = body.is_object() && event != body.end() && event->is_string();
-  std::optional<LifecycleEvent> e = named ? EventFromName(event->get<std::string>()) : std::nullopt;
-  if (!e) {
-    return ErrorReply(ctx,
-                     BadRequest("expected {\"event\": one of ON_CREATE, ON_START, ON_RESUME, ON_PAUSE, ON_STOP, "
-                                "ON_DESTROY}",
-                                "event", "invalid_value"));
-  }
-  if (Status s = ctx.scheduler.OnLifecycleEvent(*e); !s.ok()) {
+  const std::variant<LifecycleEvent, ApiError> parsed = ParseLifecycleRequest(req.body);
+  if (const ApiError* error = std::get_if<ApiError>(&parsed)) return ErrorReply(ctx, *error);
+  const LifecycleEvent event = std::get<LifecycleEvent>(parsed);
+  if (Status s = ctx.scheduler.OnLifecycleEvent(event); !s.ok()) {
     const char* state = LifecycleStateName(ctx.scheduler.lifecycle_state());
     ApiError error = BadRequest(s.message(), "event", "invalid_lifecycle_transition");
     error.http_status = 409;
@@ -75,7 +56,7 @@ http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& 
     return JsonReply(409, Dump(reply));
   }
   return JsonReply(200,
-           Dump({{"event", LifecycleEventName(*e)}, {"state", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
+                   Dump({{"event", LifecycleEventName(event)}, {"state", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
 }
 
 http::HttpResponse HandleTasks(ServerContext& ctx) {
@@ -106,18 +87,10 @@ http::HttpResponse HandleMetrics(ServerContext& ctx) {
 }
 
 http::HttpResponse HandleTokenize(ServerContext& ctx, const http::HttpRequest& req) {
-  const json body = json::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  auto content = body.is_object() ? body.find("content") : body.end();
-  if (!body.is_object() || content == body.end() || !content->is_string()) {
-    return ErrorReply(ctx, BadRequest("expected {\"content\": string, \"add_special\": boolean}", "content",
-                                          "invalid_type"));
-  }
-  auto add_special = body.find("add_special");
-  if (add_special != body.end() && !add_special->is_boolean()) {
-    return ErrorReply(ctx, BadRequest("'add_special' must be a boolean", "add_special", "invalid_type"));
-  }
-  const bool bos = add_special != body.end() && add_special->get<bool>();
-  return JsonReply(200, Dump({{"tokens", ctx.vocab.Tokenize(content->get_ref<const std::string&>(), bos)}}));
+  const std::variant<TokenizeRequest, ApiError> parsed = ParseTokenizeRequest(req.body);
+  if (const ApiError* error = std::get_if<ApiError>(&parsed)) return ErrorReply(ctx, *error);
+  const TokenizeRequest& r = std::get<TokenizeRequest>(parsed);
+  return JsonReply(200, Dump({{"tokens", ctx.vocab.Tokenize(r.content, r.add_special)}}));
 }
 
 }  // namespace valet

@@ -125,7 +125,7 @@ static int test_run(void) {
   bad.tier = 9;
   CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
   bad.tier = VALET_TIER_FOREGROUND_CHAT;
-  bad.max_tokens = 0;
+  bad.max_tokens = -1;
   CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
   bad.max_tokens = 1 << 30;
   CHECK(valet_submit(s, &bad, &id) == VALET_OUT_OF_RANGE);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -306,6 +307,50 @@ TEST_P(RealEngineMiscTest, StepErrorsChangeNothing) {
   StepItem parked{a, t, 0, false};
   EXPECT_FALSE(e->Step({&parked, 1}).ok());
   EXPECT_EQ(e->Info(a)->n_tokens, 0);
+}
+
+// Log-probabilities describe the model, not the sampler: log_softmax of the
+// raw logits, whatever temperature, filters and penalties the draw used.
+TEST_P(RealEngineMiscTest, LogprobsAreTheRawDistribution) {
+  std::unique_ptr<RealEngine> e = Open();
+  ASSERT_TRUE(e);
+  const int32_t n_vocab = e->engine().model().config().n_vocab;
+  SamplingParams narrow;
+  narrow.temperature = 0.3f;
+  narrow.top_k = 2;
+  narrow.presence_penalty = 1.5f;
+  SequenceSpec spec;
+  spec.sampling = narrow;
+  spec.top_logprobs = 4;
+  SequenceId a = *e->OpenSequence(spec);
+  SequenceId plain = *e->OpenSequence({});
+  std::vector<int32_t> next = Tokens(12, 5, n_vocab);
+  for (int step = 0; step < 3; ++step) {
+    StepItem items[2] = {{a, next, 0, true}, {plain, next, 0, true}};
+    Result<StepResult> r = e->Step(items);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ(r->outputs.size(), 2u);
+    EXPECT_FALSE(r->outputs[1].logprobs.has_value()) << "not asked for";
+    ASSERT_TRUE(r->outputs[0].logprobs.has_value());
+    const TokenLogprobs& lp = *r->outputs[0].logprobs;
+    std::span<const float> l = e->last_logits(a);
+    double max = l[0], sum = 0.0;
+    for (float x : l) max = std::max(max, static_cast<double>(x));
+    for (float x : l) sum += std::exp(static_cast<double>(x) - max);
+    auto expected = [&](int32_t t) { return static_cast<double>(l[static_cast<size_t>(t)]) - max - std::log(sum); };
+    EXPECT_EQ(lp.sampled.token, r->outputs[0].token);
+    EXPECT_NEAR(lp.sampled.logprob, expected(lp.sampled.token), 1e-4);
+    ASSERT_EQ(lp.top.size(), 4u);
+    for (size_t i = 0; i < lp.top.size(); ++i) {
+      EXPECT_NEAR(lp.top[i].logprob, expected(lp.top[i].token), 1e-4);
+      if (i > 0) {
+        EXPECT_GE(lp.top[i - 1].logprob, lp.top[i].logprob);
+      }
+    }
+    const auto argmax = std::max_element(l.begin(), l.end()) - l.begin();
+    EXPECT_EQ(lp.top[0].token, argmax);
+    next = {r->outputs[0].token};
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineMiscTest, ::testing::Values("synth-tiny-q8_0.gguf"),

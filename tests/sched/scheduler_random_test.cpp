@@ -114,7 +114,7 @@ void RunSequence(uint64_t seed, const Pressure& pressure) {
         m.history = h.engine.Tokenize(prompt, true);
       }
       if (rng() % 20 == 0) {
-        r.max_tokens = 0;
+        r.max_tokens = -1;
         ASSERT_EQ(h.core.Submit(std::move(r)).status().code(), StatusCode::kInvalidArgument);
         continue;
       }

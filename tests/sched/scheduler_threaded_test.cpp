@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "sched_test_util.h"
@@ -182,25 +183,117 @@ TEST(SchedulerThreaded, ErrorsAreSynchronousAndChangeNothing) {
   Sink sink;
   EXPECT_EQ(s->Submit(Req(static_cast<Tier>(-1), "x", 4)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "", 4)).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "x", 0)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "x", -1)).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "x", 100)).status().code(), StatusCode::kOutOfRange);
   EXPECT_EQ(s->Cancel(77).code(), StatusCode::kNotFound);
   EXPECT_EQ(s->OnLifecycleEvent(LifecycleEvent::kOnStop).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(s->lifecycle_state(), LifecycleState::kResumed);
-  // Too long only once tokenized: accepted, then FAILED with a clear status.
+  // Too long only once tokenized: refused just the same, by Submit itself.
   TaskRequest too_long = Req(Tier::kForegroundChat, std::string(60, 'z'), 10);
   sink.Attach(too_long);
-  const TaskId bad = *s->Submit(std::move(too_long));
+  Result<TaskId> bad = s->Submit(std::move(too_long));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kOutOfRange);
+  EXPECT_NE(bad.status().message().find("61 tokens"), std::string::npos) << bad.status().message();
+  TaskRequest fills = Req(Tier::kForegroundChat, std::string(63, 'z'), 0);  // 64 with BOS: no room at all
+  EXPECT_EQ(s->Submit(std::move(fills)).status().code(), StatusCode::kOutOfRange);
   TaskRequest fine = Req(Tier::kForegroundChat, "ok", 5);
   sink.Attach(fine);
   const TaskId good = *s->Submit(std::move(fine));
   s->WaitIdle();
   EXPECT_EQ(s->Cancel(good).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(s->Stats().rejected, 6);
+  EXPECT_EQ(s->Stats().failed, 0);
   std::lock_guard<std::mutex> lock(sink.mu);
-  EXPECT_EQ(sink.out[bad].result->state, TaskState::kFailed);
-  EXPECT_EQ(sink.out[bad].result->status.code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(sink.out.count(-1), 0u);
+  EXPECT_EQ(sink.out.size(), 1u) << "no callback for a refused request";
   EXPECT_EQ(sink.out[good].result->state, TaskState::kDone);
   EXPECT_EQ(sink.out[good].tokens, ExpectedAlone(engine, "ok", 3, 5));
+}
+
+// Only the KV pool check waits for the inference thread (the pool's budget
+// changes there): a task too large for the pool alone ends FAILED.
+TEST(SchedulerThreaded, TaskOverThePoolFailsAtAdmission) {
+  FakeEngineOptions eo;
+  eo.kv_bytes_per_token = 1000;
+  eo.pool_capacity_bytes = 50'000;
+  FakeEngine engine(eo);
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  TaskRequest big = Req(Tier::kForegroundChat, std::string(100, 'x'), 10);
+  sink.Attach(big);
+  const TaskId id = *s->Submit(std::move(big));
+  s->WaitIdle();
+  std::lock_guard<std::mutex> lock(sink.mu);
+  EXPECT_EQ(sink.out[id].result->state, TaskState::kFailed);
+  EXPECT_EQ(sink.out[id].result->status.code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(sink.out[id].result->status.message().find("111 tokens"), std::string::npos);
+}
+
+// An engine that notes which threads tokenize.
+class TokenizeThreads : public FakeEngine {
+ public:
+  using FakeEngine::FakeEngine;
+  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    threads_.insert(std::this_thread::get_id());
+    return FakeEngine::Tokenize(text, add_bos);
+  }
+  std::set<std::thread::id> threads() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return threads_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::set<std::thread::id> threads_;
+};
+
+// Rendering and tokenizing run on the submitting thread: with the inference
+// thread held inside a step, a chat is still tokenized and a prompt too long
+// is still refused, and the inference thread never tokenizes anything.
+TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
+  FakeEngineOptions eo;
+  eo.context_length = 128;
+  TokenizeThreads engine(eo);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_step = false, release = false;
+  engine.set_step_hook([&](std::span<const StepItem>) {
+    std::unique_lock<std::mutex> lock(mu);
+    in_step = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return Status::Ok();
+  });
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  TaskRequest first = Req(Tier::kOfflineIndexing, "background", 4);
+  sink.Attach(first);
+  ASSERT_TRUE(s->Submit(std::move(first)).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_step; });
+  }
+  TaskRequest chat = Req(Tier::kForegroundChat, "", 4);
+  chat.messages = {{"user", std::string(50, 'q')}};
+  sink.Attach(chat);
+  ASSERT_TRUE(s->Submit(std::move(chat)).ok());
+  TaskRequest too_long = Req(Tier::kForegroundChat, "", 4);
+  too_long.messages = {{"user", std::string(200, 'q')}};
+  EXPECT_EQ(s->Submit(std::move(too_long)).status().code(), StatusCode::kOutOfRange);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  s->WaitIdle();
+  EXPECT_EQ(engine.threads(), std::set<std::thread::id>{std::this_thread::get_id()});
+  EXPECT_EQ(s->Stats().done, 2);
 }
 
 TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {

@@ -42,7 +42,11 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
                      {"frequency_penalty", -1.25},
                      {"stream", true},
                      {"stream_options", {{"include_usage", true}}},
-                     {"logit_bias", {{"5", 1}}}};
+                     {"logit_bias", json::object()},
+                     {"tools", json::array()},
+                     {"response_format", {{"type", "text"}}},
+                     {"n", 1},
+                     {"user", "ignored"}};
   const CompletionRequest r = Ok(Endpoint::kChatCompletions, body);
   EXPECT_EQ(r.model, "x");
   EXPECT_EQ(r.task.system_prompt, "sys");
@@ -61,6 +65,24 @@ TEST_F(CompletionRequestTest, ChatFieldsMapOntoTheTask) {
   EXPECT_TRUE(r.stream);
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.task.tier, Tier::kForegroundChat);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, -1);
+}
+
+// Without max_tokens the task runs until the context is full, as OpenAI's and
+// llama-server's do, unless the operator set a default cap.
+TEST_F(CompletionRequestTest, NoMaxTokensMeansTheRestOfTheContext) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat).task.max_tokens, 0);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}}).task.max_tokens, 0);
+  defaults_.chat_max_tokens = 256;
+  defaults_.completion_max_tokens = 16;
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat).task.max_tokens, 256);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}}).task.max_tokens, 16);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"max_tokens", 3}}).task.max_tokens, 3);
+  EXPECT_TRUE(CheckCompletionDefaults(defaults_).ok());
+  defaults_.completion_max_tokens = -1;
+  EXPECT_EQ(CheckCompletionDefaults(defaults_).code(), StatusCode::kInvalidArgument);
 }
 
 TEST_F(CompletionRequestTest, DefaultsDependOnTheEndpoint) {
@@ -135,7 +157,7 @@ TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
                         {"seed", "1"},     {"stop", ""},          {"stop", json::array({"a", ""})},
                         {"stop", json::array({"1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13",
                                               "14", "15", "16", "17"})},
-                        {"max_tokens", 0}, {"max_tokens", 3000000000LL}, {"model", 1},
+                        {"max_tokens", 0}, {"max_tokens", 3000000000LL}, {"model", 1}, {"n", 0}, {"n", "2"},
                         {"frequency_penalty", -3}, {"presence_penalty", 2.5}, {"presence_penalty", "1"}};
   for (const Case& c : cases) {
     json b = chat;
@@ -147,16 +169,124 @@ TEST_F(CompletionRequestTest, ErrorsNameTheParameter) {
   }
 }
 
+TEST_F(CompletionRequestTest, LogprobsFollowOpenAiPerEndpoint) {
+  const json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+  json b = chat;
+  b["logprobs"] = true;
+  CompletionRequest r = Ok(Endpoint::kChatCompletions, b);
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, 0);
+  b["top_logprobs"] = 20;
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, b).task.top_logprobs, 20);
+  b["logprobs"] = false;
+  b["top_logprobs"] = nullptr;
+  r = Ok(Endpoint::kChatCompletions, b);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, -1);
+  r = Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", 5}});
+  EXPECT_TRUE(r.logprobs);
+  EXPECT_EQ(r.task.top_logprobs, 5);
+  EXPECT_EQ(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", 0}}).task.top_logprobs, 0);
+  EXPECT_FALSE(Ok(Endpoint::kCompletions, {{"prompt", "x"}, {"logprobs", nullptr}}).logprobs);
+  struct Case {
+    Endpoint endpoint;
+    json extra;
+    const char* param;
+  };
+  const Case bad[] = {{Endpoint::kChatCompletions, {{"logprobs", 1}}, "logprobs"},
+                      {Endpoint::kChatCompletions, {{"logprobs", true}, {"top_logprobs", 21}}, "top_logprobs"},
+                      {Endpoint::kChatCompletions, {{"logprobs", true}, {"top_logprobs", -1}}, "top_logprobs"},
+                      {Endpoint::kChatCompletions, {{"top_logprobs", 2}}, "top_logprobs"},
+                      {Endpoint::kCompletions, {{"logprobs", 6}}, "logprobs"},
+                      {Endpoint::kCompletions, {{"logprobs", true}}, "logprobs"}};
+  for (const Case& c : bad) {
+    json body = c.endpoint == Endpoint::kChatCompletions ? chat : json{{"prompt", "x"}};
+    body.update(c.extra);
+    ParsedCompletion p = Parse(c.endpoint, body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << body.dump();
+    EXPECT_EQ(std::get<ApiError>(p).param, c.param) << body.dump();
+    EXPECT_FALSE(std::get<ApiError>(p).code.empty());
+  }
+}
+
+// Fields that would change what the answer means are refused by name; their
+// no-op values are not.
+TEST_F(CompletionRequestTest, FieldsValetCannotHonourAre400) {
+  struct Case {
+    Endpoint endpoint;
+    const char* key;
+    json value;
+    const char* code;
+  };
+  const json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
+  const Case cases[] = {
+      {Endpoint::kChatCompletions, "tools", json::array({tool}), "unsupported_parameter"},
+      {Endpoint::kChatCompletions, "tool_choice", "required", "unsupported_value"},
+      {Endpoint::kChatCompletions, "functions", json::array({{{"name", "f"}}}), "unsupported_parameter"},
+      {Endpoint::kChatCompletions, "function_call", {{"name", "f"}}, "unsupported_value"},
+      {Endpoint::kChatCompletions, "response_format", {{"type", "json_object"}}, "unsupported_value"},
+      {Endpoint::kChatCompletions, "logit_bias", {{"5", 1}}, "unsupported_parameter"},
+      {Endpoint::kChatCompletions, "n", 2, "unsupported_value"},
+      {Endpoint::kChatCompletions, "audio", {{"voice", "alloy"}}, "unsupported_parameter"},
+      {Endpoint::kChatCompletions, "modalities", json::array({"text", "audio"}), "unsupported_value"},
+      {Endpoint::kChatCompletions, "prediction", {{"type", "content"}}, "unsupported_parameter"},
+      {Endpoint::kCompletions, "logit_bias", {{"5", -100}}, "unsupported_parameter"},
+      {Endpoint::kCompletions, "n", 3, "unsupported_value"},
+      {Endpoint::kCompletions, "best_of", 2, "unsupported_value"},
+      {Endpoint::kCompletions, "suffix", "}", "unsupported_parameter"},
+      {Endpoint::kCompletions, "echo", true, "unsupported_value"},
+  };
+  for (const Case& c : cases) {
+    const bool chat = c.endpoint == Endpoint::kChatCompletions;
+    json body = chat ? json{{"messages", {{{"role", "user"}, {"content", "x"}}}}} : json{{"prompt", "x"}};
+    body[c.key] = c.value;
+    ParsedCompletion p = Parse(c.endpoint, body);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << body.dump();
+    const ApiError& e = std::get<ApiError>(p);
+    EXPECT_EQ(e.http_status, 400);
+    EXPECT_EQ(e.param, c.key);
+    EXPECT_EQ(e.code, c.code) << body.dump();
+  }
+  const json harmless = {{"prompt", "x"}, {"best_of", 1}, {"echo", false}, {"suffix", nullptr}, {"n", 1},
+                         {"logit_bias", nullptr}};
+  EXPECT_EQ(Ok(Endpoint::kCompletions, harmless).task.prompt, "x");
+  const json chat_harmless = {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"tool_choice", "none"},
+                              {"functions", json::array()}, {"modalities", json::array({"text"})},
+                              {"audio", nullptr}, {"store", true}, {"metadata", {{"k", "v"}}}};
+  EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat_harmless).task.messages.size(), 1u);
+}
+
 TEST(ApiErrorTest, StatusMapping) {
   EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(OutOfRange("x")).code, "context_length_exceeded");
   EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).code, "context_length_exceeded");
   EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
-  const json body = json::parse(BadRequest("bad \xff", "p").ToJson());
+  const json body = json::parse(BadRequest("bad \xff", "p", "invalid_value").ToJson());
   EXPECT_EQ(body["error"]["param"], "p");
-  EXPECT_TRUE(body["error"]["code"].is_null());
+  EXPECT_EQ(body["error"]["code"], "invalid_value");
   EXPECT_EQ(body["error"]["type"], "invalid_request_error");
+}
+
+// Clients switch on `code`: no reply may carry a null one, whatever built it.
+TEST(ApiErrorTest, EveryErrorHasACode) {
+  for (const Status& s : {InvalidArgument("x"), OutOfRange("x"), ResourceExhausted("x"), Internal("x"),
+                          IoError("x"), NotFound("x"), Aborted("x")}) {
+    EXPECT_FALSE(ErrorFromStatus(s).code.empty()) << s.message();
+  }
+  for (int status : {400, 401, 403, 404, 405, 409, 413, 414, 429, 431, 500, 503}) {
+    ApiError e;
+    e.http_status = status;
+    e.message = "m";
+    const json body = json::parse(e.ToJson());
+    ASSERT_TRUE(body["error"]["code"].is_string()) << status;
+    EXPECT_FALSE(body["error"]["code"].get<std::string>().empty()) << status;
+  }
+  ApiError named;
+  named.code = "queue_full";
+  EXPECT_EQ(json::parse(named.ToJson())["error"]["code"], "queue_full");
+  EXPECT_EQ(DefaultCode(405), "method_not_allowed");
+  EXPECT_EQ(DefaultCode(503), "internal_error");
 }
 
 }  // namespace

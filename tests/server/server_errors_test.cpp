@@ -26,7 +26,8 @@ void ExpectError(const httplib::Result& res, int status, const std::string& para
   const json& e = body["error"];
   EXPECT_TRUE(e["message"].is_string() && !e["message"].get<std::string>().empty());
   EXPECT_TRUE(e["type"].is_string());
-  EXPECT_TRUE(e.contains("param") && e.contains("code"));
+  EXPECT_TRUE(e.contains("param"));
+  EXPECT_TRUE(e["code"].is_string() && !e["code"].get<std::string>().empty()) << res->body;
   if (!param.empty()) {
     EXPECT_EQ(e["param"], param) << res->body;
   }
@@ -118,6 +119,44 @@ TEST_F(ServerErrorsTest, PromptOverTheContextIs400NamingTheNumbers) {
     EXPECT_EQ(ParseJson(res->body)["error"]["code"], "context_length_exceeded");
   }
   ExpectError(Post("/v1/completions", json{{"prompt", "x"}, {"max_tokens", 64}}), 400);
+}
+
+// Without max_tokens the answer runs to the end of the context, as OpenAI's
+// and llama-server's do: a prompt near the context is a 200 with "length",
+// not a 400 naming a default the client never sent.
+TEST_F(ServerErrorsTest, NoMaxTokensNearTheContextEndsWithLength) {
+  FakeEngineOptions eo;
+  eo.context_length = 64;
+  StartServer({}, eo);
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    const json bodies[] = {
+        {{"prompt", std::string(60, 'x')}, {"stream", stream}, {"stream_options", {{"include_usage", stream}}}},
+        {{"messages", {{{"role", "user"}, {"content", "hello"}}}}, {"stream", stream},
+         {"stream_options", {{"include_usage", stream}}}}};
+    for (const json& body : bodies) {
+      const bool chat = body.contains("messages");
+      httplib::Result res = Post(chat ? "/v1/chat/completions" : "/v1/completions", body);
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+      json usage, finish;
+      if (stream) {
+        const SseEvents events = ParseSse(res->body);
+        ASSERT_TRUE(events.done && events.chunks.size() >= 2);
+        usage = events.chunks.back()["usage"];
+        finish = events.chunks[events.chunks.size() - 2]["choices"][0]["finish_reason"];
+      } else {
+        const json reply = ParseJson(res->body);
+        usage = reply["usage"];
+        finish = reply["choices"][0]["finish_reason"];
+      }
+      EXPECT_EQ(finish, "length");
+      EXPECT_EQ(usage["prompt_tokens"].get<int>() + usage["completion_tokens"].get<int>(), 64) << usage.dump();
+      if (!chat) {
+        EXPECT_EQ(usage["completion_tokens"], 3);  // 60 bytes + BOS
+      }
+    }
+  }
 }
 
 // The scheduler refuses a task that cannot fit the KV pool even alone; it

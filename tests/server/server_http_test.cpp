@@ -108,6 +108,54 @@ TEST_F(ServerHttpTest, StreamedChatCarriesTheSameTextAndUsage) {
   EXPECT_EQ(usage_chunk["usage"]["completion_tokens"], 20);
 }
 
+// logprobs end to end: one entry per generated token, whole or streamed, in
+// each endpoint's shape; the fake's pieces are single bytes, so the tokens
+// spell the text.
+TEST_F(ServerHttpTest, LogprobsWholeAndStreamed) {
+  StartServer();
+  for (bool stream : {false, true}) {
+    SCOPED_TRACE(stream);
+    json chat = ChatBody("Log me", 9, 4);
+    chat["logprobs"] = true;
+    chat["top_logprobs"] = 2;
+    chat["stream"] = stream;
+    json text = {{"prompt", "Log me"}, {"max_tokens", 9}, {"logprobs", 3}, {"stream", stream}};
+    for (const json& body : {chat, text}) {
+      const bool is_chat = body.contains("messages");
+      httplib::Result res = Post(is_chat ? "/v1/chat/completions" : "/v1/completions", body);
+      ASSERT_TRUE(res);
+      ASSERT_EQ(res->status, 200) << res->body;
+      std::vector<json> choices;
+      if (stream) {
+        for (const json& c : ParseSse(res->body).chunks) choices.push_back(c["choices"][0]);
+      } else {
+        choices.push_back(ParseJson(res->body)["choices"][0]);
+      }
+      std::string content, spelled;
+      size_t entries = 0;
+      for (const json& c : choices) {
+        content += is_chat ? c[stream ? "delta" : "message"].value("content", "") : c["text"].get<std::string>();
+        if (c["logprobs"].is_null()) continue;
+        const json& lp = c["logprobs"];
+        const json& list = is_chat ? lp["content"] : lp["tokens"];
+        for (size_t i = 0; i < list.size(); ++i, ++entries) {
+          if (is_chat) {
+            spelled += list[i]["token"].get<std::string>();
+            EXPECT_EQ(list[i]["top_logprobs"].size(), 2u);
+            EXPECT_LE(list[i]["logprob"].get<double>(), 0.0);
+          } else {
+            spelled += list[i].get<std::string>();
+            EXPECT_EQ(lp["text_offset"][i], entries) << "offsets run on across chunks";
+            EXPECT_LE(lp["top_logprobs"][i].size(), 4u);
+          }
+        }
+      }
+      EXPECT_EQ(entries, 9u);
+      EXPECT_EQ(spelled, content);
+    }
+  }
+}
+
 std::string TextOf(const FakeEngine& engine, const std::vector<int32_t>& tokens) {
   std::string text;
   for (int32_t t : tokens) text += engine.TokenPiece(t);

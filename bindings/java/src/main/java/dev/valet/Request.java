@@ -186,6 +186,7 @@ public final class Request {
       return this;
     }
 
+    /** Tokens to generate at most; 0: until the context is full (see valet.h). Negative: refused at submit. */
     public Builder maxTokens(int n) {
       maxTokens = n;
       return this;

@@ -141,8 +141,10 @@ public final class Valet implements AutoCloseable {
   }
 
   /**
-   * Submits a task. Throws {@link ValetException} for a request the scheduler refuses, and
-   * IllegalStateException once close() has begun.
+   * Submits a task, rendering and tokenizing its prompt on the calling thread. Throws {@link
+   * ValetException} for a request the scheduler refuses (OUT_OF_RANGE for a prompt plus maxTokens
+   * over the context), and IllegalStateException once close() has begun. Only a task too large for
+   * the KV pool even alone is accepted and then FAILS (RESOURCE_EXHAUSTED).
    */
   public Task submit(Request request, TokenListener listener) {
     final List<Request.Message> messages = request.messages();

@@ -85,7 +85,7 @@ class ValetTest {
   @Test
   void badRequestsAndEventsAreClearErrors() {
     final ValetException e =
-        assertThrows(ValetException.class, () -> valet.submit(Tier.OFFLINE_INDEXING, "x", 0, null));
+        assertThrows(ValetException.class, () -> valet.submit(Tier.OFFLINE_INDEXING, "x", -1, null));
     assertEquals(ValetException.INVALID_ARGUMENT, e.status());
     assertThrows(ValetException.class, () -> valet.onLifecycleEvent(LifecycleEvent.ON_START)); // RESUMED
     assertThrows(ValetException.class, () -> valet.onThermalStatus(7));
