@@ -54,7 +54,8 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
-      chat_(ChatRenderer::ForFormat(engine.chat_format())),
+      chat_(ChatRenderer::ForFormat(engine.chat_format(),
+                                    {.literal_content = !options_.parse_special_in_messages})),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),
@@ -76,11 +77,13 @@ Result<PreparedTask> SchedulerCore::Prepare(TaskRequest request) const {
   }
   SequenceSpec spec;
   spec.sampling = request.sampling;
-  if (!rendered.shared.empty()) spec.shared_prefix = engine_.Tokenize(rendered.shared, /*add_bos=*/true);
+  if (!rendered.shared.empty()) {
+    spec.shared_prefix = engine_.Tokenize(rendered.shared, {.add_bos = true, .literal = rendered.shared_literal});
+  }
   // Token ids are the prompt exactly as given: no BOS, no template.
-  std::vector<int32_t> prompt = !request.prompt_tokens.empty()
-                                    ? request.prompt_tokens
-                                    : engine_.Tokenize(rendered.own, /*add_bos=*/spec.shared_prefix.empty());
+  const TokenizeOptions own{.add_bos = spec.shared_prefix.empty(), .literal = rendered.own_literal};
+  std::vector<int32_t> prompt =
+      !request.prompt_tokens.empty() ? request.prompt_tokens : engine_.Tokenize(rendered.own, own);
   if (prompt.empty()) return InvalidArgument("the prompt tokenizes to nothing");
   const int64_t needed = static_cast<int64_t>(spec.shared_prefix.size() + prompt.size()) + request.max_tokens;
   if (needed > engine_.context_length()) {
