@@ -232,8 +232,9 @@ struct TaskRequest {
   // shared prefix, so the engine keeps its KV once for all of them.
   std::string system_prompt;
   // Rendered with the model's own chat template (the built-in ChatML for a
-  // model without one, sched/chat_renderer.h) when non-empty; otherwise
-  // `prompt` is used as is.
+  // model without one, sched/chat_renderer.h) when non-empty; their content,
+  // and system_prompt's, is text (SchedulerOptions::parse_special_in_messages).
+  // Otherwise `prompt` is used as is, special-token texts parsed.
   std::vector<ChatMessage> messages;
   std::string prompt;
   // Exact prompt token ids, fed as given (no BOS added, no template); when

@@ -13,10 +13,12 @@
 // 3. Restore: each placeholder becomes its original text again, and its byte
 //    range in the prompt is reported so the tokenizer reads it as text
 //    (EncodeOptions::literal). Stray reserved code points (a placeholder a
-//    template cut in half) are dropped.
+//    template cut in half) are dropped. Only content is escaped: the same
+//    code points in other message fields or variables would be read as
+//    placeholders too (the scheduler passes role and content only).
 //
-// Content without special texts is passed through unchanged, so its prompt is
-// byte for byte and token for token what it was. The price: a template that
+// Content without special texts renders as it did, so its prompt is byte for
+// byte and token for token what it was. The price: a template that
 // searches content for a special text ('<|im_end|>' in content) no longer
 // finds one the user typed.
 #pragma once
