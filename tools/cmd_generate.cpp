@@ -112,6 +112,7 @@ int RunGenerate(std::span<char* const> argv) {
     Result<RenderedPrompt> r = chat.RenderChat(flags->system, {{"user", flags->prompt}});
     if (!r.ok()) return Fail("generate", r.status());
     prompt = r->shared + r->own;
+    gen.prompt_literal = JoinedLiteral(*r);
     gen.stop_strings.insert(gen.stop_strings.end(), chat.stop_strings().begin(), chat.stop_strings().end());
   }
   Result<Generation> g = Generate(**engine, prompt, gen, stream);

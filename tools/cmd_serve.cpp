@@ -26,12 +26,15 @@ constexpr FlagSpec kFlags[] = {
     {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
     {"--snapshot-dir", nullptr, true, "directory for parked sequences' disk snapshots (default: no disk tier)"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
+    {"--special-in-messages", nullptr, false,
+     "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text)"},
 };
 
 struct Flags {
   RealEngineOptions engine;
   ServerOptions server;
   std::string budgets;
+  bool special_in_messages = false;
 };
 
 Result<Flags> ReadFlags(const Args& a) {
@@ -48,6 +51,7 @@ Result<Flags> ReadFlags(const Args& a) {
   f.engine.engine.kv_capacity_bytes = static_cast<size_t>(kv_mb) << 20;
   VALET_ASSIGN_OR_RETURN(f.engine.store.disk_dir, a.String("--snapshot-dir", ""));
   VALET_ASSIGN_OR_RETURN(f.budgets, a.String("--budgets", ""));
+  f.special_in_messages = a.Has("--special-in-messages");
   f.server.model_name = std::filesystem::path(f.engine.engine.model_path).stem().string();
   return f;
 }
@@ -76,6 +80,7 @@ int Serve(const Flags& f, const sigset_t& signals) {
   Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(f.engine);
   if (!engine.ok()) return Fail("serve", engine.status());
   SchedulerOptions so;
+  so.parse_special_in_messages = f.special_in_messages;
   if (!f.budgets.empty()) {
     Result<BudgetTable> budgets = LoadBudgetTable(f.budgets);
     if (!budgets.ok()) return Fail("serve", budgets.status());

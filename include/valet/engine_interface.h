@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "valet/byte_range.h"
 #include "valet/export.h"
 #include "valet/sampling.h"
 #include "valet/status.h"
@@ -136,14 +137,38 @@ struct ChatFormat {
   std::string template_source;
   std::string bos_token;
   std::string eos_token;
+  // The texts Tokenize turns into control (or unknown) tokens, "<|im_start|>",
+  // "<s>" ...: in message content the scheduler keeps them text
+  // (TokenizeOptions::literal). Not user-defined tokens: those are tokens even
+  // with special-token parsing off (llama.cpp's parse_special = false).
+  std::vector<std::string> special_texts;
+};
+
+// How Tokenize reads a prompt.
+struct TokenizeOptions {
+  // Prepend BOS (when the vocabulary has one and asks for it).
+  bool add_bos = true;
+  // Special-token texts become their tokens, except in these sorted, disjoint
+  // byte ranges of the text (message content, from the scheduler's chat
+  // renderer), which read as with special-token parsing off: a control-token
+  // text overlapping one is text. Without special texts in them they change nothing.
+  std::span<const ByteRange> literal = {};
 };
 
 class VALET_API EngineInterface {
  public:
   virtual ~EngineInterface() = default;
 
-  // Text <-> tokens, with the model's vocabulary. Any thread (see the top).
-  virtual std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const = 0;
+  // Text <-> tokens, with the model's vocabulary; any thread (see the top).
+  // An implementation overrides the first and says
+  // `using EngineInterface::Tokenize;` to keep the second.
+  virtual std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const = 0;
+  // Special-token texts parsed everywhere, as llama.cpp's server does for a raw prompt.
+  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const {
+    TokenizeOptions options;
+    options.add_bos = add_bos;
+    return Tokenize(text, options);
+  }
   virtual std::string TokenPiece(int32_t token) const = 0;
   virtual int32_t eos_token() const = 0;
   // Every token that ends generation (EOS, end of turn "<|eot_id|>", "<|im_end|>" ...).

@@ -196,6 +196,12 @@ struct SchedulerOptions {
   // tg128 on the bench model); recompute after a park is never charged.
   double prompt_token_weight = 0.25;
   ParkPolicy park_policy = ParkPolicy::kAuto;
+  // Chat message content (and system_prompt with messages) is text: a
+  // control-token text typed in it ("<|im_start|>system") stays text, and only
+  // the chat template's markup makes control tokens. True parses them in
+  // content too, as tokenizing the whole rendered prompt with special tokens
+  // parsed does (llama.cpp's server). Raw prompts are always parsed.
+  bool parse_special_in_messages = false;
   // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
   // pass the fake engine's virtual clock. Must be callable from any thread.
   std::function<double()> clock;
@@ -230,8 +236,9 @@ struct TaskRequest {
   // shared prefix, so the engine keeps its KV once for all of them.
   std::string system_prompt;
   // Rendered with the model's own chat template (the built-in ChatML for a
-  // model without one, sched/chat_renderer.h) when non-empty; otherwise
-  // `prompt` is used as is.
+  // model without one, sched/chat_renderer.h) when non-empty; their content,
+  // and system_prompt's, is text (SchedulerOptions::parse_special_in_messages).
+  // Otherwise `prompt` is used as is, special-token texts parsed.
   std::vector<ChatMessage> messages;
   std::string prompt;
   // Exact prompt token ids, fed as given (no BOS added, no template); when

@@ -32,6 +32,36 @@ Value StrftimeNow(std::optional<std::time_t> now) {
   });
 }
 
+// The largest cut at or before n that no special text occurrence straddles.
+size_t CutOutsideSpecialTexts(std::string_view text, size_t n, const SpecialTexts& texts) {
+  for (bool moved = true; moved && n > 0;) {
+    moved = false;
+    for (size_t i = n > texts.max_length() ? n - texts.max_length() : 0; i < n; ++i) {
+      if (i + texts.LongestMatchAt(text, i) > n) {
+        n = i;
+        moved = true;
+        break;
+      }
+    }
+  }
+  return n;
+}
+
+// `full` cut at byte n, its literal ranges cut with it.
+SplitPrompt SplitAt(LiteralText full, size_t n) {
+  SplitPrompt split;
+  split.shared = full.text.substr(0, n);
+  split.own = full.text.substr(n);
+  for (const ByteRange& r : full.literal) {
+    if (r.begin < n) split.shared_literal.push_back({r.begin, std::min(r.end(), n) - r.begin});
+    if (r.end() > n) {
+      const size_t begin = std::max(r.begin, n);
+      split.own_literal.push_back({begin - n, r.end() - begin});
+    }
+  }
+  return split;
+}
+
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::Parse(std::string_view source, const RenderLimits& limits) {
@@ -44,13 +74,13 @@ Result<ChatTemplate> ChatTemplate::Builtin(std::string_view name) {
   return Parse(kChatMlSource);
 }
 
-Result<std::string> ChatTemplate::Render(const ChatRenderInput& input) const {
+Result<std::string> ChatTemplate::RenderEscaped(const ChatRenderInput& input, ContentEscaper* escaper) const {
   if (!input.messages.is_array()) return InvalidArgument("chat messages must be a JSON array");
   if (!input.variables.is_null() && !input.variables.is_object()) {
     return InvalidArgument("chat template variables must be a JSON object");
   }
   Value::Object vars = {
-      {"messages", Value::FromJson(input.messages)},
+      {"messages", Value::FromJson(escaper != nullptr ? escaper->EscapeMessages(input.messages) : input.messages)},
       {"add_generation_prompt", Value::Bool(input.add_generation_prompt)},
       {"bos_token", Value::String(input.bos_token)},
       {"eos_token", Value::String(input.eos_token)},
@@ -65,28 +95,39 @@ Result<std::string> ChatTemplate::Render(const ChatRenderInput& input) const {
   return interpreter.Render(*program_, vars);
 }
 
+Result<std::string> ChatTemplate::Render(const ChatRenderInput& input) const {
+  VALET_ASSIGN_OR_RETURN(LiteralText rendered, RenderLiteral(input));
+  return std::move(rendered.text);
+}
+
+Result<LiteralText> ChatTemplate::RenderLiteral(const ChatRenderInput& input) const {
+  if (input.special_texts == nullptr || !input.literal_content) {
+    VALET_ASSIGN_OR_RETURN(std::string text, RenderEscaped(input, nullptr));
+    return LiteralText{std::move(text), {}};
+  }
+  ContentEscaper escaper(*input.special_texts);
+  VALET_ASSIGN_OR_RETURN(std::string escaped, RenderEscaped(input, &escaper));
+  return escaper.Restore(escaped);
+}
+
 Result<SplitPrompt> ChatTemplate::RenderSplit(const ChatRenderInput& input) const {
-  VALET_ASSIGN_OR_RETURN(std::string full, Render(input));
-  SplitPrompt split;
+  VALET_ASSIGN_OR_RETURN(LiteralText full, RenderLiteral(input));
   const JsonValue* role = input.messages.size() > 0 ? input.messages[0].Find("role") : nullptr;
-  if (role == nullptr || !role->is_string() || role->AsString() != "system") {
-    split.own = std::move(full);
-    return split;
-  }
-  ChatRenderInput head = input;
-  head.messages = JsonValue::Array({input.messages[0]});
-  head.add_generation_prompt = false;
-  Result<std::string> system_only = Render(head);
   size_t n = 0;
-  if (system_only.ok()) {
-    const size_t limit = std::min(full.size(), system_only->size());
-    while (n < limit && full[n] == (*system_only)[n]) ++n;
-    // Never split a UTF-8 sequence: back off over continuation bytes.
-    while (n > 0 && n < full.size() && (static_cast<unsigned char>(full[n]) & 0xC0) == 0x80) --n;
+  if (role != nullptr && role->is_string() && role->AsString() == "system") {
+    ChatRenderInput head = input;
+    head.messages = JsonValue::Array({input.messages[0]});
+    head.add_generation_prompt = false;
+    if (Result<LiteralText> system_only = RenderLiteral(head); system_only.ok()) {
+      const std::string& text = system_only->text;
+      const size_t limit = std::min(full.text.size(), text.size());
+      while (n < limit && full.text[n] == text[n]) ++n;
+      // Never split a UTF-8 sequence: back off over continuation bytes.
+      while (n > 0 && n < full.text.size() && (static_cast<unsigned char>(full.text[n]) & 0xC0) == 0x80) --n;
+      if (input.special_texts != nullptr) n = CutOutsideSpecialTexts(full.text, n, *input.special_texts);
+    }
   }
-  split.shared = full.substr(0, n);
-  split.own = full.substr(n);
-  return split;
+  return SplitAt(std::move(full), n);
 }
 
 }  // namespace valet::chat

@@ -13,10 +13,13 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "chat/ast.h"
 #include "chat/interpreter.h"
+#include "chat/literal_content.h"
 #include "common/json_value.h"
+#include "valet/byte_range.h"
 #include "valet/status.h"
 
 namespace valet::chat {
@@ -31,12 +34,21 @@ struct ChatRenderInput {
   JsonValue variables;  // an object of extra template variables (tools, date_string, ...), or null
   // What strftime_now() formats (as UTC); unset: the current time.
   std::optional<std::time_t> now;
+  // The vocabulary's control-token texts (not owned, must outlive the render):
+  // RenderSplit never cuts through one, and with literal_content they stay text
+  // in message content (chat/literal_content.h), reported as literal ranges.
+  const SpecialTexts* special_texts = nullptr;
+  bool literal_content = false;
 };
 
 // A render cut where a conversation's reusable head ends.
 struct SplitPrompt {
   std::string shared;  // what every conversation with the same system message starts with
   std::string own;     // the rest; shared + own is the full render
+  // With ChatRenderInput::literal_content: where content's special texts are, in
+  // `shared` and in `own` (a range the cut crosses is cut with it).
+  std::vector<ByteRange> shared_literal;
+  std::vector<ByteRange> own_literal;
 };
 
 class ChatTemplate {
@@ -49,6 +61,8 @@ class ChatTemplate {
   // The prompt text. The template's raise_exception(msg) gives InvalidArgument
   // with exactly `msg`; other failures name the template line.
   Result<std::string> Render(const ChatRenderInput& input) const;
+  // Render() with the literal ranges of input.literal_content (none without it).
+  Result<LiteralText> RenderLiteral(const ChatRenderInput& input) const;
 
   // Render() split for prefix caching: `shared` is the longest common prefix
   // of the full render and a render of the leading system message alone
@@ -56,12 +70,16 @@ class ChatTemplate {
   // can be shared across conversations. Templates that fold the system
   // message into a later turn share only what precedes it (often just BOS).
   // Without a leading system message, or when the template refuses a
-  // system-only conversation, `shared` is empty.
+  // system-only conversation, `shared` is empty. The cut never falls inside
+  // one of input.special_texts: a control token's text cut in two would be
+  // two runs of plain text.
   Result<SplitPrompt> RenderSplit(const ChatRenderInput& input) const;
 
  private:
   ChatTemplate(std::shared_ptr<const Body> program, const RenderLimits& limits)
       : program_(std::move(program)), limits_(limits) {}
+
+  Result<std::string> RenderEscaped(const ChatRenderInput& input, ContentEscaper* escaper) const;
 
   std::shared_ptr<const Body> program_;
   RenderLimits limits_;

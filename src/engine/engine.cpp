@@ -47,13 +47,20 @@ MemoryReport Engine::memory() const {
 }
 
 std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, bool add_bos) const {
+  TokenizeOptions o;
+  o.add_bos = add_bos;
+  return TokenizePrompt(text, o);
+}
+
+std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, const TokenizeOptions& options) const {
   EncodeOptions o;
   o.add_bos = false;
   o.parse_special = true;
+  o.literal = options.literal;
   std::vector<int32_t> tokens = tokenizer_->Encode(text, o);
   const Vocabulary& vocab = tokenizer_->vocabulary();
   const int32_t bos = vocab.bos_id();
-  if (add_bos && vocab.add_bos() && bos >= 0 && (tokens.empty() || tokens.front() != bos)) {
+  if (options.add_bos && vocab.add_bos() && bos >= 0 && (tokens.empty() || tokens.front() != bos)) {
     tokens.insert(tokens.begin(), bos);
   }
   return tokens;
@@ -68,6 +75,9 @@ ChatFormat Engine::chat_format() const {
   const Vocabulary& vocab = tokenizer_->vocabulary();
   if (vocab.Contains(vocab.bos_id())) f.bos_token = vocab.TokenText(vocab.bos_id());
   if (vocab.Contains(vocab.eos_id())) f.eos_token = vocab.TokenText(vocab.eos_id());
+  for (int32_t id : vocab.SplittingTokens()) {
+    if (vocab.Type(id) != TokenType::kUserDefined) f.special_texts.push_back(vocab.TokenText(id));
+  }
   return f;
 }
 

@@ -50,6 +50,8 @@ class Engine {
   // and the vocabulary asks for it, unless the text already starts with it
   // (templates that write {{ bos_token }}).
   std::vector<int32_t> TokenizePrompt(std::string_view text, bool add_bos) const;
+  // The same with options.literal: ranges where control-token texts are text.
+  std::vector<int32_t> TokenizePrompt(std::string_view text, const TokenizeOptions& options) const;
   // The file's chat template and the texts of its BOS/EOS tokens.
   ChatFormat chat_format() const;
 

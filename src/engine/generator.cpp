@@ -42,7 +42,7 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));
 
   Generation g;
-  g.prompt_tokens = engine.TokenizePrompt(prompt, /*add_bos=*/true);
+  g.prompt_tokens = engine.TokenizePrompt(prompt, {.add_bos = true, .literal = options.prompt_literal});
   if (g.prompt_tokens.empty()) return InvalidArgument("the prompt is empty");
   if (static_cast<int64_t>(g.prompt_tokens.size()) >= n_ctx) {
     return OutOfRange("the prompt has " + std::to_string(g.prompt_tokens.size()) +

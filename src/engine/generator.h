@@ -22,6 +22,9 @@ struct GenerateOptions {
   std::vector<std::string> stop_strings;
   int32_t top_logits = 0;      // record the top-K (token, logit) pairs of every step
   int32_t prefill_chunk = 512;  // prompt tokens per forward step
+  // Byte ranges of the prompt where control-token texts are text (a chat's
+  // message content, RenderedPrompt's ranges); sorted, disjoint.
+  std::vector<ByteRange> prompt_literal;
 };
 
 struct TopLogit {

@@ -100,8 +100,8 @@ void RealEngine::Calibrate() {
   }
 }
 
-std::vector<int32_t> RealEngine::Tokenize(std::string_view text, bool add_bos) const {
-  return engine_->TokenizePrompt(text, add_bos);
+std::vector<int32_t> RealEngine::Tokenize(std::string_view text, const TokenizeOptions& options) const {
+  return engine_->TokenizePrompt(text, options);
 }
 
 ChatFormat RealEngine::chat_format() const { return engine_->chat_format(); }

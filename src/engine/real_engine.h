@@ -56,7 +56,8 @@ class RealEngine final : public EngineInterface {
   static Result<std::unique_ptr<RealEngine>> Open(const RealEngineOptions& options);
   ~RealEngine() override;
 
-  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override;
+  using EngineInterface::Tokenize;
+  std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const override;
   std::string TokenPiece(int32_t token) const override;
   int32_t eos_token() const override;
   std::vector<int32_t> eog_tokens() const override;

@@ -27,9 +27,13 @@ JsonValue Message(std::string_view role, std::string_view content) {
 
 }  // namespace
 
-ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format) {
+ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format, ChatRendererOptions options) {
   ChatRenderer r;
   r.format_ = format;
+  r.literal_content_ = options.literal_content;
+  if (!format.special_texts.empty()) {
+    r.special_texts_ = std::make_shared<const chat::SpecialTexts>(format.special_texts);
+  }
   if (!format.template_source.empty()) {
     Result<chat::ChatTemplate> parsed = chat::ChatTemplate::Parse(format.template_source);
     if (parsed.ok()) {
@@ -60,17 +64,28 @@ Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt,
   input.add_generation_prompt = true;
   input.bos_token = format_.bos_token;
   input.eos_token = format_.eos_token;
+  input.special_texts = special_texts_.get();
+  input.literal_content = literal_content_;
   VALET_ASSIGN_OR_RETURN(chat::SplitPrompt split, template_->RenderSplit(input));
   // Only a task's own system prompt is shared: a system message inside
   // `messages` belongs to that conversation.
-  if (system_prompt.empty()) return RenderedPrompt{"", split.shared + split.own};
-  return RenderedPrompt{std::move(split.shared), std::move(split.own)};
+  RenderedPrompt r{std::move(split.shared), std::move(split.own), std::move(split.shared_literal),
+                   std::move(split.own_literal)};
+  if (!system_prompt.empty()) return r;
+  return RenderedPrompt{"", r.shared + r.own, {}, JoinedLiteral(r)};
+}
+
+std::vector<ByteRange> JoinedLiteral(const RenderedPrompt& prompt) {
+  std::vector<ByteRange> joined = prompt.shared_literal;
+  for (const ByteRange& r : prompt.own_literal) joined.push_back({r.begin + prompt.shared.size(), r.length});
+  return joined;
 }
 
 RenderedPrompt ChatRenderer::RenderRaw(std::string_view system_prompt, std::string_view prompt) {
-  std::string shared;
-  if (!system_prompt.empty()) shared = std::string(system_prompt) + "\n\n";
-  return {std::move(shared), std::string(prompt)};
+  RenderedPrompt r;
+  if (!system_prompt.empty()) r.shared = std::string(system_prompt) + "\n\n";
+  r.own = prompt;
+  return r;
 }
 
 }  // namespace valet

@@ -3,7 +3,9 @@
 // tokenizer.chat_template, rendered by valet's Jinja engine in chat/), or the
 // built-in ChatML for models without one. The render is split so that the
 // part every conversation with the same system prompt starts with becomes the
-// shared prefix whose KV is computed once and reused.
+// shared prefix whose KV is computed once and reused. Message content is text:
+// the render reports where content's special-token texts lie, so that only
+// the template's markup becomes control tokens (chat/literal_content.h).
 #pragma once
 
 #include <memory>
@@ -20,6 +22,20 @@ namespace valet {
 struct RenderedPrompt {
   std::string shared;  // the system prompt's part; empty without one
   std::string own;     // the rest, ending with the assistant's generation prompt for chats
+  // Where special-token texts typed in message content are, in `shared` and in
+  // `own`: tokenize with these as TokenizeOptions::literal. Empty for raw prompts.
+  std::vector<ByteRange> shared_literal;
+  std::vector<ByteRange> own_literal;
+};
+
+// The literal ranges of shared + own as one text.
+std::vector<ByteRange> JoinedLiteral(const RenderedPrompt& prompt);
+
+struct ChatRendererOptions {
+  // Keep ChatFormat::special_texts in message content literal. Off: content's
+  // special texts become control tokens, as the whole render tokenized
+  // with special tokens parsed (SchedulerOptions::parse_special_in_messages).
+  bool literal_content = true;
 };
 
 class ChatRenderer {
@@ -27,7 +43,7 @@ class ChatRenderer {
   // Parses format.template_source once. A model without a template, or with
   // one valet's Jinja subset cannot parse, gets the built-in ChatML, and
   // fallback_reason() says why.
-  static ChatRenderer ForFormat(const ChatFormat& format);
+  static ChatRenderer ForFormat(const ChatFormat& format, ChatRendererOptions options = {});
 
   // InvalidArgument for an unknown role, all-empty messages, or when the
   // template refuses the conversation (its raise_exception message).
@@ -46,6 +62,8 @@ class ChatRenderer {
   ChatRenderer() = default;
 
   std::shared_ptr<const chat::ChatTemplate> template_;  // immutable: safe to render from any thread
+  std::shared_ptr<const chat::SpecialTexts> special_texts_;  // null: the format names none
+  bool literal_content_ = true;
   ChatFormat format_;
   std::vector<std::string> stop_strings_;
   bool uses_model_template_ = false;

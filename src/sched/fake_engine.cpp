@@ -23,12 +23,45 @@ constexpr int32_t kByteBase = 3;
 
 FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {}
 
-std::vector<int32_t> FakeEngine::Tokenize(std::string_view text, bool add_bos) const {
+std::vector<int32_t> FakeEngine::Tokenize(std::string_view text, const TokenizeOptions& options) const {
   std::vector<int32_t> out;
   out.reserve(text.size() + 1);
-  if (add_bos) out.push_back(kBos);
-  for (char c : text) out.push_back(kByteBase + static_cast<unsigned char>(c));
+  if (options.add_bos) out.push_back(kBos);
+  auto literal = options.literal.begin();
+  for (size_t i = 0; i < text.size();) {
+    while (literal != options.literal.end() && literal->end() <= i) ++literal;
+    const int32_t special = SpecialAt(text, i);
+    if (special >= 0) {
+      const size_t end = i + options_.special_tokens[static_cast<size_t>(special - kVocab)].size();
+      if (literal == options.literal.end() || literal->begin >= end) {
+        out.push_back(special);
+        i = end;
+        continue;
+      }
+    }
+    out.push_back(kByteBase + static_cast<unsigned char>(text[i]));
+    ++i;
+  }
   return out;
+}
+
+int32_t FakeEngine::SpecialAt(std::string_view text, size_t pos) const {
+  int32_t best = -1;
+  size_t best_size = 0;
+  for (size_t k = 0; k < options_.special_tokens.size(); ++k) {
+    const std::string& s = options_.special_tokens[k];
+    if (s.size() > best_size && text.substr(pos, s.size()) == s) {
+      best = kVocab + static_cast<int32_t>(k);
+      best_size = s.size();
+    }
+  }
+  return best;
+}
+
+ChatFormat FakeEngine::chat_format() const {
+  ChatFormat f;
+  f.special_texts = options_.special_tokens;
+  return f;
 }
 
 std::string FakeEngine::TokenPiece(int32_t token) const {

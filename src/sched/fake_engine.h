@@ -5,8 +5,10 @@
 // virtual: every Step/Park/Resume advances a clock by a cost model. The KV
 // pool has a capacity, so memory pressure happens as it would on a phone.
 //
-// Tokenizer: BOS = 1, EOS = 2, byte b = token b + 3. Sampled tokens are
-// printable ASCII bytes (and EOS, when eos_one_in > 0).
+// Tokenizer: BOS = 1, EOS = 2, byte b = token b + 3, and the i-th of
+// FakeEngineOptions::special_tokens = kVocab + i (the longest text at each
+// position, unless it overlaps a TokenizeOptions::literal range). Sampled tokens are printable ASCII bytes (and
+// EOS, when eos_one_in > 0).
 #pragma once
 
 #include <atomic>
@@ -50,14 +52,18 @@ struct FakeEngineOptions {
   double disk_bytes_per_second = 4e8;
   double park_overhead_seconds = 0.00005;
   bool corrupt_snapshots = false;  // resume from a snapshot falls back to recompute
+  // Control-token texts ("<|im_start|>"), also reported as ChatFormat::special_texts.
+  std::vector<std::string> special_tokens;
 };
 
 class FakeEngine : public EngineInterface {
  public:
   explicit FakeEngine(FakeEngineOptions options = {});
 
-  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override;
+  using EngineInterface::Tokenize;
+  std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const override;
   std::string TokenPiece(int32_t token) const override;
+  ChatFormat chat_format() const override;
   int32_t eos_token() const override { return kEos; }
   int32_t context_length() const override { return options_.context_length; }
   int32_t max_step_tokens() const override { return options_.max_step_tokens; }
@@ -123,6 +129,8 @@ class FakeEngine : public EngineInterface {
     size_t snapshot_bytes = 0;
   };
 
+  // The special token whose text starts at text[pos] (the longest), or -1.
+  int32_t SpecialAt(std::string_view text, size_t pos) const;
   Result<Seq*> Find(SequenceId seq);
   Result<const Seq*> Find(SequenceId seq) const;
   size_t OwnBytes(const Seq& s) const;

@@ -21,7 +21,7 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
-      preparer_(engine),
+      preparer_(engine, {.literal_content = !options_.parse_special_in_messages}),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),

@@ -5,11 +5,11 @@
 
 namespace valet {
 
-TaskPreparer::TaskPreparer(const EngineInterface& engine)
+TaskPreparer::TaskPreparer(const EngineInterface& engine, ChatRendererOptions chat_options)
     : engine_(engine),
       context_length_(engine.context_length()),
       eog_tokens_(engine.eog_tokens()),
-      chat_(ChatRenderer::ForFormat(engine.chat_format())) {}
+      chat_(ChatRenderer::ForFormat(engine.chat_format(), chat_options)) {}
 
 Status TaskPreparer::CheckFields(const TaskRequest& request) const {
   if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
@@ -56,8 +56,11 @@ Status TaskPreparer::Tokenize(const TaskRequest& request, PreparedTask* out) con
   } else {
     rendered = ChatRenderer::RenderRaw(request.system_prompt, request.prompt);
   }
-  if (!rendered.shared.empty()) out->spec.shared_prefix = engine_.Tokenize(rendered.shared, /*add_bos=*/true);
-  out->prompt = engine_.Tokenize(rendered.own, /*add_bos=*/out->spec.shared_prefix.empty());
+  if (!rendered.shared.empty()) {
+    out->spec.shared_prefix = engine_.Tokenize(rendered.shared, {.add_bos = true, .literal = rendered.shared_literal});
+  }
+  const TokenizeOptions own{.add_bos = out->spec.shared_prefix.empty(), .literal = rendered.own_literal};
+  out->prompt = engine_.Tokenize(rendered.own, own);
   if (out->prompt.empty()) return InvalidArgument("the prompt tokenizes to nothing");
   return Status::Ok();
 }

@@ -34,7 +34,7 @@ struct PreparedTask {
 
 class TaskPreparer {
  public:
-  explicit TaskPreparer(const EngineInterface& engine);
+  TaskPreparer(const EngineInterface& engine, ChatRendererOptions chat_options);
 
   // InvalidArgument (tier, empty prompt, negative max_tokens, top_logprobs
   // out of range, empty stop strings, a chat the template refuses, a prompt

@@ -5,10 +5,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
 #include "tokenizer/vocabulary.h"
+#include "valet/byte_range.h"
 
 namespace valet {
 
@@ -22,7 +24,10 @@ struct TextFragment {
 enum class SpecialTokens { kUserDefinedOnly, kParse };
 
 // Longest special text first, each one cut out of every raw fragment left by the previous ones.
+// `literal` (sorted, disjoint) marks text where only user-defined tokens may match, as if
+// parsing were off there: a control or unknown match that overlaps it stays raw text.
 std::vector<TextFragment> SplitSpecialTokens(const Vocabulary& vocab, std::string_view text,
-                                             SpecialTokens mode);
+                                             SpecialTokens mode,
+                                             std::span<const ByteRange> literal = {});
 
 }  // namespace valet

@@ -38,7 +38,7 @@ std::vector<int32_t> Tokenizer::Encode(std::string_view text, EncodeOptions opts
   bool after_special = true;
   const SpecialTokens mode =
       opts.parse_special ? SpecialTokens::kParse : SpecialTokens::kUserDefinedOnly;
-  for (const TextFragment& f : SplitSpecialTokens(vocab, text, mode)) {
+  for (const TextFragment& f : SplitSpecialTokens(vocab, text, mode, opts.literal)) {
     if (f.token != Vocabulary::kNoToken) {
       out.push_back(f.token);
       after_special = true;

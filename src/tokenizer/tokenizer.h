@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tokenizer/vocabulary.h"
+#include "valet/byte_range.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -24,6 +25,11 @@ struct EncodeOptions {
   // Recognise control and unknown token texts ("<s>", "<|im_start|>") in the input;
   // user-defined tokens are always recognised, as in llama.cpp.
   bool parse_special = false;
+  // With parse_special: sorted, disjoint byte ranges of the input (a chat's message
+  // content) read as with parse_special off. A control or unknown token text that
+  // overlaps one stays text; user-defined tokens are recognised there as anywhere.
+  // When no such text overlaps a range, the tokens are exactly those without ranges.
+  std::span<const ByteRange> literal = {};
 };
 
 struct DecodeOptions {

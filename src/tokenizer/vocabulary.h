@@ -70,6 +70,8 @@ class Vocabulary {
   // unk 0, add_bos on, add_space_prefix on; BPE bos 11, eos 11, no unk, add_bos
   // only for Llama 3 pre-tokenizers, no space prefix; add_eos off.
   static Result<Vocabulary> FromGguf(const GgufFile& file);
+  // The parts FromGguf builds from, unchecked (tests extend real vocabularies).
+  static Result<VocabularyParts> PartsFromGguf(const GgufFile& file);
 
   int32_t size() const { return static_cast<int32_t>(texts_.size()); }
   bool Contains(int32_t id) const { return id >= 0 && id < size(); }

@@ -122,7 +122,7 @@ Status ReadSpecials(const GgufFile& file, VocabularyParts& parts) {
 
 }  // namespace
 
-Result<Vocabulary> Vocabulary::FromGguf(const GgufFile& file) {
+Result<VocabularyParts> Vocabulary::PartsFromGguf(const GgufFile& file) {
   VocabularyParts parts;
   Result<std::string_view> model = file.GetString(kModelKey);
   if (!model.ok()) {
@@ -141,6 +141,11 @@ Result<Vocabulary> Vocabulary::FromGguf(const GgufFile& file) {
   }
   VALET_RETURN_IF_ERROR(ReadArrays(file, parts));
   VALET_RETURN_IF_ERROR(ReadSpecials(file, parts));
+  return parts;
+}
+
+Result<Vocabulary> Vocabulary::FromGguf(const GgufFile& file) {
+  VALET_ASSIGN_OR_RETURN(VocabularyParts parts, PartsFromGguf(file));
   Result<Vocabulary> vocab = FromParts(std::move(parts));
   if (!vocab.ok()) {
     return Status(vocab.status().code(), file.path() + ": " + vocab.status().message());

@@ -26,15 +26,19 @@ CliRun Valet(const std::string& args) { return valet::testing::RunValet(args); }
 // A `valet serve` child process; its first stdout line names the port.
 class ServeProcess {
  public:
-  explicit ServeProcess(const std::string& model) {
+  explicit ServeProcess(const std::string& model, const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args = {VALET_BIN, "serve", "-m", model, "--port", "0", "-t", "1", "--kv-budget-mb", "16"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
-      execl(VALET_BIN, VALET_BIN, "serve", "-m", model.c_str(), "--port", "0", "-t", "1", "--kv-budget-mb", "16",
-            static_cast<char*>(nullptr));
+      execv(VALET_BIN, argv.data());
       _exit(127);
     }
     close(fds[1]);
@@ -127,6 +131,33 @@ TEST(ServeCliTest, ServesATinyModelUntilSigterm) {
     EXPECT_NE(res->body.find("data: [DONE]\n\n"), std::string::npos) << res->body;
     EXPECT_EQ(serve.Stop(), 0);
   }
+}
+
+// The usage of a one-message chat.
+int ChatPromptTokens(int port, const std::string& content) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(120, 0);
+  const json chat = {{"messages", json::array({{{"role", "user"}, {"content", content}}})}, {"max_tokens", 1}};
+  httplib::Result res = c.Post("/v1/chat/completions", chat.dump(), "application/json");
+  if (!res || res->status != 200) return -1;
+  return json::parse(res->body)["usage"]["prompt_tokens"].get<int>();
+}
+
+TEST(ServeCliTest, SpecialTextsInMessagesAreTextUnlessTheFlagSaysOtherwise) {
+  const TinyModel tiny("valet_serve_special");
+  ASSERT_TRUE(tiny.ok());
+  // "<s>" is the tiny vocabulary's BOS: one token parsed, several as text.
+  ServeProcess literal(tiny.path());
+  ServeProcess parsing(tiny.path(), {"--special-in-messages"});
+  ASSERT_GT(literal.port(), 0) << literal.first_line();
+  ASSERT_GT(parsing.port(), 0) << parsing.first_line();
+  const int as_text = ChatPromptTokens(literal.port(), "a<s>b<s>c");
+  const int as_bos = ChatPromptTokens(parsing.port(), "a<s>b<s>c");
+  ASSERT_GT(as_bos, 0);
+  EXPECT_GT(as_text, as_bos + 2);
+  EXPECT_EQ(ChatPromptTokens(literal.port(), "hello"), ChatPromptTokens(parsing.port(), "hello"));
+  EXPECT_EQ(literal.Stop(), 0);
+  EXPECT_EQ(parsing.Stop(), 0);
 }
 
 // The tiny model's context (512) holds neither bench-contention's documents

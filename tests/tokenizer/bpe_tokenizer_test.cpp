@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -120,6 +121,64 @@ TEST(BpeTokenizerTest, SpecialTokensAreParsedOnlyWhenAsked) {
   EXPECT_EQ(tok->TokenToPiece(258), "<tool>");
   EXPECT_EQ(tok->TokenToPiece(-1), "");
   EXPECT_EQ(tok->TokenToPiece(100000), "");
+}
+
+// Control <|im_start|> (256), <|im_end|> (257), "aba" (259); user-defined <tool> (258).
+std::unique_ptr<Tokenizer> MakeChatMl() {
+  VocabularyParts parts = ByteLevelParts({"<|im_start|>", "<|im_end|>", "<tool>", "aba"}, {});
+  parts.types.assign(parts.tokens.size(), TokenType::kNormal);
+  parts.types[256] = TokenType::kControl;
+  parts.types[257] = TokenType::kControl;
+  parts.types[258] = TokenType::kUserDefined;
+  parts.types[259] = TokenType::kControl;
+  return Make(std::move(parts));
+}
+
+std::vector<int32_t> Bytes(std::string_view text) { return {text.begin(), text.end()}; }
+
+TEST(BpeTokenizerTest, LiteralRangesKeepControlTextsAsText) {
+  auto tok = MakeChatMl();
+  // Markup, then content "<|im_start|>x" at [12, 25), then markup.
+  const std::string text = "<|im_start|><|im_start|>x<|im_end|>";
+  const std::vector<ByteRange> content = {{12, 13}};
+  EncodeOptions literal{.add_bos = false, .add_eos = false, .parse_special = true, .literal = content};
+  std::vector<int32_t> expected = {256};
+  for (int32_t b : Bytes("<|im_start|>x")) expected.push_back(b);
+  expected.push_back(257);
+  EXPECT_EQ(tok->Encode(text, literal), expected);
+  // A range that only touches part of a control text still keeps all of it text.
+  const std::vector<ByteRange> last_byte = {{34, 1}};
+  literal.literal = last_byte;
+  expected = {256, 256, 'x'};
+  for (int32_t b : Bytes("<|im_end|>")) expected.push_back(b);
+  EXPECT_EQ(tok->Encode(text, literal), expected);
+  // Without special parsing the ranges change nothing.
+  EXPECT_EQ(tok->Encode(text, {.add_bos = false, .add_eos = false, .parse_special = false, .literal = content}),
+            tok->Encode(text, kPlain));
+}
+
+TEST(BpeTokenizerTest, LiteralRangesWithoutControlTextsChangeNothing) {
+  auto tok = MakeChatMl();
+  const std::string text = "<|im_start|>user\nhello<tool> there<|im_end|>\n";
+  const std::vector<ByteRange> ranges = {{12, 5}, {17, 11}, {29, 5}};  // "user\n", "hello<tool>", "there"
+  EncodeOptions special = kPlain;
+  special.parse_special = true;
+  EncodeOptions literal = special;
+  literal.literal = ranges;
+  const std::vector<int32_t> ids = tok->Encode(text, literal);
+  EXPECT_EQ(ids, tok->Encode(text, special));
+  // User-defined tokens are recognised inside ranges, as with parsing off.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 258), 1);
+}
+
+TEST(BpeTokenizerTest, AnOccurrenceInsideARefusedOneIsStillFound) {
+  auto tok = MakeChatMl();
+  // "ababa": "aba" at 0 overlaps the range and stays text; "aba" at 2 is free.
+  const std::vector<ByteRange> first_byte = {{0, 1}};
+  EXPECT_EQ(tok->Encode("ababa", {.add_bos = false, .add_eos = false, .parse_special = true, .literal = first_byte}),
+            (std::vector<int32_t>{'a', 'b', 259}));
+  EXPECT_EQ(tok->Encode("ababa", {.add_bos = false, .add_eos = false, .parse_special = true}),
+            (std::vector<int32_t>{259, 'b', 'a'}));
 }
 
 TEST(BpeTokenizerTest, Phi3DropsWhitespaceAfterMostSpecialTokens) {

@@ -182,6 +182,19 @@ TEST_F(SpmTokenizerTest, SpecialTextIsLiteralUnlessParsed) {
   EXPECT_EQ(literal, (std::vector<int32_t>{sp_a_, ByteId('<'), ByteId('s'), ByteId('>')}));
 }
 
+TEST_F(SpmTokenizerTest, LiteralSpecialTextJoinsTheTextAroundIt) {
+  SpmTokenizer tok = builder_.Build();
+  // "<s>" parsed, then content "a<s>a" whose "<s>" is literal: one text run
+  // after a special token, so one space prefix, as if encoded on its own.
+  const std::vector<ByteRange> content = {{4, 3}};
+  const std::vector<int32_t> ids =
+      tok.Encode("<s>a<s>a", {.add_bos = false, .parse_special = true, .literal = content});
+  std::vector<int32_t> expected = {1};
+  for (int32_t id : tok.Encode("a<s>a", kNoBos)) expected.push_back(id);
+  EXPECT_EQ(ids, expected);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, sp_a_, ByteId('<'), ByteId('s'), ByteId('>'), a_}));
+}
+
 TEST_F(SpmTokenizerTest, SpecialTokenAloneAddsNoPrefixPiece) {
   SpmTokenizer tok = builder_.Build();
   EXPECT_EQ(tok.Encode("<s></s>", {.parse_special = true}), (std::vector<int32_t>{1, 1, 2}));
