@@ -4,8 +4,9 @@
 # an Android app ships built as the NDK would and checked (16 KB pages, JNI
 # version, dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
-# and the GGUF reader, chat-template and HTTP server fuzzers for 60 seconds each.
-# VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds and the fuzzers.
+# a one-minute soak of valet serve, and the GGUF reader, chat-template and
+# HTTP server fuzzers for 60 seconds each. VALET_TEST_QUICK=1 skips Bochs, the
+# sanitizer builds, the soak and the fuzzers.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
@@ -53,6 +54,14 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   # Races inside Debian's prebuilt (uninstrumented) cpp-httplib are suppressed; see the file.
   TSAN_OPTIONS="suppressions=$VALET_ROOT/tests/tsan.supp ${TSAN_OPTIONS:-}" \
     ctest --test-dir "$VALET_ROOT/build-tsan" --output-on-failure -j "$jobs"
+
+  # valet serve under a minute of mixed tiers, clients that leave, slow
+  # clients, lifecycle events and malformed requests (scripts/soak-serve.py).
+  stage "soak: valet serve, 60 s of mixed and hostile load"
+  soak_model="$VALET_ROOT/build/models/valet-tiny-f32.gguf"
+  mkdir -p "$VALET_ROOT/build/models"
+  [ -f "$soak_model" ] || "$VALET_ROOT/build/tools/valet" synth-model --preset tiny -o "$soak_model" >/dev/null
+  python3 "$VALET_ROOT/scripts/soak-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" --seconds 60
 
   stage "fuzzing: GGUF reader, chat templates, HTTP server (60 s each)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 60

@@ -236,10 +236,11 @@ TEST(SchedulerThreaded, TaskOverThePoolFailsAtAdmission) {
 class TokenizeThreads : public FakeEngine {
  public:
   using FakeEngine::FakeEngine;
-  std::vector<int32_t> Tokenize(std::string_view text, bool add_bos) const override {
+  using EngineInterface::Tokenize;
+  std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const override {
     std::lock_guard<std::mutex> lock(mu_);
     threads_.insert(std::this_thread::get_id());
-    return FakeEngine::Tokenize(text, add_bos);
+    return FakeEngine::Tokenize(text, options);
   }
   std::set<std::thread::id> threads() const {
     std::lock_guard<std::mutex> lock(mu_);
