@@ -294,8 +294,9 @@ class ServerUtf8Test : public ServerFixture {
 TEST_F(ServerUtf8Test, StreamedTextArrivesWholeWhereverTokensSplitCharacters) {
   StartServer();
   const std::string script = kScript;
-  // Lengths that end on a character boundary (23: the whole script); the
-  // deterministic byte-by-byte check is in the TaskChannel unit test.
+  // Lengths that end on a character boundary (23: the whole script). Each
+  // token's text is sent as it arrives, so the chunks follow the tokens'
+  // splits; the assembler's unit tests cover every split.
   for (int n : {1, 6, 14, 18, 23}) {
     SCOPED_TRACE(n);
     const json body = {{"messages", json::array({{{"role", "user"}, {"content", "hi"}}})},
