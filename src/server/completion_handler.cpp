@@ -38,9 +38,10 @@ ApiError ErrorFromResult(const TaskResult& result) {
 class CompletionReply {
  public:
   CompletionReply(std::shared_ptr<ServerContext> ctx, std::shared_ptr<http::HttpExchange> exchange,
-                  const CompletionRequest& request)
+                  std::shared_ptr<TaskSlot> slot, const CompletionRequest& request)
       : ctx_(std::move(ctx)),
         exchange_(std::move(exchange)),
+        slot_(std::move(slot)),
         endpoint_(request.endpoint),
         model_(request.model.empty() ? ctx_->options.model_name : request.model),
         stream_(request.stream),
@@ -52,15 +53,17 @@ class CompletionReply {
     if (stream_) pending_logprobs_.push_back(logprobs);
   }
 
+  void OnState(TaskId id, TaskState state) { ctx_->tasks.SetState(*slot_, id, state); }
+
   void OnToken(TaskId id, std::string_view text) {
-    ctx_->tasks.AddToken(id);
+    ctx_->tasks.AddToken(*slot_, id);
     if (!stream_) return;
     Start(id);
     Emit(utf8_.Push(text));
   }
 
   void OnDone(TaskId id, const TaskResult& result) {
-    ctx_->tasks.SetState(id, result.state);
+    ctx_->tasks.SetState(*slot_, id, result.state);
     ctx_->metrics.ObserveFinished(result);
     const bool ok = result.state == TaskState::kDone;
     if (!started_ && !ok) return exchange_->Reply(ErrorReply(*ctx_, ErrorFromResult(result)));
@@ -127,6 +130,7 @@ class CompletionReply {
 
   const std::shared_ptr<ServerContext> ctx_;
   const std::shared_ptr<http::HttpExchange> exchange_;
+  const std::shared_ptr<TaskSlot> slot_;
   const Endpoint endpoint_;
   const std::string model_;
   const bool stream_;
@@ -139,11 +143,11 @@ class CompletionReply {
   bool started_ = false;
 };
 
-TaskCallbacks MakeCallbacks(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<CompletionReply>& reply) {
+TaskCallbacks MakeCallbacks(const std::shared_ptr<CompletionReply>& reply) {
   TaskCallbacks cb;
   cb.on_token = [reply](TaskId id, int32_t, std::string_view text) { reply->OnToken(id, text); };
   cb.on_logprobs = [reply](TaskId, const TokenLogprobs& logprobs) { reply->OnLogprobs(logprobs); };
-  cb.on_state = [ctx](TaskId id, TaskState state) { ctx->tasks.SetState(id, state); };
+  cb.on_state = [reply](TaskId id, TaskState state) { reply->OnState(id, state); };
   cb.on_done = [reply](TaskId id, const TaskResult& result) { reply->OnDone(id, result); };
   return cb;
 }
@@ -164,17 +168,20 @@ void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<htt
   if (exchange->client_gone()) return;
   if (ctx->stopping.load()) return exchange->Reply(ErrorReply(*ctx, Stopping()));
   const Tier tier = request.task.tier;
-  const std::string endpoint = EndpointName(request.endpoint);
-  request.task.callbacks = MakeCallbacks(ctx, std::make_shared<CompletionReply>(ctx, exchange, request));
-  Result<TaskId> id = Internal("not submitted");
   const int limit = ctx->options.max_tasks_per_tier[static_cast<size_t>(tier)];
-  auto submit = [&] { return ctx->scheduler.Submit(std::move(request.task)); };
-  if (!ctx->tasks.SubmitIfRoom(tier, limit, endpoint, submit, &id)) {
+  std::shared_ptr<TaskSlot> slot = ctx->tasks.Reserve(tier, limit, EndpointName(request.endpoint));
+  if (slot == nullptr) {
     http::HttpResponse reply = ErrorReply(*ctx, QueueFull(tier, limit));
     reply.headers.emplace_back("Retry-After", std::to_string(ctx->options.retry_after_seconds));
     return exchange->Reply(std::move(reply));
   }
-  if (!id.ok()) return exchange->Reply(ErrorReply(*ctx, ErrorFromStatus(id.status())));
+  request.task.callbacks = MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request));
+  Result<TaskId> id = ctx->scheduler.Submit(std::move(request.task));
+  if (!id.ok()) {
+    ctx->tasks.Release(*slot);
+    return exchange->Reply(ErrorReply(*ctx, ErrorFromStatus(id.status())));
+  }
+  ctx->tasks.Record(*slot, *id);
   // The app (here: the server on behalf of its client) cancels; the scheduler never does.
   exchange->OnClientGone([ctx, task = *id] {
     (void)ctx->scheduler.Cancel(task).ok();  // it may have finished meanwhile

@@ -2,37 +2,37 @@
 
 namespace valet {
 
-bool TaskTable::SubmitIfRoom(Tier tier, int limit, const std::string& endpoint,
-                             const std::function<Result<TaskId>()>& submit, Result<TaskId>* out) {
-  const size_t t = static_cast<size_t>(tier);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (unfinished_[t] + reserved_[t] >= limit) return false;
-    ++reserved_[t];
-    ++in_flight_;
-  }
-  Result<TaskId> result = submit();
+std::shared_ptr<TaskSlot> TaskTable::Reserve(Tier tier, int limit, std::string endpoint) {
   std::lock_guard<std::mutex> lock(mu_);
-  --reserved_[t];
-  if (result.ok()) RecordLocked(*result, tier, endpoint);
-  if (--in_flight_ == 0) early_.clear();
-  *out = std::move(result);
-  return true;
+  int64_t& held = held_[static_cast<size_t>(tier)];
+  if (held >= limit) return nullptr;
+  ++held;
+  return std::shared_ptr<TaskSlot>(new TaskSlot(tier, std::move(endpoint)));
 }
 
-void TaskTable::RecordLocked(TaskId id, Tier tier, const std::string& endpoint) {
-  TaskEntry& entry = entries_[id] = TaskEntry{id, tier, TaskState::kQueued, 0, endpoint};
-  ++unfinished_[static_cast<size_t>(tier)];
-  auto early = early_.find(id);
-  if (early == early_.end()) return;
-  entry.tokens = early->second.tokens;
-  entry.state = early->second.state;
-  early_.erase(early);
-  if (IsTerminal(entry.state)) FinishLocked(entry);
+void TaskTable::Record(TaskSlot& slot, TaskId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  (void)EntryLocked(slot, id);
+}
+
+void TaskTable::Release(TaskSlot& slot) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (slot.recorded_ || slot.released_) return;
+  slot.released_ = true;
+  --held_[static_cast<size_t>(slot.tier_)];
+}
+
+TaskEntry* TaskTable::EntryLocked(TaskSlot& slot, TaskId id) {
+  if (!slot.recorded_ && !slot.released_) {
+    slot.recorded_ = true;
+    return &(entries_[id] = TaskEntry{id, slot.tier_, TaskState::kQueued, 0, slot.endpoint_});
+  }
+  auto it = entries_.find(id);
+  return it == entries_.end() ? nullptr : &it->second;
 }
 
 void TaskTable::FinishLocked(TaskEntry& entry) {
-  --unfinished_[static_cast<size_t>(entry.tier)];
+  --held_[static_cast<size_t>(entry.tier)];
   finished_.push_back(entry.id);  // `entry` may be the one erased below
   if (finished_.size() > kFinishedKept) {
     entries_.erase(finished_.front());
@@ -40,28 +40,17 @@ void TaskTable::FinishLocked(TaskEntry& entry) {
   }
 }
 
-void TaskTable::SetState(TaskId id, TaskState state) {
+void TaskTable::SetState(TaskSlot& slot, TaskId id, TaskState state) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) {
-    if (in_flight_ > 0) {
-      Early& early = early_[id];
-      if (!IsTerminal(early.state)) early.state = state;
-    }
-    return;
-  }
-  if (IsTerminal(it->second.state)) return;
-  it->second.state = state;
-  if (IsTerminal(state)) FinishLocked(it->second);
+  TaskEntry* entry = EntryLocked(slot, id);
+  if (entry == nullptr || IsTerminal(entry->state)) return;
+  entry->state = state;
+  if (IsTerminal(state)) FinishLocked(*entry);
 }
 
-void TaskTable::AddToken(TaskId id) {
+void TaskTable::AddToken(TaskSlot& slot, TaskId id) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (auto it = entries_.find(id); it != entries_.end()) {
-    ++it->second.tokens;
-  } else if (in_flight_ > 0) {
-    ++early_[id].tokens;
-  }
+  if (TaskEntry* entry = EntryLocked(slot, id)) ++entry->tokens;
 }
 
 std::vector<TaskEntry> TaskTable::Entries() const {

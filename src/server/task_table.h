@@ -7,8 +7,8 @@
 #include <array>
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,46 +25,52 @@ struct TaskEntry {
   std::string endpoint;
 };
 
+// A tier's slot, held from before its task is submitted until the task ends.
+// Both the submitter and the task's callbacks name it, so whichever first
+// knows the task's id records it: a reply caused by a callback can never
+// reach a client before /v1/tasks shows the task. Only TaskTable touches it,
+// under its mutex.
+class TaskSlot {
+ private:
+  friend class TaskTable;
+  TaskSlot(Tier tier, std::string endpoint) : tier_(tier), endpoint_(std::move(endpoint)) {}
+  const Tier tier_;
+  const std::string endpoint_;
+  bool recorded_ = false;
+  bool released_ = false;
+};
+
 class TaskTable {
  public:
   // Finished tasks kept for /v1/tasks after they end.
   static constexpr size_t kFinishedKept = 256;
 
-  // Runs `submit` and records the task it returns, unless `tier` already has
-  // `limit` unfinished tasks (then returns false without calling it). A slot
-  // is reserved under the lock and `submit` (which renders and tokenizes the
-  // prompt) runs outside it, so the limit is exact under any concurrency
-  // while callbacks never wait for a tokenizer. Callbacks that arrive for the
-  // new task before it is recorded are kept and applied when it is.
-  bool SubmitIfRoom(Tier tier, int limit, const std::string& endpoint,
-                    const std::function<Result<TaskId>()>& submit, Result<TaskId>* out);
+  // A slot for a task about to be submitted, or null if `tier` already holds
+  // `limit` slots. The limit is exact under any concurrency, and the submit
+  // itself (render, tokenize) runs outside the table's lock.
+  std::shared_ptr<TaskSlot> Reserve(Tier tier, int limit, std::string endpoint);
+  // The submit returned `id`. Recording twice is harmless.
+  void Record(TaskSlot& slot, TaskId id);
+  // The submit failed: the slot is free again and nothing is recorded.
+  void Release(TaskSlot& slot);
 
-  void SetState(TaskId id, TaskState state);
-  void AddToken(TaskId id);
+  // From the task's callbacks; the first one records the task.
+  void SetState(TaskSlot& slot, TaskId id, TaskState state);
+  void AddToken(TaskSlot& slot, TaskId id);
 
   std::vector<TaskEntry> Entries() const;  // by id
   // Unfinished tasks per tier in `state`.
   std::array<int64_t, kNumTiers> CountByTier(TaskState state) const;
 
  private:
-  // What callbacks said about a task not recorded yet.
-  struct Early {
-    TaskState state = TaskState::kQueued;
-    int32_t tokens = 0;
-  };
-  void RecordLocked(TaskId id, Tier tier, const std::string& endpoint);
+  // The slot's entry, created on first use; null once it has been evicted.
+  TaskEntry* EntryLocked(TaskSlot& slot, TaskId id);
   void FinishLocked(TaskEntry& entry);
 
   mutable std::mutex mu_;
   std::map<TaskId, TaskEntry> entries_;
   std::deque<TaskId> finished_;
-  std::array<int64_t, kNumTiers> unfinished_{};  // recorded, not terminal
-  std::array<int64_t, kNumTiers> reserved_{};    // submits running now
-  int64_t in_flight_ = 0;                        // sum of reserved_
-  // Only while a submit is in flight: an id unknown then is either that
-  // submit's task or one evicted from finished_ (whose stray callback the
-  // next quiet moment clears).
-  std::map<TaskId, Early> early_;
+  std::array<int64_t, kNumTiers> held_{};  // slots reserved, not yet finished or released
 };
 
 }  // namespace valet

@@ -1,13 +1,15 @@
 // The server's task table: per-tier limits exact under concurrent submits
-// that run outside its lock, and callbacks that beat their task's record.
+// that run outside its lock, and callbacks that beat the submitter's record.
 #include "server/task_table.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <memory>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace valet {
@@ -21,99 +23,72 @@ int64_t Unfinished(const TaskTable& table) {
   return n;
 }
 
-// A gate that submits wait at, so they can be held while others arrive.
-class Gate {
- public:
-  void Arrive() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++waiting_;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return open_; });
-  }
-  void WaitFor(int n) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return waiting_ >= n; });
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int waiting_ = 0;
-  bool open_ = false;
-};
-
-TEST(TaskTableTest, SubmitsInProgressHoldTheirSlots) {
+TEST(TaskTableTest, SlotsHeldBySubmitsInProgressCountAgainstTheLimit) {
   TaskTable table;
-  Gate gate;
-  std::vector<std::thread> submitters;
-  for (TaskId id : {1, 2}) {
-    submitters.emplace_back([&, id] {
-      Result<TaskId> out = Internal("unset");
-      const bool ran = table.SubmitIfRoom(kTier, 2, "completions", [&]() -> Result<TaskId> {
-        gate.Arrive();
-        return id;
-      }, &out);
-      EXPECT_TRUE(ran && out.ok());
-    });
-  }
-  gate.WaitFor(2);  // both are inside submit, outside the table's lock
-  bool called = false;
-  Result<TaskId> out = Internal("unset");
-  EXPECT_FALSE(table.SubmitIfRoom(kTier, 2, "completions", [&]() -> Result<TaskId> {
-    called = true;
-    return 3;
-  }, &out));
-  EXPECT_FALSE(called);
-  // Another tier has its own limit; callbacks are not blocked meanwhile.
-  EXPECT_TRUE(table.SubmitIfRoom(Tier::kForegroundChat, 1, "chat", [] { return Result<TaskId>(TaskId{9}); }, &out));
-  table.SetState(9, TaskState::kDone);
-  gate.Open();
-  for (std::thread& t : submitters) t.join();
+  std::shared_ptr<TaskSlot> a = table.Reserve(kTier, 2, "completions");
+  std::shared_ptr<TaskSlot> b = table.Reserve(kTier, 2, "completions");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(table.Reserve(kTier, 2, "completions"), nullptr);
+  // Another tier has its own limit.
+  std::shared_ptr<TaskSlot> chat = table.Reserve(Tier::kForegroundChat, 1, "chat.completions");
+  ASSERT_TRUE(chat);
+  table.Record(*chat, 9);
+  table.SetState(*chat, 9, TaskState::kDone);
+  // A failed submit frees its slot and leaves nothing behind.
+  table.Release(*b);
+  EXPECT_EQ(table.Entries().size(), 1u);
+  std::shared_ptr<TaskSlot> c = table.Reserve(kTier, 2, "completions");
+  ASSERT_TRUE(c);
+  table.Record(*a, 1);
+  table.Record(*c, 2);
   EXPECT_EQ(Unfinished(table), 2);
-  table.SetState(1, TaskState::kDone);
-  EXPECT_TRUE(table.SubmitIfRoom(kTier, 2, "completions", [] { return Result<TaskId>(TaskId{4}); }, &out));
+  EXPECT_EQ(table.Reserve(kTier, 2, "completions"), nullptr);
+  table.SetState(*a, 1, TaskState::kDone);
+  EXPECT_NE(table.Reserve(kTier, 2, "completions"), nullptr);
 }
 
-TEST(TaskTableTest, CallbacksBeforeTheRecordAreKept) {
+TEST(TaskTableTest, TheFirstCallbackRecordsTheTask) {
   TaskTable table;
-  Result<TaskId> out = Internal("unset");
-  // The scheduler may run a task's callbacks before Submit returns its id.
-  ASSERT_TRUE(table.SubmitIfRoom(kTier, 1, "completions", [&]() -> Result<TaskId> {
-    table.SetState(5, TaskState::kDecoding);
-    table.AddToken(5);
-    table.AddToken(5);
-    return 5;
-  }, &out));
+  // The scheduler may run a task's callbacks, up to its end, before Submit
+  // returns its id to the submitter.
+  std::shared_ptr<TaskSlot> slot = table.Reserve(kTier, 1, "completions");
+  ASSERT_TRUE(slot);
+  table.SetState(*slot, 5, TaskState::kDecoding);
+  table.AddToken(*slot, 5);
+  table.AddToken(*slot, 5);
   std::vector<TaskEntry> entries = table.Entries();
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].state, TaskState::kDecoding);
   EXPECT_EQ(entries[0].tokens, 2);
   EXPECT_EQ(entries[0].endpoint, "completions");
-  // Finished before it was recorded: its slot is free at once.
-  ASSERT_TRUE(table.SubmitIfRoom(kTier, 2, "completions", [&]() -> Result<TaskId> {
-    table.SetState(6, TaskState::kFailed);
-    table.SetState(6, TaskState::kFailed);  // on_state, then on_done
-    return 6;
-  }, &out));
-  EXPECT_EQ(Unfinished(table), 1);
-  EXPECT_EQ(table.Entries().back().state, TaskState::kFailed);
-  // A refused submit leaves nothing behind.
-  ASSERT_TRUE(table.SubmitIfRoom(kTier, 2, "completions", [] { return Result<TaskId>(InvalidArgument("no")); }, &out));
-  EXPECT_FALSE(out.ok());
-  EXPECT_EQ(table.Entries().size(), 2u);
-  // Without a submit in flight, callbacks for unknown ids change nothing.
-  table.SetState(77, TaskState::kDone);
-  table.AddToken(77);
-  EXPECT_EQ(table.Entries().size(), 2u);
+  table.SetState(*slot, 5, TaskState::kDone);
+  table.SetState(*slot, 5, TaskState::kDone);  // on_state, then on_done
+  table.Record(*slot, 5);                      // the submitter, last
+  entries = table.Entries();
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].state, TaskState::kDone);
+  EXPECT_EQ(entries[0].tokens, 2);
+  EXPECT_NE(table.Reserve(kTier, 1, "completions"), nullptr);  // finished: its slot is free
+}
+
+TEST(TaskTableTest, OnlyTheNewestFinishedTasksAreKept) {
+  TaskTable table;
+  const TaskId n = TaskTable::kFinishedKept + 3;
+  for (TaskId id = 1; id <= n; ++id) {
+    std::shared_ptr<TaskSlot> slot = table.Reserve(kTier, 1, "completions");
+    ASSERT_TRUE(slot);
+    table.Record(*slot, id);
+    table.SetState(*slot, id, TaskState::kDone);
+    table.AddToken(*slot, id);  // a stray late callback changes nothing
+  }
+  const std::vector<TaskEntry> entries = table.Entries();
+  ASSERT_EQ(entries.size(), TaskTable::kFinishedKept);
+  EXPECT_EQ(entries.front().id, n - TaskTable::kFinishedKept + 1);
+  EXPECT_EQ(entries.back().id, n);
 }
 
 // Many submitters and a finisher thread: the tier never has more unfinished
-// tasks than its limit, and every finish is seen, early or not.
+// tasks than its limit, and every finish is seen, before the record or after.
 TEST(TaskTableTest, LimitIsExactUnderConcurrency) {
   constexpr int kLimit = 3;
   constexpr int kThreads = 8;
@@ -124,21 +99,21 @@ TEST(TaskTableTest, LimitIsExactUnderConcurrency) {
   std::atomic<int> most{0};
   std::mutex mu;
   std::condition_variable cv;
-  std::vector<TaskId> to_finish;
+  std::vector<std::pair<std::shared_ptr<TaskSlot>, TaskId>> to_finish;
   bool submitting = true;
-  auto finish = [&](TaskId id) {
+  auto finish = [&](TaskSlot& slot, TaskId id) {
     admitted_now.fetch_sub(1);
-    table.SetState(id, TaskState::kDone);
+    table.SetState(slot, id, TaskState::kDone);
   };
   std::thread finisher([&] {
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       cv.wait(lock, [&] { return !to_finish.empty() || !submitting; });
       if (to_finish.empty()) return;
-      std::vector<TaskId> batch;
+      std::vector<std::pair<std::shared_ptr<TaskSlot>, TaskId>> batch;
       batch.swap(to_finish);
       lock.unlock();
-      for (TaskId id : batch) finish(id);
+      for (auto& [slot, id] : batch) finish(*slot, id);
       lock.lock();
     }
   });
@@ -147,22 +122,26 @@ TEST(TaskTableTest, LimitIsExactUnderConcurrency) {
   for (int t = 0; t < kThreads; ++t) {
     submitters.emplace_back([&, t] {
       for (int i = 0; i < kPerThread; ++i) {
-        Result<TaskId> out = Internal("unset");
-        const bool ran = table.SubmitIfRoom(kTier, kLimit, "completions", [&]() -> Result<TaskId> {
-          const int now = admitted_now.fetch_add(1) + 1;
-          for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
-          }
-          const TaskId id = next.fetch_add(1);
-          if ((i + t) % 3 == 0) {
-            finish(id);  // finished before the table records it
-          } else {
-            std::lock_guard<std::mutex> lock(mu);
-            to_finish.push_back(id);
-            cv.notify_one();
-          }
-          return id;
-        }, &out);
-        if (ran) accepted.fetch_add(1);
+        std::shared_ptr<TaskSlot> slot = table.Reserve(kTier, kLimit, "completions");
+        if (!slot) continue;
+        accepted.fetch_add(1);
+        const int now = admitted_now.fetch_add(1) + 1;
+        for (int seen = most.load(); now > seen && !most.compare_exchange_weak(seen, now);) {
+        }
+        const TaskId id = next.fetch_add(1);
+        if ((i + t) % 5 == 0) {  // the submit failed
+          admitted_now.fetch_sub(1);
+          table.Release(*slot);
+          continue;
+        }
+        if ((i + t) % 3 == 0) {
+          finish(*slot, id);  // finished before the submitter records it
+        } else {
+          std::lock_guard<std::mutex> lock(mu);
+          to_finish.emplace_back(slot, id);
+          cv.notify_one();
+        }
+        table.Record(*slot, id);
       }
     });
   }
@@ -176,12 +155,12 @@ TEST(TaskTableTest, LimitIsExactUnderConcurrency) {
   EXPECT_LE(most.load(), kLimit);
   EXPECT_GT(accepted.load(), 0);
   EXPECT_EQ(Unfinished(table), 0);
-  Result<TaskId> out = Internal("unset");
+  std::vector<std::shared_ptr<TaskSlot>> held;
   for (int i = 0; i < kLimit; ++i) {
-    EXPECT_TRUE(table.SubmitIfRoom(kTier, kLimit, "completions", [&] { return Result<TaskId>(next.fetch_add(1)); },
-                                   &out));
+    held.push_back(table.Reserve(kTier, kLimit, "completions"));
+    EXPECT_NE(held.back(), nullptr);
   }
-  EXPECT_FALSE(table.SubmitIfRoom(kTier, kLimit, "completions", [&] { return Result<TaskId>(TaskId{0}); }, &out));
+  EXPECT_EQ(table.Reserve(kTier, kLimit, "completions"), nullptr);
 }
 
 }  // namespace
