@@ -192,14 +192,15 @@ void HttpServer::Loop::OnEvents(Connection& c, uint32_t events) {
 
 void HttpServer::Loop::Read(Connection& c) {
   char buf[64 * 1024];
-  // While a reply is pending, pipelined bytes are kept up to one more
-  // request's worth; past that the socket is left unread.
-  const size_t cap = options_.limits.max_head_bytes + options_.limits.max_body_bytes;
+  // While a reply is pending, pipelined bytes are kept up to one head's
+  // worth; past that the socket is left unread (TCP pushes back on the client).
+  const size_t cap = options_.limits.max_head_bytes;
   while (c.phase == Connection::Phase::kReading || c.phase == Connection::Phase::kLingering || c.in.size() < cap) {
     const ssize_t n = read(c.fd, buf, sizeof buf);
     if (n > 0) {
+      // Discarded; not activity, so a client cannot hold a closing connection open.
+      if (c.phase == Connection::Phase::kLingering) continue;
       c.last_activity = Clock::now();
-      if (c.phase == Connection::Phase::kLingering) continue;  // discarded
       if (c.in.empty() && !c.request_started) c.request_started = c.last_activity;
       c.in.append(buf, static_cast<size_t>(n));
       // Parse as it arrives, so the body limit holds before the bytes pile up.
@@ -290,8 +291,7 @@ void HttpServer::Loop::SendTransportError(Connection& c, const HttpError& error)
   c.keep_alive = false;
   c.phase = Connection::Phase::kFlushing;
   const HttpResponse reply = handler_.TransportErrorReply(error);
-  Send(c, ResponseHead(reply, BodyFraming::kLength, false) + reply.body);
-  if (!c.closed && c.pending() == 0) FinishExchange(c);
+  Send(c, ResponseHead(reply, BodyFraming::kLength, false) + reply.body);  // its Flush finishes
 }
 
 void HttpServer::Loop::Send(Connection& c, std::string_view bytes) {
