@@ -74,13 +74,21 @@ def terminal(status, head, body):
         return False
 
 
-async def exchange(port, stats, raw, leave_after=None):
-    """Sends `raw`; reads one reply, or leaves after `leave_after` bytes of it."""
+async def connect(port, stats):
+    """(reader, writer), or None after counting a failure: a server that refuses connections has died."""
     try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        return await asyncio.open_connection("127.0.0.1", port)
     except OSError as e:
         stats.fail(f"cannot connect: {e}")
+        return None
+
+
+async def exchange(port, stats, raw, leave_after=None):
+    """Sends `raw`; reads one reply, or leaves after `leave_after` bytes of it."""
+    conn = await connect(port, stats)
+    if conn is None:
         return
+    reader, writer = conn
     try:
         writer.write(raw)
         await writer.drain()
@@ -136,11 +144,10 @@ def malformed(rng):
 
 async def slow_client(port, stats, rng):
     """Drips a request one byte at a time, slower than the read timeout allows."""
-    try:
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    except OSError as e:
-        stats.fail(f"cannot connect: {e}")
+    conn = await connect(port, stats)
+    if conn is None:
         return
+    reader, writer = conn
     try:
         for b in request("GET", "/health"):
             writer.write(bytes([b]))

@@ -135,7 +135,6 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> conns_;  // by connection id
   std::unordered_map<uint64_t, Connection*> exchanges_;              // by exchange id, while unanswered
   uint64_t next_id_ = 2;
-  bool accepting_ = true;
   std::optional<Clock::time_point> accept_paused_until_;  // out of descriptors
   std::vector<uint64_t> to_close_;
 };
@@ -150,7 +149,7 @@ void HttpServer::Loop::Watch(Connection& c, uint32_t events) {
 }
 
 void HttpServer::Loop::Accept() {
-  while (accepting_) {
+  while (listen_fd_ >= 0) {
     const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
@@ -397,7 +396,6 @@ bool HttpServer::Loop::ApplyStop(Clock::time_point now) {
     epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, listen_fd_, nullptr);
     close(listen_fd_);
     listen_fd_ = -1;
-    accepting_ = false;
   }
   bool busy = false;
   for (auto& [id, cp] : conns_) {

@@ -82,7 +82,7 @@ void RequestParser::Reset() {
   state_ = State::kHead;
   request_ = HttpRequest{};
   error_ = HttpError{};
-  head_bytes_ = 0;
+  trailer_bytes_ = 0;
   scanned_ = 0;
   remaining_ = 0;
   expects_continue_ = false;
@@ -93,6 +93,15 @@ RequestParser::Progress RequestParser::Fail(int status, std::string message, std
   state_ = State::kError;
   error_ = HttpError{status, std::move(message), std::move(code)};
   return Progress::kError;
+}
+
+RequestParser::Progress RequestParser::FailBodyTooLarge() {
+  return Fail(413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes", "body_too_large");
+}
+
+RequestParser::Progress RequestParser::FailHeadTooLarge() {
+  return Fail(431, "the request line and headers exceed " + std::to_string(limits_.max_head_bytes) + " bytes",
+              "headers_too_large");
 }
 
 RequestParser::Progress RequestParser::Feed(std::string& input) {
@@ -125,17 +134,11 @@ RequestParser::Progress RequestParser::ParseHead(std::string& input) {
     if (i + 2 < input.size() && input[i + 1] == '\r' && input[i + 2] == '\n') end = i + 3;
   }
   if (end == std::string::npos) {
-    if (input.size() > limits_.max_head_bytes) {
-      return Fail(431, "the request line and headers exceed " + std::to_string(limits_.max_head_bytes) + " bytes",
-                  "headers_too_large");
-    }
+    if (input.size() > limits_.max_head_bytes) return FailHeadTooLarge();
     scanned_ = input.size() >= 2 ? input.size() - 2 : 0;
     return Progress::kNeedMore;
   }
-  if (end > limits_.max_head_bytes) {
-    return Fail(431, "the request line and headers exceed " + std::to_string(limits_.max_head_bytes) + " bytes",
-                "headers_too_large");
-  }
+  if (end > limits_.max_head_bytes) return FailHeadTooLarge();
   std::string_view head(input.data(), end);
   bool first = true;
   bool ok = true;
@@ -223,8 +226,7 @@ RequestParser::Progress RequestParser::ChooseFraming() {
         bool too_large = false;
         uint64_t v = 0;
         if (!ParseLength(Trim(list.substr(0, comma)), UINT64_MAX, &v, &too_large)) {
-          return too_large ? Fail(413, "the request body is too large", "body_too_large")
-                           : Fail(400, "malformed Content-Length", "bad_request");
+          return too_large ? FailBodyTooLarge() : Fail(400, "malformed Content-Length", "bad_request");
         }
         if (has_length && v != length) return Fail(400, "conflicting Content-Length values", "bad_request");
         has_length = true;
@@ -249,22 +251,23 @@ RequestParser::Progress RequestParser::ChooseFraming() {
     state_ = State::kChunkSize;
     return Progress::kHead;
   }
-  if (length > limits_.max_body_bytes) {
-    return Fail(413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) + " bytes",
-                "body_too_large");
-  }
+  if (length > limits_.max_body_bytes) return FailBodyTooLarge();
   remaining_ = length;
   request_.body.reserve(static_cast<size_t>(length));
   state_ = length > 0 ? State::kBody : State::kDone;
   return length > 0 ? Progress::kHead : Progress::kComplete;
 }
 
-RequestParser::Progress RequestParser::ParseBody(std::string& input) {
+bool RequestParser::TakeBody(std::string& input) {
   const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, input.size()));
   request_.body.append(input, 0, take);
   input.erase(0, take);
   remaining_ -= take;
-  if (remaining_ > 0) return Progress::kNeedMore;
+  return remaining_ == 0;
+}
+
+RequestParser::Progress RequestParser::ParseBody(std::string& input) {
+  if (!TakeBody(input)) return Progress::kNeedMore;
   state_ = State::kDone;
   return Progress::kComplete;
 }
@@ -305,22 +308,16 @@ RequestParser::Progress RequestParser::ParseChunked(std::string& input) {
         uint64_t size = 0;
         for (size_t i = 0; i < n_digits; ++i) {
           size = size * 16 + HexDigit(line[i]);
-          if (size > room) return Fail(413, "the request body exceeds " + std::to_string(limits_.max_body_bytes) +
-                                                " bytes", "body_too_large");
+          if (size > room) return FailBodyTooLarge();
         }
         remaining_ = size;
         state_ = size == 0 ? State::kTrailers : State::kChunkData;
         break;
       }
-      case State::kChunkData: {
-        const size_t take = static_cast<size_t>(std::min<uint64_t>(remaining_, input.size()));
-        request_.body.append(input, 0, take);
-        input.erase(0, take);
-        remaining_ -= take;
-        if (remaining_ > 0) return Progress::kNeedMore;
+      case State::kChunkData:
+        if (!TakeBody(input)) return Progress::kNeedMore;
         state_ = State::kChunkDataEnd;
         break;
-      }
       case State::kChunkDataEnd:
         if (!TakeLine(input, 0, &line, &too_long)) {
           return too_long ? Fail(400, "chunk data not followed by CRLF", "bad_request") : Progress::kNeedMore;
@@ -333,8 +330,8 @@ RequestParser::Progress RequestParser::ParseChunked(std::string& input) {
         if (!TakeLine(input, limits_.max_head_bytes, &line, &too_long)) {
           return too_long ? Fail(431, "trailer fields too large", "headers_too_large") : Progress::kNeedMore;
         }
-        head_bytes_ += line.size() + 2;
-        if (head_bytes_ > limits_.max_head_bytes) return Fail(431, "trailer fields too large", "headers_too_large");
+        trailer_bytes_ += line.size() + 2;
+        if (trailer_bytes_ > limits_.max_head_bytes) return Fail(431, "trailer fields too large", "headers_too_large");
         if (line.empty()) {
           state_ = State::kDone;
           return Progress::kComplete;

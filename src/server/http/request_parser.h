@@ -51,10 +51,14 @@ class RequestParser {
 
   Progress ParseHead(std::string& input);
   Progress Fail(int status, std::string message, std::string code);
+  Progress FailBodyTooLarge();  // 413
+  Progress FailHeadTooLarge();  // 431
   bool ParseRequestLine(std::string_view line);
   bool ParseHeaderLine(std::string_view line);
   Progress ChooseFraming();
   Progress ParseBody(std::string& input);
+  // Moves up to remaining_ body bytes from `input`; true once none remain.
+  bool TakeBody(std::string& input);
   Progress ParseChunked(std::string& input);
   // The next line of `input` from `pos` (CRLF or LF ended), or false when it
   // has not arrived; lines over `limit` bytes fail the request.
@@ -64,7 +68,7 @@ class RequestParser {
   State state_ = State::kHead;
   HttpRequest request_;
   HttpError error_;
-  size_t head_bytes_ = 0;   // of the head (or trailers) consumed so far
+  size_t trailer_bytes_ = 0;  // of the trailer fields read so far
   size_t scanned_ = 0;      // bytes of `input` already searched for the head's end
   uint64_t remaining_ = 0;  // body or chunk bytes still to come
   bool expects_continue_ = false;
