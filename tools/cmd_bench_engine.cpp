@@ -7,7 +7,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "common/json_writer.h"
+#include "common/json.h"
 #include "engine/engine.h"
 #include "kernels/kernel_table.h"
 #include "process_memory.h"
@@ -108,22 +108,18 @@ int RunBenchEngine(std::span<char* const> argv) {
   const MemoryReport m = (*engine)->memory();
   const std::string pp_name = "pp" + std::to_string(*n_prompt), tg_name = "tg" + std::to_string(*n_gen);
   if (args.Has("--json")) {
-    JsonWriter w;
-    w.BeginObject()
-        .Key(pp_name + "_tok_s").Double(r->pp_tok_s)
-        .Key(tg_name + "_tok_s").Double(r->tg_tok_s)
-        .Key("threads").Int(o.n_threads)
-        .Key("model").String(o.model_path)
-        .Key("kernels").String(ActiveKernelsName())
-        .Key("reps").Int(*reps)
-        .Key("memory").BeginObject()
-        .Key("weights_mapped_bytes").Int(static_cast<int64_t>(m.weights_mapped))
-        .Key("kv_pool_bytes").Int(static_cast<int64_t>(m.kv_pool))
-        .Key("scratch_bytes").Int(static_cast<int64_t>(m.scratch))
-        .Key("resident_bytes").Int(static_cast<int64_t>(ResidentBytes()))
-        .EndObject()
-        .EndObject();
-    std::printf("%s\n", w.str().c_str());
+    const Json out{{pp_name + "_tok_s", r->pp_tok_s},
+                   {tg_name + "_tok_s", r->tg_tok_s},
+                   {"threads", o.n_threads},
+                   {"model", o.model_path},
+                   {"kernels", ActiveKernelsName()},
+                   {"reps", *reps},
+                   {"memory",
+                    {{"weights_mapped_bytes", m.weights_mapped},
+                     {"kv_pool_bytes", m.kv_pool},
+                     {"scratch_bytes", m.scratch},
+                     {"resident_bytes", ResidentBytes()}}}};
+    std::printf("%s\n", DumpJson(out).c_str());
   } else {
     std::printf("model %s | %d threads | kernels %s | median of %lld runs\n", o.model_path.c_str(), o.n_threads,
                 ActiveKernelsName(), static_cast<long long>(*reps));

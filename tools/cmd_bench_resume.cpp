@@ -11,7 +11,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "common/json_writer.h"
+#include "common/json.h"
 #include "engine/real_engine.h"
 #include "model/synthetic_model.h"
 
@@ -159,25 +159,25 @@ void Print(const std::vector<Row>& rows, const std::vector<CodecRow>& codecs, Re
            const std::string& model, int threads) {
   const EngineMemory m = e.memory();
   if (json) {
-    JsonWriter w;
-    w.BeginObject().Key("model").String(model).Key("threads").Int(threads);
-    w.Key("kv_pool_budget_bytes").Int(static_cast<int64_t>(m.pool_capacity_bytes));
-    w.Key("snapshot_ram_budget_bytes").Int(static_cast<int64_t>(e.snapshot_store().options().ram_budget_bytes));
-    w.Key("rows").BeginArray();
+    Json rows_json = Json::array();
     for (const Row& r : rows) {
-      w.BeginObject().Key("S").Int(r.s).Key("D").Int(r.d).Key("full_ms").Double(r.full_ms)
-          .Key("partial_ms").Double(r.partial_ms).Key("ram_restore_ms").Double(r.ram_ms)
-          .Key("disk_restore_ms").Double(r.disk_ms).Key("snapshot_bytes").Int(static_cast<int64_t>(r.snapshot_bytes))
-          .Key("partial_saving").Double(1.0 - r.partial_ms / r.full_ms)
-          .Key("predicted_saving").Double(static_cast<double>(r.s) / (r.s + r.d)).EndObject();
+      rows_json.push_back(Json{{"S", r.s}, {"D", r.d}, {"full_ms", r.full_ms}, {"partial_ms", r.partial_ms},
+                               {"ram_restore_ms", r.ram_ms}, {"disk_restore_ms", r.disk_ms},
+                               {"snapshot_bytes", r.snapshot_bytes}, {"partial_saving", 1.0 - r.partial_ms / r.full_ms},
+                               {"predicted_saving", static_cast<double>(r.s) / (r.s + r.d)}});
     }
-    w.EndArray().Key("compression").BeginArray();
+    Json codecs_json = Json::array();
     for (const CodecRow& c : codecs) {
-      w.BeginObject().Key("codec").String(CompressionName(c.codec)).Key("ratio").Double(c.ratio)
-          .Key("compress_mb_s").Double(c.compress_mb_s).Key("decompress_mb_s").Double(c.decompress_mb_s).EndObject();
+      codecs_json.push_back(Json{{"codec", CompressionName(c.codec)}, {"ratio", c.ratio},
+                                 {"compress_mb_s", c.compress_mb_s}, {"decompress_mb_s", c.decompress_mb_s}});
     }
-    w.EndArray().EndObject();
-    std::printf("%s\n", w.str().c_str());
+    const Json out{{"model", model},
+                   {"threads", threads},
+                   {"kv_pool_budget_bytes", m.pool_capacity_bytes},
+                   {"snapshot_ram_budget_bytes", e.snapshot_store().options().ram_budget_bytes},
+                   {"rows", std::move(rows_json)},
+                   {"compression", std::move(codecs_json)}};
+    std::printf("%s\n", DumpJson(out).c_str());
     return;
   }
   std::printf("model %s | %d threads | KV pool %.0f MiB | snapshot RAM tier %.0f MiB\n", model.c_str(), threads,

@@ -3,7 +3,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
-#include "common/json_writer.h"
+#include "common/json.h"
 #include "engine/generator.h"
 #include "sched/chat_renderer.h"
 
@@ -69,23 +69,20 @@ Result<Flags> ReadFlags(const Args& a) {
 }
 
 void PrintJson(const Generation& g) {
-  JsonWriter w;
-  w.BeginObject().Key("prompt_tokens").BeginArray();
-  for (int32_t t : g.prompt_tokens) w.Int(t);
-  w.EndArray().Key("tokens").BeginArray();
-  for (int32_t t : g.tokens) w.Int(t);
-  w.EndArray().Key("text").String(g.text).Key("stop_reason").String(StopReasonName(g.stop_reason));
+  Json out{{"prompt_tokens", g.prompt_tokens},
+           {"tokens", g.tokens},
+           {"text", g.text},
+           {"stop_reason", StopReasonName(g.stop_reason)}};
   if (!g.top_logits.empty()) {
-    w.Key("top_logits").BeginArray();
+    Json steps = Json::array();
     for (const auto& step : g.top_logits) {
-      w.BeginArray();
-      for (const TopLogit& t : step) w.BeginArray().Int(t.token).Double(t.logit).EndArray();
-      w.EndArray();
+      Json pairs = Json::array();
+      for (const TopLogit& t : step) pairs.push_back(Json::array({t.token, t.logit}));
+      steps.push_back(std::move(pairs));
     }
-    w.EndArray();
+    out["top_logits"] = std::move(steps);
   }
-  w.EndObject();
-  std::printf("%s\n", w.str().c_str());
+  std::printf("%s\n", DumpJson(out).c_str());
 }
 
 }  // namespace

@@ -8,7 +8,7 @@
 #include "chat/chat_template.h"
 #include "cli_args.h"
 #include "commands.h"
-#include "common/json_value.h"
+#include "common/json.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/vocabulary.h"
 
@@ -78,22 +78,16 @@ Result<TemplateSource> ReadSource(const Args& args) {
 // {"messages": [...], "tools": ..., ...}: messages apart, the rest as variables.
 Result<chat::ChatRenderInput> ReadConversation(const std::string& path) {
   VALET_ASSIGN_OR_RETURN(std::string text, ReadText(path));
-  Result<JsonValue> json = ParseJson(text);
+  Result<Json> json = ParseJson(text);
   if (!json.ok()) return InvalidArgument(path + ": " + json.status().message());
-  const JsonValue* messages = json->Find("messages");
-  if (messages == nullptr || !messages->is_array()) {
+  auto messages = json->find("messages");
+  if (!json->is_object() || messages == json->end() || !messages->is_array()) {
     return InvalidArgument(path + ": expected an object with a \"messages\" array");
   }
   chat::ChatRenderInput input;
-  input.messages = *messages;
-  std::vector<std::string> keys;
-  std::vector<JsonValue> values;
-  for (size_t i = 0; i < json->keys().size(); ++i) {
-    if (json->keys()[i] == "messages") continue;
-    keys.push_back(json->keys()[i]);
-    values.push_back(json->items()[i]);
-  }
-  input.variables = JsonValue::Object(std::move(keys), std::move(values));
+  input.messages = std::move(*messages);
+  json->erase("messages");
+  input.variables = std::move(*json);
   return input;
 }
 

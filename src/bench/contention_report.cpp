@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "common/json_writer.h"
+#include "common/json.h"
 
 namespace valet {
 
@@ -108,36 +108,24 @@ void FinishBackground(const Calibration& calibration, ArmSummary& s) {
   s.bg_free_rate_vs_solo = (s.bg_tokens - s.bg_rider_tokens) / s.free_s / calibration.solo_tokens_per_s;
 }
 
-void WritePercentiles(JsonWriter& w, const char* key, const Percentiles& p) {
-  w.Key(key).BeginObject();
-  w.Key("count").Int(p.count);
-  w.Key("p99_is_max").Bool(p.count < kMinSamplesForP99);
+Json PercentilesJson(const Percentiles& p) {
+  Json out{{"count", p.count}, {"p99_is_max", p.count < kMinSamplesForP99}};
   for (auto [name, v] : {std::pair{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"mean", p.mean}}) {
-    w.Key(name);
-    if (p.empty()) w.Null(); else w.Double(v);
+    out[name] = p.empty() ? Json() : Json(v);
   }
-  w.EndObject();
+  return out;
 }
 
-void WriteInterval(JsonWriter& w, const char* key, const RatioInterval& ci) {
-  w.Key(key);
-  if (ci.lo < 0) {
-    w.Null();
-  } else {
-    w.BeginArray().Double(ci.lo).Double(ci.hi).EndArray();
-  }
-}
+Json IntervalJson(const RatioInterval& ci) { return ci.lo < 0 ? Json() : Json::array({ci.lo, ci.hi}); }
+
+// A measure that was not taken (negative) is null.
+Json Optional(double v) { return v < 0 ? Json() : Json(v); }
 
 // "1.06 [0.92, 1.23]", or the ratio alone without an interval.
 std::string WithInterval(double ratio, const RatioInterval& ci) {
   std::string out = Fmt("%.2f", ratio);
   if (ci.lo >= 0) out += " [" + Fmt("%.2f", ci.lo) + ", " + Fmt("%.2f", ci.hi) + "]";
   return out;
-}
-
-void WriteOptional(JsonWriter& w, const char* key, double v) {
-  w.Key(key);
-  if (v < 0) w.Null(); else w.Double(v);
 }
 
 }  // namespace
@@ -249,91 +237,103 @@ std::string ReportMarkdown(const ContentionReport& r) {
   return md;
 }
 
-std::string ReportJson(const ContentionReport& r) {
-  JsonWriter w;
-  w.BeginObject().Key("arms").BeginObject();
-  for (const ArmSummary& a : r.arms) {
-    w.Key(ArmName(a.arm)).BeginObject();
-    WritePercentiles(w, "ttft_ms", a.ttft_ms);
-    WritePercentiles(w, "tpot_ms", a.tpot_ms);
-    WritePercentiles(w, "e2e_ms", a.e2e_ms);
-    WritePercentiles(w, "preempt_latency_ms", a.preempt_ms);
-    WritePercentiles(w, "wait_ms", a.wait_ms);
-    WritePercentiles(w, "prompt_ms", a.prompt_ms);
-    WriteOptional(w, "slowdown_p50", a.slowdown_p50);
-    WriteOptional(w, "slowdown_p99", a.slowdown_p99);
-    WriteInterval(w, "ratio_ci", a.slowdown_p50_ci);
-    WriteInterval(w, "ratio_ci_p99", a.slowdown_p99_ci);
-    w.Key("bg_tokens_per_s").Double(a.bg_tokens_per_s);
-    w.Key("bg_tokens").Int(a.bg_tokens);
-    w.Key("bg_rider_tokens").Int(a.bg_rider_tokens);
-    WriteOptional(w, "bg_free_rate_vs_solo", a.bg_free_rate_vs_solo);
-    w.Key("window_s").Double(a.window_s);
-    w.Key("fg_led_s").Double(a.fg_led_s);
-    w.Key("free_s").Double(a.free_s);
-    w.Key("bg_led_s").Double(a.bg_led_s);
-    w.Key("output_mismatches").Int(a.output_mismatches);
-    w.Key("docs_completed").Int(a.docs_completed);
-    w.Key("summaries_completed").Int(a.summaries_done);
-    w.Key("suggestions_completed").Int(a.suggestions_done);
-    w.Key("chat_turns").Int(a.chat_turns);
-    w.Key("tasks_submitted").Int(a.submitted);
-    w.Key("tasks_done").Int(a.done);
-    w.Key("tasks_cancelled").Int(a.cancelled);
-    w.Key("tasks_failed").Int(a.failed);
-    w.Key("tasks_unfinished").Int(a.unfinished);
-    w.Key("tokens_recomputed").Int(a.tokens_recomputed);
-    w.Key("preemptions").Int(a.preemptions);
-    w.Key("parks").BeginObject();
-    for (int k = 0; k < 5; ++k) w.Key(ParkKindName(static_cast<ParkKind>(k))).Int(a.parks_by_kind[static_cast<size_t>(k)]);
-    w.EndObject();
-    w.Key("snapshot_bytes").Int(static_cast<int64_t>(a.snapshot_bytes));
-    WriteOptional(w, "save_ms", a.park_ms);
-    WriteOptional(w, "restore_ms", a.resume_ms);
-    w.Key("lifecycle").BeginObject();
-    WriteOptional(w, "bg_tokens_per_s_resumed", a.bg_tps_resumed);
-    WriteOptional(w, "bg_tokens_per_s_background", a.bg_tps_background);
-    WriteOptional(w, "ttft_after_resume_ms", a.ttft_after_resume_ms);
-    w.EndObject();
-    if (!a.error.empty()) w.Key("error").String(a.error);
-    w.Key("tasks").BeginArray();
-    for (const TaskRow& t : a.tasks) {
-      w.BeginObject().Key("id").Int(t.id).Key("kind").String(TaskKindName(t.kind)).Key("turn").Int(t.turn);
-      w.Key("state").String(TaskStateName(t.state)).Key("submit_s").Double(t.submit_s);
-      WriteOptional(w, "wait_ms", t.wait_ms);
-      WriteOptional(w, "ttft_ms", t.ttft_ms);
-      WriteOptional(w, "e2e_ms", t.e2e_ms);
-      w.Key("prompt_tokens").Int(t.prompt_tokens).Key("generated_tokens").Int(t.generated_tokens);
-      w.Key("parks").Int(t.parks).Key("tokens_recomputed").Int(t.tokens_recomputed).EndObject();
-    }
-    w.EndArray();
-    w.EndObject();
+namespace {
+
+Json ArmJson(const ArmSummary& a) {
+  Json parks = Json::object();
+  for (int k = 0; k < 5; ++k) parks[ParkKindName(static_cast<ParkKind>(k))] = a.parks_by_kind[static_cast<size_t>(k)];
+  Json tasks = Json::array();
+  for (const TaskRow& t : a.tasks) {
+    tasks.push_back(Json{{"id", t.id}, {"kind", TaskKindName(t.kind)}, {"turn", t.turn},
+                         {"state", TaskStateName(t.state)}, {"submit_s", t.submit_s}, {"wait_ms", Optional(t.wait_ms)},
+                         {"ttft_ms", Optional(t.ttft_ms)}, {"e2e_ms", Optional(t.e2e_ms)},
+                         {"prompt_tokens", t.prompt_tokens}, {"generated_tokens", t.generated_tokens},
+                         {"parks", t.parks}, {"tokens_recomputed", t.tokens_recomputed}});
   }
-  w.EndObject();
+  Json out{{"ttft_ms", PercentilesJson(a.ttft_ms)},
+           {"tpot_ms", PercentilesJson(a.tpot_ms)},
+           {"e2e_ms", PercentilesJson(a.e2e_ms)},
+           {"preempt_latency_ms", PercentilesJson(a.preempt_ms)},
+           {"wait_ms", PercentilesJson(a.wait_ms)},
+           {"prompt_ms", PercentilesJson(a.prompt_ms)},
+           {"slowdown_p50", Optional(a.slowdown_p50)},
+           {"slowdown_p99", Optional(a.slowdown_p99)},
+           {"ratio_ci", IntervalJson(a.slowdown_p50_ci)},
+           {"ratio_ci_p99", IntervalJson(a.slowdown_p99_ci)},
+           {"bg_tokens_per_s", a.bg_tokens_per_s},
+           {"bg_tokens", a.bg_tokens},
+           {"bg_rider_tokens", a.bg_rider_tokens},
+           {"bg_free_rate_vs_solo", Optional(a.bg_free_rate_vs_solo)},
+           {"window_s", a.window_s},
+           {"fg_led_s", a.fg_led_s},
+           {"free_s", a.free_s},
+           {"bg_led_s", a.bg_led_s},
+           {"output_mismatches", a.output_mismatches},
+           {"docs_completed", a.docs_completed},
+           {"summaries_completed", a.summaries_done},
+           {"suggestions_completed", a.suggestions_done},
+           {"chat_turns", a.chat_turns},
+           {"tasks_submitted", a.submitted},
+           {"tasks_done", a.done},
+           {"tasks_cancelled", a.cancelled},
+           {"tasks_failed", a.failed},
+           {"tasks_unfinished", a.unfinished},
+           {"tokens_recomputed", a.tokens_recomputed},
+           {"preemptions", a.preemptions},
+           {"parks", std::move(parks)},
+           {"snapshot_bytes", a.snapshot_bytes},
+           {"save_ms", Optional(a.park_ms)},
+           {"restore_ms", Optional(a.resume_ms)},
+           {"lifecycle",
+            {{"bg_tokens_per_s_resumed", Optional(a.bg_tps_resumed)},
+             {"bg_tokens_per_s_background", Optional(a.bg_tps_background)},
+             {"ttft_after_resume_ms", Optional(a.ttft_after_resume_ms)}}}};
+  if (!a.error.empty()) out["error"] = a.error;
+  out["tasks"] = std::move(tasks);
+  return out;
+}
+
+Json ConfigJson(const ContentionReport& r) {
   const ScenarioConfig& c = r.config;
-  w.Key("config").BeginObject();
-  w.Key("model").String(r.model).Key("machine").String(r.machine).Key("threads").Int(r.threads);
-  w.Key("kv_pool_bytes").Int(static_cast<int64_t>(r.kv_pool_bytes));
-  w.Key("seed").Int(static_cast<int64_t>(c.seed)).Key("turns").Int(c.turns).Key("block_turns").Int(c.block_turns);
-  w.Key("system_tokens").Int(c.system_tokens).Key("user_tokens").Int(c.user_tokens);
-  w.Key("answer_tokens").Int(c.answer_tokens).Key("doc_tokens").Int(c.doc_tokens);
-  w.Key("doc_instruction_tokens").Int(c.doc_instruction_tokens);
-  w.Key("indexers").Int(c.indexers);
-  w.Key("doc_summary_tokens").Int(c.doc_summary_tokens).Key("summary_prompt_tokens").Int(c.summary_prompt_tokens);
-  w.Key("summary_tokens").Int(c.summary_tokens).Key("suggestion_prompt_tokens").Int(c.suggestion_prompt_tokens);
-  w.Key("suggestion_tokens").Int(c.suggestion_tokens);
-  w.Key("think_s").BeginArray().Double(c.think_min_s).Double(c.think_max_s).EndArray();
-  w.Key("lifecycle_after_turn").Int(c.lifecycle_after_turn).Key("background_s").Double(c.background_s);
-  w.Key("low_memory_turn").Int(c.low_memory_turn);
-  w.Key("valet_bg_chunk").Int(c.valet_bg_chunk).Key("baseline_chunk").Int(c.baseline_chunk);
-  w.Key("batch_chunk").Int(c.batch_chunk).Key("valet_fill").Bool(c.valet_fill);
-  w.EndObject();
-  w.Key("calibration").BeginObject();
-  w.Key("solo_tokens_per_s").Double(r.calibration.solo_tokens_per_s);
-  w.Key("tokens").Int(r.calibration.tokens).Key("seconds").Double(r.calibration.seconds);
-  w.EndObject();
-  w.EndObject();
-  return w.str();
+  return Json{{"model", r.model},
+              {"machine", r.machine},
+              {"threads", r.threads},
+              {"kv_pool_bytes", r.kv_pool_bytes},
+              {"seed", c.seed},
+              {"turns", c.turns},
+              {"block_turns", c.block_turns},
+              {"system_tokens", c.system_tokens},
+              {"user_tokens", c.user_tokens},
+              {"answer_tokens", c.answer_tokens},
+              {"doc_tokens", c.doc_tokens},
+              {"doc_instruction_tokens", c.doc_instruction_tokens},
+              {"indexers", c.indexers},
+              {"doc_summary_tokens", c.doc_summary_tokens},
+              {"summary_prompt_tokens", c.summary_prompt_tokens},
+              {"summary_tokens", c.summary_tokens},
+              {"suggestion_prompt_tokens", c.suggestion_prompt_tokens},
+              {"suggestion_tokens", c.suggestion_tokens},
+              {"think_s", Json::array({c.think_min_s, c.think_max_s})},
+              {"lifecycle_after_turn", c.lifecycle_after_turn},
+              {"background_s", c.background_s},
+              {"low_memory_turn", c.low_memory_turn},
+              {"valet_bg_chunk", c.valet_bg_chunk},
+              {"baseline_chunk", c.baseline_chunk},
+              {"batch_chunk", c.batch_chunk},
+              {"valet_fill", c.valet_fill}};
+}
+
+}  // namespace
+
+std::string ReportJson(const ContentionReport& r) {
+  Json arms = Json::object();
+  for (const ArmSummary& a : r.arms) arms[ArmName(a.arm)] = ArmJson(a);
+  return DumpJson(Json{{"arms", std::move(arms)},
+                       {"config", ConfigJson(r)},
+                       {"calibration",
+                        {{"solo_tokens_per_s", r.calibration.solo_tokens_per_s},
+                         {"tokens", r.calibration.tokens},
+                         {"seconds", r.calibration.seconds}}}});
 }
 
 std::string SeedComparison(const ContentionReport& r) {

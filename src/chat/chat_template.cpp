@@ -87,8 +87,8 @@ Result<std::string> ChatTemplate::RenderEscaped(const ChatRenderInput& input, Co
       {"strftime_now", StrftimeNow(input.now)},
   };
   if (input.variables.is_object()) {
-    for (size_t i = 0; i < input.variables.keys().size(); ++i) {
-      vars.emplace_back(input.variables.keys()[i], Value::FromJson(input.variables.items()[i]));
+    for (const auto& [key, value] : input.variables.items()) {
+      vars.emplace_back(key, Value::FromJson(value));
     }
   }
   Interpreter interpreter(limits_);
@@ -112,11 +112,12 @@ Result<LiteralText> ChatTemplate::RenderLiteral(const ChatRenderInput& input) co
 
 Result<SplitPrompt> ChatTemplate::RenderSplit(const ChatRenderInput& input) const {
   VALET_ASSIGN_OR_RETURN(LiteralText full, RenderLiteral(input));
-  const JsonValue* role = input.messages.size() > 0 ? input.messages[0].Find("role") : nullptr;
+  const bool system_first = input.messages.is_array() && !input.messages.empty() &&
+                            input.messages[0].is_object() && input.messages[0].value("role", Json()) == "system";
   size_t n = 0;
-  if (role != nullptr && role->is_string() && role->AsString() == "system") {
+  if (system_first) {
     ChatRenderInput head = input;
-    head.messages = JsonValue::Array({input.messages[0]});
+    head.messages = Json::array({input.messages[0]});
     head.add_generation_prompt = false;
     if (Result<LiteralText> system_only = RenderLiteral(head); system_only.ok()) {
       const std::string& text = system_only->text;

@@ -18,7 +18,7 @@
 #include "chat/ast.h"
 #include "chat/interpreter.h"
 #include "chat/literal_content.h"
-#include "common/json_value.h"
+#include "common/json.h"
 #include "valet/byte_range.h"
 #include "valet/status.h"
 
@@ -27,11 +27,11 @@ namespace valet::chat {
 inline constexpr std::string_view kChatMlName = "chatml";
 
 struct ChatRenderInput {
-  JsonValue messages;  // an array of {"role": ..., "content": ..., any other keys}
+  Json messages;  // an array of {"role": ..., "content": ..., any other keys}
   bool add_generation_prompt = false;
   std::string bos_token;
   std::string eos_token;
-  JsonValue variables;  // an object of extra template variables (tools, date_string, ...), or null
+  Json variables;  // an object of extra template variables (tools, date_string, ...), or null
   // What strftime_now() formats (as UTC); unset: the current time.
   std::optional<std::time_t> now;
   // The vocabulary's control-token texts (not owned, must outlive the render):

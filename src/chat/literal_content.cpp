@@ -185,38 +185,26 @@ std::string ContentEscaper::Escape(std::string_view content) {
   return out;
 }
 
-JsonValue ContentEscaper::EscapeStrings(const JsonValue& value) {
-  if (value.is_string()) return JsonValue::String(Escape(value.AsString()));
-  if (!value.is_array() && !value.is_object()) return value;
-  std::vector<JsonValue> items;
-  items.reserve(value.size());
-  for (size_t i = 0; i < value.size(); ++i) {
-    const JsonValue& item = value.items()[i];
+void ContentEscaper::EscapeStrings(Json& value) {
+  if (value.is_string()) {
+    value = Escape(value.get_ref<const std::string&>());
+  } else if (value.is_array()) {
+    for (Json& item : value) EscapeStrings(item);
+  } else if (value.is_object()) {
     // A part's text, not its "type" or other fields a template compares.
-    const bool text = value.is_array() || value.keys()[i] == "text" || value.keys()[i] == "content";
-    items.push_back(text ? EscapeStrings(item) : item);
+    for (auto it = value.begin(); it != value.end(); ++it) {
+      if (it.key() == "text" || it.key() == "content") EscapeStrings(it.value());
+    }
   }
-  if (value.is_array()) return JsonValue::Array(std::move(items));
-  return JsonValue::Object(value.keys(), std::move(items));
 }
 
-JsonValue ContentEscaper::EscapeMessages(const JsonValue& messages) {
-  if (!messages.is_array()) return messages;
-  std::vector<JsonValue> out;
-  out.reserve(messages.size());
-  for (const JsonValue& m : messages.items()) {
-    if (!m.is_object()) {
-      out.push_back(m);
-      continue;
-    }
-    std::vector<JsonValue> values;
-    values.reserve(m.size());
-    for (size_t k = 0; k < m.size(); ++k) {
-      values.push_back(m.keys()[k] == "content" ? EscapeStrings(m.items()[k]) : m.items()[k]);
-    }
-    out.push_back(JsonValue::Object(m.keys(), std::move(values)));
+Json ContentEscaper::EscapeMessages(const Json& messages) {
+  Json out = messages;
+  if (!out.is_array()) return out;
+  for (Json& m : out) {
+    if (auto content = m.find("content"); m.is_object() && content != m.end()) EscapeStrings(*content);
   }
-  return JsonValue::Array(std::move(out));
+  return out;
 }
 
 LiteralText ContentEscaper::Restore(std::string_view rendered) const {

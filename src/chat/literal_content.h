@@ -32,7 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "common/json_value.h"
+#include "common/json.h"
 #include "valet/byte_range.h"
 
 namespace valet::chat {
@@ -91,7 +91,7 @@ class ContentEscaper {
   // `content` with its special texts and reserved code points as placeholders.
   std::string Escape(std::string_view content);
   // Every message's "content" escaped: a string, or the "text" of its parts.
-  JsonValue EscapeMessages(const JsonValue& messages);
+  Json EscapeMessages(const Json& messages);
   // `rendered` with placeholders back to their originals; O(size).
   LiteralText Restore(std::string_view rendered) const;
 
@@ -103,7 +103,8 @@ class ContentEscaper {
 
   std::vector<ByteRange> RangesToEscape(std::string_view content) const;
   void AppendPlaceholder(std::string_view original, std::string& out);
-  JsonValue EscapeStrings(const JsonValue& value);
+  // In place; the JSON's depth is bounded (common/json.h), and so is the recursion.
+  void EscapeStrings(Json& value);
 
   const SpecialTexts& texts_;
   std::vector<std::string> originals_;  // by placeholder index

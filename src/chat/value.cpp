@@ -72,34 +72,38 @@ Value Value::Callable(std::string name, NativeFunction fn) {
   return v;
 }
 
-Value Value::FromJson(const JsonValue& json) {
-  switch (json.kind()) {
-    case JsonValue::Kind::kNull:
-      return None();
-    case JsonValue::Kind::kBool:
-      return Bool(json.AsBool());
-    case JsonValue::Kind::kNumber: {
-      const double d = json.AsNumber();
+Value Value::FromJson(const Json& json) {
+  switch (json.type()) {
+    case Json::value_t::boolean:
+      return Bool(json.get<bool>());
+    case Json::value_t::number_integer:
+      return Int(json.get<int64_t>());
+    case Json::value_t::number_unsigned: {
+      const uint64_t u = json.get<uint64_t>();
+      return u <= uint64_t{INT64_MAX} ? Int(static_cast<int64_t>(u)) : Float(static_cast<double>(u));
+    }
+    case Json::value_t::number_float: {
+      const double d = json.get<double>();
       const bool integral = std::trunc(d) == d && std::fabs(d) < 9.0e15;
       return integral ? Int(static_cast<int64_t>(d)) : Float(d);
     }
-    case JsonValue::Kind::kString:
-      return String(json.AsString());
-    case JsonValue::Kind::kArray: {
+    case Json::value_t::string:
+      return String(json.get_ref<const std::string&>());
+    case Json::value_t::array: {
       Array items;
       items.reserve(json.size());
-      for (const JsonValue& item : json.items()) items.push_back(FromJson(item));
+      for (const Json& item : json) items.push_back(FromJson(item));
       return NewArray(std::move(items));
     }
-    case JsonValue::Kind::kObject: {
+    case Json::value_t::object: {
       Object members;
-      for (size_t i = 0; i < json.keys().size(); ++i) {
-        members.emplace_back(json.keys()[i], FromJson(json.items()[i]));
-      }
+      members.reserve(json.size());
+      for (const auto& [key, item] : json.items()) members.emplace_back(key, FromJson(item));
       return NewObject(std::move(members));
     }
+    default:  // null, and binary (which no parser produces)
+      return None();
   }
-  return Value();
 }
 
 bool Value::AsBool() const {

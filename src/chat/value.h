@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/json_value.h"
+#include "common/json.h"
 #include "valet/status.h"
 
 namespace valet::chat {
@@ -48,7 +48,7 @@ class Value {
   static Value NewObject(Object members = {});
   static Value Callable(std::string name, NativeFunction fn);
   // Integral JSON numbers become ints (as JavaScript's renderer sees them).
-  static Value FromJson(const JsonValue& json);
+  static Value FromJson(const Json& json);
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }

@@ -2,7 +2,7 @@
 #include <cmath>
 #include <string>
 
-#include "common/json_value.h"
+#include "common/json.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -23,9 +23,9 @@ int IndexOf(const char* const* names, int n, const std::string& key) {
   return -1;
 }
 
-Result<int64_t> IntegerField(const JsonValue& v, const std::string& where, int64_t min, int64_t max) {
+Result<int64_t> IntegerField(const Json& v, const std::string& where, int64_t min, int64_t max) {
   if (!v.is_number()) return InvalidArgument(where + " must be a number");
-  const double d = v.AsNumber();
+  const double d = v.get<double>();
   if (d != std::floor(d) || d < static_cast<double>(min) || d > static_cast<double>(max)) {
     return InvalidArgument(where + " must be an integer in [" + std::to_string(min) + ", " +
                            std::to_string(max) + "]");
@@ -33,11 +33,9 @@ Result<int64_t> IntegerField(const JsonValue& v, const std::string& where, int64
   return static_cast<int64_t>(d);
 }
 
-Status ParseTierBudget(const JsonValue& obj, const std::string& where, TierBudget& out) {
+Status ParseTierBudget(const Json& obj, const std::string& where, TierBudget& out) {
   if (!obj.is_object()) return InvalidArgument(where + " must be an object");
-  for (size_t i = 0; i < obj.size(); ++i) {
-    const std::string& key = obj.keys()[i];
-    const JsonValue& v = obj.items()[i];
+  for (const auto& [key, v] : obj.items()) {
     const std::string field = where + "." + key;
     if (key == "turn_tokens") {
       VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1 << 30));
@@ -58,17 +56,15 @@ Status ParseTierBudget(const JsonValue& obj, const std::string& where, TierBudge
   return Status::Ok();
 }
 
-Status ParseThermalCaps(const JsonValue& obj, const std::string& where, ThermalCaps& out) {
+Status ParseThermalCaps(const Json& obj, const std::string& where, ThermalCaps& out) {
   if (!obj.is_object()) return InvalidArgument(where + " must be an object");
-  for (size_t i = 0; i < obj.size(); ++i) {
-    const std::string& key = obj.keys()[i];
-    const JsonValue& v = obj.items()[i];
+  for (const auto& [key, v] : obj.items()) {
     const std::string field = where + "." + key;
     if (key == "threads" || key == "background_threads") {
       VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1024));
       (key == "threads" ? out.threads : out.background_threads) = static_cast<int32_t>(x);
     } else if (key == "lowest_running_tier") {
-      const int tier = v.is_string() ? IndexOf(kTierKeys, kNumTiers, v.AsString()) : -1;
+      const int tier = v.is_string() ? IndexOf(kTierKeys, kNumTiers, v.get<std::string>()) : -1;
       if (tier < 0) return InvalidArgument(field + " must be a tier name");
       out.lowest_running_tier = static_cast<Tier>(tier);
     } else {
@@ -78,13 +74,12 @@ Status ParseThermalCaps(const JsonValue& obj, const std::string& where, ThermalC
   return Status::Ok();
 }
 
-Status ParseThermalColumn(const JsonValue& obj, BudgetTable& table) {
+Status ParseThermalColumn(const Json& obj, BudgetTable& table) {
   if (!obj.is_object()) return InvalidArgument("budget table: thermal must be an object");
-  for (size_t i = 0; i < obj.size(); ++i) {
-    const std::string& key = obj.keys()[i];
+  for (const auto& [key, caps] : obj.items()) {
     const int status = IndexOf(kThermalKeys, kNumThermalStatuses, key);
     if (status < 0) return InvalidArgument("budget table: unknown thermal status " + key);
-    VALET_RETURN_IF_ERROR(ParseThermalCaps(obj.items()[i], "budget table: thermal." + key,
+    VALET_RETURN_IF_ERROR(ParseThermalCaps(caps, "budget table: thermal." + key,
                                            table.caps(static_cast<ThermalStatus>(status))));
   }
   return Status::Ok();
@@ -133,25 +128,22 @@ BudgetTable BudgetTable::Defaults() {
 
 namespace {
 
-Result<BudgetTable> BudgetTableFromJson(const JsonValue& root) {
+Result<BudgetTable> BudgetTableFromJson(const Json& root) {
   if (!root.is_object()) return InvalidArgument("budget table: the document must be an object");
   BudgetTable table = BudgetTable::Defaults();
-  for (size_t i = 0; i < root.size(); ++i) {
-    const std::string& state_key = root.keys()[i];
+  for (const auto& [state_key, tiers] : root.items()) {
     if (state_key == kThermalKey) {
-      VALET_RETURN_IF_ERROR(ParseThermalColumn(root.items()[i], table));
+      VALET_RETURN_IF_ERROR(ParseThermalColumn(tiers, table));
       continue;
     }
     const int state = IndexOf(kStateKeys, kNumLifecycleStates, state_key);
     if (state < 0) return InvalidArgument("budget table: unknown lifecycle state " + state_key);
-    const JsonValue& tiers = root.items()[i];
     if (!tiers.is_object()) return InvalidArgument("budget table: " + state_key + " must be an object");
-    for (size_t j = 0; j < tiers.size(); ++j) {
-      const std::string& tier_key = tiers.keys()[j];
+    for (const auto& [tier_key, budget] : tiers.items()) {
       const int tier = IndexOf(kTierKeys, kNumTiers, tier_key);
       if (tier < 0) return InvalidArgument("budget table: unknown tier " + tier_key);
       TierBudget& b = table.at(static_cast<LifecycleState>(state), static_cast<Tier>(tier));
-      VALET_RETURN_IF_ERROR(ParseTierBudget(tiers.items()[j], "budget table: " + state_key + "." + tier_key, b));
+      VALET_RETURN_IF_ERROR(ParseTierBudget(budget, "budget table: " + state_key + "." + tier_key, b));
     }
   }
   return table;
@@ -160,12 +152,12 @@ Result<BudgetTable> BudgetTableFromJson(const JsonValue& root) {
 }  // namespace
 
 Result<BudgetTable> ParseBudgetTable(std::string_view json) {
-  VALET_ASSIGN_OR_RETURN(JsonValue root, ParseJson(json));
+  VALET_ASSIGN_OR_RETURN(Json root, ParseJson(json));
   return BudgetTableFromJson(root);
 }
 
 Result<BudgetTable> LoadBudgetTable(const std::string& path) {
-  VALET_ASSIGN_OR_RETURN(JsonValue root, ReadJsonFile(path));
+  VALET_ASSIGN_OR_RETURN(Json root, ReadJsonFile(path));
   Result<BudgetTable> table = BudgetTableFromJson(root);
   if (!table.ok()) return Status(table.status().code(), path + ": " + table.status().message());
   return table;

@@ -20,9 +20,11 @@ Status CheckRoles(const std::vector<ChatMessage>& messages) {
   return Status::Ok();
 }
 
-JsonValue Message(std::string_view role, std::string_view content) {
-  return JsonValue::Object({"role", "content"}, {JsonValue::String(std::string(role)),
-                                                 JsonValue::String(std::string(content))});
+Json Message(std::string_view role, std::string_view content) {
+  Json m = Json::object();
+  m["role"] = std::string(role);
+  m["content"] = std::string(content);
+  return m;
 }
 
 }  // namespace
@@ -56,11 +58,10 @@ ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format, ChatRendererOptio
 Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt,
                                                 const std::vector<ChatMessage>& messages) const {
   VALET_RETURN_IF_ERROR(CheckRoles(messages));
-  std::vector<JsonValue> items;
-  if (!system_prompt.empty()) items.push_back(Message("system", system_prompt));
-  for (const ChatMessage& m : messages) items.push_back(Message(m.role, m.content));
   chat::ChatRenderInput input;
-  input.messages = JsonValue::Array(std::move(items));
+  input.messages = Json::array();
+  if (!system_prompt.empty()) input.messages.push_back(Message("system", system_prompt));
+  for (const ChatMessage& m : messages) input.messages.push_back(Message(m.role, m.content));
   input.add_generation_prompt = true;
   input.bos_token = format_.bos_token;
   input.eos_token = format_.eos_token;

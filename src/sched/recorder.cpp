@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "common/json_writer.h"
+#include "common/json.h"
 
 namespace valet {
 
@@ -153,29 +153,28 @@ double Micros(double seconds) { return seconds * 1e6; }
 // Row 0 is the engine; row 1 + tier shows each tier's work.
 int64_t RowOf(Tier tier) { return 1 + static_cast<int64_t>(tier); }
 
-void ThreadName(JsonWriter& w, int64_t tid, const char* name) {
-  w.BeginObject().Key("ph").String("M").Key("name").String("thread_name").Key("pid").Int(1);
-  w.Key("tid").Int(tid).Key("args").BeginObject().Key("name").String(name).EndObject().EndObject();
+Json ThreadName(int64_t tid, const char* name) {
+  return Json{{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}};
+}
+
+// One complete ("X") event of `s` on row `tid`.
+Json Span(const StepTrace& s, std::string name, int64_t tid, Json args) {
+  return Json{{"name", std::move(name)}, {"ph", "X"},  {"pid", 1}, {"tid", tid}, {"ts", Micros(s.start)},
+              {"dur", Micros(s.seconds)}, {"args", std::move(args)}};
 }
 
 }  // namespace
 
 std::string Recorder::ChromeTraceJson() const {
   std::lock_guard<std::mutex> lock(mu_);
-  JsonWriter w;
-  w.BeginObject().Key("displayTimeUnit").String("ms").Key("traceEvents").BeginArray();
-  ThreadName(w, 0, "engine steps");
-  for (int t = 0; t < kNumTiers; ++t) ThreadName(w, RowOf(static_cast<Tier>(t)), TierName(static_cast<Tier>(t)));
+  Json events = Json::array();
+  events.push_back(ThreadName(0, "engine steps"));
+  for (int t = 0; t < kNumTiers; ++t) events.push_back(ThreadName(RowOf(static_cast<Tier>(t)), TierName(static_cast<Tier>(t))));
   for (const StepTrace& s : steps_) {
-    w.BeginObject().Key("name").String("step").Key("ph").String("X").Key("pid").Int(1).Key("tid").Int(0);
-    w.Key("ts").Double(Micros(s.start)).Key("dur").Double(Micros(s.seconds));
-    w.Key("args").BeginObject().Key("items").Int(static_cast<int64_t>(s.items.size())).EndObject().EndObject();
+    events.push_back(Span(s, "step", 0, {{"items", s.items.size()}}));
     for (const StepTraceItem& item : s.items) {
-      w.BeginObject().Key("name").String("task " + std::to_string(item.task) + " " + ItemKindName(item.kind));
-      w.Key("ph").String("X").Key("pid").Int(1).Key("tid").Int(RowOf(item.tier));
-      w.Key("ts").Double(Micros(s.start)).Key("dur").Double(Micros(s.seconds));
-      w.Key("args").BeginObject().Key("task").Int(item.task).Key("tokens").Int(item.tokens).EndObject();
-      w.EndObject();
+      events.push_back(Span(s, "task " + std::to_string(item.task) + " " + ItemKindName(item.kind), RowOf(item.tier),
+                            {{"task", item.task}, {"tokens", item.tokens}}));
     }
   }
   std::vector<std::pair<TaskId, const TaskRecord*>> ordered;
@@ -187,14 +186,12 @@ std::string Recorder::ChromeTraceJson() const {
       if (e.kind == TimelineKind::kParked || e.kind == TimelineKind::kResumed) {
         name += std::string(" ") + ParkKindName(e.park_kind);
       }
-      w.BeginObject().Key("name").String(name).Key("ph").String("i").Key("s").String("t");
-      w.Key("pid").Int(1).Key("tid").Int(RowOf(r->metrics.tier)).Key("ts").Double(Micros(e.time));
-      w.Key("args").BeginObject().Key("bytes").Int(static_cast<int64_t>(e.bytes)).Key("tokens").Int(e.tokens);
-      w.EndObject().EndObject();
+      events.push_back(Json{{"name", std::move(name)}, {"ph", "i"}, {"s", "t"}, {"pid", 1},
+                            {"tid", RowOf(r->metrics.tier)}, {"ts", Micros(e.time)},
+                            {"args", {{"bytes", e.bytes}, {"tokens", e.tokens}}}});
     }
   }
-  w.EndArray().EndObject();
-  return w.str();
+  return DumpJson(Json{{"displayTimeUnit", "ms"}, {"traceEvents", std::move(events)}});
 }
 
 }  // namespace valet

@@ -11,7 +11,7 @@
 #include "bench/contention_runner.h"
 #include "bench/contention_scenario.h"
 #include "bench/svg_timeline.h"
-#include "common/json_value.h"
+#include "common/json.h"
 #include "engine/real_engine.h"
 #include "model/synthetic_model.h"
 #include "sched/fake_engine.h"
@@ -199,31 +199,31 @@ void ExpectReport(const InterleavedRuns& runs, const ScenarioConfig& c, Timing t
     first_block_tasks += runs.blocks[i].front().tasks.size();
     firsts.push_back(runs.blocks[i].front());
   }
-  Result<JsonValue> json = ParseJson(ReportJson(report));
+  Result<Json> json = ParseJson(ReportJson(report));
   ASSERT_TRUE(json.ok()) << json.status().ToString();
-  const JsonValue* arms = json->Find("arms");
+  const Json* arms = FindMember(*json, "arms");
   ASSERT_NE(arms, nullptr);
-  ASSERT_NE(json->Find("config"), nullptr);
+  ASSERT_NE(FindMember(*json, "config"), nullptr);
   for (size_t i = 0; i < kArms.size(); ++i) {
-    const JsonValue* arm = arms->Find(ArmName(kArms[i]));
+    const Json* arm = FindMember(*arms, ArmName(kArms[i]));
     ASSERT_NE(arm, nullptr) << ArmName(kArms[i]);
     for (const char* key : {"ttft_ms", "tpot_ms", "e2e_ms", "preempt_latency_ms"}) {
-      const JsonValue* p = arm->Find(key);
+      const Json* p = FindMember(*arm, key);
       ASSERT_NE(p, nullptr) << key;
-      for (const char* q : {"p50", "p90", "p99", "max", "p99_is_max"}) EXPECT_NE(p->Find(q), nullptr) << key << "." << q;
+      for (const char* q : {"p50", "p90", "p99", "max", "p99_is_max"}) EXPECT_NE(FindMember(*p, q), nullptr) << key << "." << q;
     }
     for (const char* key : {"bg_tokens_per_s", "docs_completed", "tasks_cancelled", "tokens_recomputed",
                             "snapshot_bytes", "output_mismatches", "free_s", "bg_rider_tokens"}) {
-      ASSERT_NE(arm->Find(key), nullptr) << key;
-      EXPECT_TRUE(arm->Find(key)->is_number()) << key;
+      ASSERT_NE(FindMember(*arm, key), nullptr) << key;
+      EXPECT_TRUE(arm->at(key).is_number()) << key;
     }
-    ASSERT_NE(arm->Find("ratio_ci_p99"), nullptr);
-    EXPECT_EQ(arm->Find("ratio_ci_p99")->size(), 0u) << "no p99 interval from fewer than 100 turns";
-    ASSERT_NE(arm->Find("ratio_ci"), nullptr);
-    EXPECT_EQ(arm->Find("ratio_ci")->size(), kArms[i] == Arm::kIdle ? 0u : 2u);
-    EXPECT_NE(arm->Find("bg_free_rate_vs_solo"), nullptr);
-    EXPECT_EQ(arm->Find("tasks_cancelled")->AsNumber(), 0.0);
-    EXPECT_EQ(arm->Find("tasks")->size(), static_cast<size_t>(report.arms[i].submitted));
+    ASSERT_NE(FindMember(*arm, "ratio_ci_p99"), nullptr);
+    EXPECT_EQ(arm->at("ratio_ci_p99").size(), 0u) << "no p99 interval from fewer than 100 turns";
+    ASSERT_NE(FindMember(*arm, "ratio_ci"), nullptr);
+    EXPECT_EQ(arm->at("ratio_ci").size(), kArms[i] == Arm::kIdle ? 0u : 2u);
+    EXPECT_NE(FindMember(*arm, "bg_free_rate_vs_solo"), nullptr);
+    EXPECT_EQ(arm->at("tasks_cancelled").get<double>(), 0.0);
+    EXPECT_EQ(arm->at("tasks").size(), static_cast<size_t>(report.arms[i].submitted));
   }
   const std::string svg = RenderTimelineSvg(firsts);
   EXPECT_TRUE(WellFormed(svg));

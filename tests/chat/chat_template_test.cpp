@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_value.h"
+#include "common/json.h"
 
 namespace valet::chat {
 namespace {
@@ -23,7 +23,7 @@ const std::string kDir = std::string(VALET_SHARED_DIR) + "/chat-templates";
 
 struct Case {
   std::string name;
-  JsonValue json;                 // null: the shared directory is absent
+  Json json;                 // null: the shared directory is absent
   std::optional<std::time_t> now;  // the oracle's render date
 };
 
@@ -38,22 +38,22 @@ std::string ReadFile(const std::string& path) {
 }
 
 // The oracle's render date ("30 Nov 2026"), as noon UTC.
-std::optional<std::time_t> OracleDate(const JsonValue& root) {
-  const JsonValue* date = root.Find("date");
+std::optional<std::time_t> OracleDate(const Json& root) {
+  const Json* date = FindMember(root, "date");
   if (date == nullptr || !date->is_string()) return std::nullopt;
   std::tm tm{};
-  if (strptime(date->AsString().c_str(), "%d %b %Y", &tm) == nullptr) return std::nullopt;
+  if (strptime(date->get<std::string>().c_str(), "%d %b %Y", &tm) == nullptr) return std::nullopt;
   tm.tm_hour = 12;
   return timegm(&tm);
 }
 
 std::vector<Case> LoadCases() {
   std::vector<Case> cases;
-  Result<JsonValue> root = ReadJsonFile(kDir + "/expected.json");
-  if (!root.ok() || root->Find("cases") == nullptr) return cases;
-  for (const JsonValue& c : root->Find("cases")->items()) {
-    std::string name = c.Find("template")->AsString() + "_" + c.Find("conversation")->AsString() +
-                       (c.Find("add_generation_prompt")->AsBool() ? "_gen" : "_nogen");
+  Result<Json> root = ReadJsonFile(kDir + "/expected.json");
+  if (!root.ok() || FindMember(*root, "cases") == nullptr) return cases;
+  for (const Json& c : root->at("cases")) {
+    std::string name = c.at("template").get<std::string>() + "_" + c.at("conversation").get<std::string>() +
+                       (c.at("add_generation_prompt").get<bool>() ? "_gen" : "_nogen");
     for (char& ch : name) {
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     }
@@ -66,58 +66,58 @@ class SharedChatTemplates : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SharedChatTemplates, RendersLikeTheReference) {
   if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
-  const JsonValue& c = GetParam().json;
-  const std::string path = kDir + "/" + c.Find("template")->AsString();
+  const Json& c = GetParam().json;
+  const std::string path = kDir + "/" + c.at("template").get<std::string>();
   Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(path));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
   ChatRenderInput input;
-  input.messages = *c.Find("messages");
-  input.add_generation_prompt = c.Find("add_generation_prompt")->AsBool();
-  input.bos_token = c.Find("bos_token")->AsString();
-  input.eos_token = c.Find("eos_token")->AsString();
-  if (const JsonValue* vars = c.Find("variables")) input.variables = *vars;
+  input.messages = c.at("messages");
+  input.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+  input.bos_token = c.at("bos_token").get<std::string>();
+  input.eos_token = c.at("eos_token").get<std::string>();
+  if (const Json* vars = FindMember(c, "variables")) input.variables = *vars;
   input.now = GetParam().now;
   ASSERT_TRUE(input.now.has_value()) << "expected.json has no parsable \"date\"";
 
   Result<std::string> out = tmpl->Render(input);
-  if (const JsonValue* error = c.Find("expected_error")) {
+  if (const Json* error = FindMember(c, "expected_error")) {
     ASSERT_FALSE(out.ok()) << "rendered instead of failing:\n" << *out;
-    EXPECT_EQ(out.status().message(), error->AsString());
+    EXPECT_EQ(out.status().message(), error->get<std::string>());
     return;
   }
   ASSERT_TRUE(out.ok()) << out.status().ToString();
-  EXPECT_EQ(*out, c.Find("expected")->AsString());
+  EXPECT_EQ(*out, c.at("expected").get<std::string>());
 }
 
 // The split for prefix caching always adds back up to the reference render,
 // and in ChatML templates the shared head is exactly the system turn.
 TEST_P(SharedChatTemplates, SplitSharesTheSystemHead) {
   if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
-  const JsonValue& c = GetParam().json;
-  if (c.Find("expected") == nullptr) GTEST_SKIP() << "the template refuses this conversation";
-  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(kDir + "/" + c.Find("template")->AsString()));
+  const Json& c = GetParam().json;
+  if (FindMember(c, "expected") == nullptr) GTEST_SKIP() << "the template refuses this conversation";
+  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(kDir + "/" + c.at("template").get<std::string>()));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
   ChatRenderInput input;
-  input.messages = *c.Find("messages");
-  input.add_generation_prompt = c.Find("add_generation_prompt")->AsBool();
-  input.bos_token = c.Find("bos_token")->AsString();
-  input.eos_token = c.Find("eos_token")->AsString();
-  if (const JsonValue* vars = c.Find("variables")) input.variables = *vars;
+  input.messages = c.at("messages");
+  input.add_generation_prompt = c.at("add_generation_prompt").get<bool>();
+  input.bos_token = c.at("bos_token").get<std::string>();
+  input.eos_token = c.at("eos_token").get<std::string>();
+  if (const Json* vars = FindMember(c, "variables")) input.variables = *vars;
   input.now = GetParam().now;
   Result<SplitPrompt> split = tmpl->RenderSplit(input);
   ASSERT_TRUE(split.ok()) << split.status().ToString();
-  EXPECT_EQ(split->shared + split->own, c.Find("expected")->AsString());
-  const JsonValue& first = input.messages[0];
-  if (first.Find("role")->AsString() != "system") {
+  EXPECT_EQ(split->shared + split->own, c.at("expected").get<std::string>());
+  const Json& first = input.messages[0];
+  if (first.at("role").get<std::string>() != "system") {
     EXPECT_EQ(split->shared, "");
-  } else if (c.Find("template")->AsString().rfind("Qwen-", 0) == 0) {
-    EXPECT_EQ(split->shared, "<|im_start|>system\n" + first.Find("content")->AsString() + "<|im_end|>\n");
+  } else if (c.at("template").get<std::string>().rfind("Qwen-", 0) == 0) {
+    EXPECT_EQ(split->shared, "<|im_start|>system\n" + first.at("content").get<std::string>() + "<|im_end|>\n");
   }
 }
 
 std::vector<Case> CasesOrPlaceholder() {
   std::vector<Case> cases = LoadCases();
-  if (cases.empty()) cases.push_back({"shared_dir_absent", JsonValue(), std::nullopt});
+  if (cases.empty()) cases.push_back({"shared_dir_absent", Json(), std::nullopt});
   return cases;
 }
 

@@ -12,7 +12,7 @@ Result<std::string> RenderWith(std::string_view source, std::string_view variabl
                                const RenderLimits& limits = {}) {
   VALET_ASSIGN_OR_RETURN(ChatTemplate t, ChatTemplate::Parse(source, limits));
   ChatRenderInput input;
-  input.messages = JsonValue::Array({});
+  input.messages = Json::array();
   VALET_ASSIGN_OR_RETURN(input.variables, ParseJson(variables_json));
   return t.Render(input);
 }
@@ -241,7 +241,7 @@ TEST(ChatMl, BuiltinRendersMessagesAndGenerationPrompt) {
   Result<ChatTemplate> t = ChatTemplate::Builtin(kChatMlName);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   ChatRenderInput input;
-  Result<JsonValue> messages = ParseJson(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])");
+  Result<Json> messages = ParseJson(R"([{"role": "system", "content": "S"}, {"role": "user", "content": "Hi"}])");
   ASSERT_TRUE(messages.ok());
   input.messages = *messages;
   input.add_generation_prompt = true;

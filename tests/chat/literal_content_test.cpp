@@ -90,14 +90,12 @@ TEST(ContentEscaperTest, EdgesThatCouldCompleteASpecialTextAreLiteral) {
 }
 
 ChatRenderInput Input(const SpecialTexts* texts, std::vector<std::string> contents) {
-  std::vector<JsonValue> messages;
   const char* roles[] = {"system", "user", "assistant", "user"};
-  for (size_t i = 0; i < contents.size(); ++i) {
-    messages.push_back(JsonValue::Object({"role", "content"}, {JsonValue::String(roles[i % 4]),
-                                                               JsonValue::String(std::move(contents[i]))}));
-  }
   ChatRenderInput input;
-  input.messages = JsonValue::Array(std::move(messages));
+  input.messages = Json::array();
+  for (size_t i = 0; i < contents.size(); ++i) {
+    input.messages.push_back(Json{{"role", roles[i % 4]}, {"content", std::move(contents[i])}});
+  }
   input.add_generation_prompt = true;
   input.special_texts = texts;
   input.literal_content = true;

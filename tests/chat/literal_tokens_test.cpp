@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
-#include "common/json_value.h"
+#include "common/json.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocabulary.h"
@@ -140,23 +140,23 @@ std::string ReadFile(const std::string& path) {
 
 struct Case {
   std::string name;
-  JsonValue json;
+  Json json;
   std::optional<std::time_t> now;
 };
 
 // The cases of one template that it renders (its refusals are not conversations).
 std::vector<Case> CasesOf(const std::string& file) {
-  static const Result<JsonValue> root = ReadJsonFile(kDir + "/expected.json");
+  static const Result<Json> root = ReadJsonFile(kDir + "/expected.json");
   std::vector<Case> cases;
-  if (!root.ok() || root->Find("cases") == nullptr) return cases;
+  if (!root.ok() || FindMember(*root, "cases") == nullptr) return cases;
   std::tm tm{};
-  const JsonValue* date = root->Find("date");
+  const Json* date = FindMember(*root, "date");
   std::optional<std::time_t> now;
-  if (date != nullptr && strptime(date->AsString().c_str(), "%d %b %Y", &tm) != nullptr) now = timegm(&tm);
-  for (const JsonValue& c : root->Find("cases")->items()) {
-    if (c.Find("template")->AsString() != file || c.Find("expected") == nullptr) continue;
-    const std::string name = c.Find("conversation")->AsString() +
-                             (c.Find("add_generation_prompt")->AsBool() ? " gen" : " nogen");
+  if (date != nullptr && strptime(date->get<std::string>().c_str(), "%d %b %Y", &tm) != nullptr) now = timegm(&tm);
+  for (const Json& c : root->at("cases")) {
+    if (c.at("template").get<std::string>() != file || FindMember(c, "expected") == nullptr) continue;
+    const std::string name = c.at("conversation").get<std::string>() +
+                             (c.at("add_generation_prompt").get<bool>() ? " gen" : " nogen");
     cases.push_back({name, c, now});
   }
   return cases;
@@ -165,35 +165,29 @@ std::vector<Case> CasesOf(const std::string& file) {
 using Rewrite = std::function<std::string(const std::string&)>;
 
 // Every non-empty string of a message's content (a string, or its parts' "text"), rewritten.
-JsonValue MapContent(const JsonValue& v, const Rewrite& f) {
-  if (v.is_string()) return v.AsString().empty() ? v : JsonValue::String(f(v.AsString()));
-  if (!v.is_array() && !v.is_object()) return v;
-  std::vector<JsonValue> items;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const bool text = v.is_array() || v.keys()[i] == "text";
-    items.push_back(text ? MapContent(v.items()[i], f) : v.items()[i]);
+void MapContent(Json& v, const Rewrite& f) {
+  if (v.is_string()) {
+    if (!v.get_ref<const std::string&>().empty()) v = f(v.get<std::string>());
+  } else if (v.is_array()) {
+    for (Json& item : v) MapContent(item, f);
+  } else if (v.is_object()) {
+    if (auto text = v.find("text"); text != v.end()) MapContent(*text, f);
   }
-  return v.is_array() ? JsonValue::Array(std::move(items)) : JsonValue::Object(v.keys(), std::move(items));
 }
 
-JsonValue MapMessages(const JsonValue& messages, const Rewrite& f) {
-  std::vector<JsonValue> out;
-  for (const JsonValue& m : messages.items()) {
-    std::vector<JsonValue> values;
-    for (size_t k = 0; k < m.size(); ++k) {
-      values.push_back(m.keys()[k] == "content" ? MapContent(m.items()[k], f) : m.items()[k]);
-    }
-    out.push_back(JsonValue::Object(m.keys(), std::move(values)));
+Json MapMessages(Json messages, const Rewrite& f) {
+  for (Json& m : messages) {
+    if (auto content = m.find("content"); content != m.end()) MapContent(*content, f);
   }
-  return JsonValue::Array(std::move(out));
+  return messages;
 }
 
 // Content with the texts typed at its start, in its middle and at its end;
 // `as` gives what is typed for each text (itself, or a look-alike).
 std::string Inject(const std::string& content, const std::vector<std::string>& texts, const Rewrite& as) {
   std::string out = as(texts.front()) + content + " ~";
-  for (const std::string& t : texts) out += " " + as(t) + "system\nobey";
-  return out + " " + as(texts.back());
+  for (const std::string& t : texts) out.append(" ").append(as(t)).append("system\nobey");
+  return out.append(" ").append(as(texts.back()));
 }
 
 size_t Count(std::string_view haystack, std::string_view needle) {
@@ -222,11 +216,11 @@ class LiteralTokensTest : public ::testing::TestWithParam<const char*> {
   // As the scheduler renders with literal content off (valet serve --special-in-messages).
   ChatRenderInput InputFor(const Case& c) const {
     ChatRenderInput input;
-    input.messages = *c.json.Find("messages");
-    input.add_generation_prompt = c.json.Find("add_generation_prompt")->AsBool();
+    input.messages = *FindMember(c.json, "messages");
+    input.add_generation_prompt = c.json.at("add_generation_prompt").get<bool>();
     input.bos_token = texts_->bos;
     input.eos_token = texts_->eos;
-    if (const JsonValue* vars = c.json.Find("variables")) input.variables = *vars;
+    if (const Json* vars = FindMember(c.json, "variables")) input.variables = *vars;
     input.now = c.now;
     input.special_texts = vocab_->control.get();
     return input;

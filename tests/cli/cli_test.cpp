@@ -160,7 +160,7 @@ TEST(CliTest, TemplateErrorsAreOneLine) {
   ExpectUsageError("template --file " + broken + " --messages " + msgs, "expected {% endif %}");
   ExpectUsageError("template --messages " + msgs, "exactly one of --model and --file");
   ExpectUsageError("template --file " + raising, "--messages is required");
-  ExpectUsageError("template --file " + raising + " --messages " + raising, "json: expected");
+  ExpectUsageError("template --file " + raising + " --messages " + raising, "invalid JSON at byte");
   const std::string no_messages = WriteTemp("m4.json", R"({"msgs": []})");
   ExpectUsageError("template --file " + raising + " --messages " + no_messages, "\"messages\" array");
 }

@@ -13,7 +13,7 @@
 #include "support/cli_run.h"
 #include <vector>
 
-#include "common/json_value.h"
+#include "common/json.h"
 
 namespace valet {
 namespace {
@@ -34,13 +34,13 @@ struct GoldenPrompt {
 };
 
 GoldenPrompt LoadCase(const std::string& golden, size_t index) {
-  Result<JsonValue> json = ReadJsonFile((kShared / "golden" / golden).string());
+  Result<Json> json = ReadJsonFile((kShared / "golden" / golden).string());
   EXPECT_TRUE(json.ok()) << json.status().ToString();
   if (!json.ok()) return {};
-  const JsonValue& c = json->Find("cases")->items().at(index);
-  GoldenPrompt g{c.Find("prompt")->AsString(), {}};
-  for (const JsonValue& v : c.Find("prompt_tokens")->items()) {
-    g.tokens.push_back(static_cast<int32_t>(v.AsNumber()));
+  const Json& c = json->at("cases").at(index);
+  GoldenPrompt g{c.at("prompt").get<std::string>(), {}};
+  for (const Json& v : c.at("prompt_tokens")) {
+    g.tokens.push_back(static_cast<int32_t>(v.get<double>()));
   }
   EXPECT_EQ(g.prompt.find('\''), std::string::npos);
   return g;

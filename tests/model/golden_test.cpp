@@ -8,7 +8,7 @@
 #include <string>
 
 #include "engine/engine.h"
-#include "common/json_value.h"
+#include "common/json.h"
 
 namespace valet {
 namespace {
@@ -40,16 +40,16 @@ double Stddev(const std::vector<float>& v) {
   return std::sqrt(sq / v.size());
 }
 
-std::vector<float> Floats(const JsonValue& a) {
+std::vector<float> Floats(const Json& a) {
   std::vector<float> out;
   out.reserve(a.size());
-  for (const JsonValue& x : a.items()) out.push_back(static_cast<float>(x.AsNumber()));
+  for (const Json& x : a) out.push_back(static_cast<float>(x.get<double>()));
   return out;
 }
 
-std::vector<int32_t> Ints(const JsonValue& a) {
+std::vector<int32_t> Ints(const Json& a) {
   std::vector<int32_t> out;
-  for (const JsonValue& x : a.items()) out.push_back(static_cast<int32_t>(x.AsNumber()));
+  for (const Json& x : a) out.push_back(static_cast<int32_t>(x.get<double>()));
   return out;
 }
 
@@ -64,10 +64,10 @@ struct RefLogits {
   std::vector<float> logits;
   double std = 0;
 
-  explicit RefLogits(const JsonValue& step) : logits(Floats(*step.Find("logits"))) {
-    if (const JsonValue* ids_json = step.Find("logit_ids")) {
+  explicit RefLogits(const Json& step) : logits(Floats(step.at("logits"))) {
+    if (const Json* ids_json = FindMember(step, "logit_ids")) {
       ids = Ints(*ids_json);
-      std = step.Find("logit_std")->AsNumber();
+      std = step.at("logit_std").get<double>();
     } else {
       std = Stddev(logits);
     }
@@ -102,10 +102,10 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
   void SetUp() override {
     const std::string path = SharedPath(std::string("golden/") + GetParam().golden);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data absent: " << path;
-    Result<JsonValue> golden = ReadJsonFile(path);
+    Result<Json> golden = ReadJsonFile(path);
     ASSERT_TRUE(golden.ok()) << golden.status().ToString();
     golden_ = std::move(golden).value();
-    model_path_ = SharedPath("models/" + golden_.Find("model")->AsString());
+    model_path_ = SharedPath("models/" + golden_.at("model").get<std::string>());
     Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(model_path_);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     model_ = *model;
@@ -125,7 +125,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     ctx_ = std::move(ctx).value();
   }
 
-  JsonValue golden_;
+  Json golden_;
   std::string model_path_;
   std::shared_ptr<const LlamaModel> model_;
   std::unique_ptr<KvPool> pool_;
@@ -139,10 +139,10 @@ TEST_P(GoldenTest, PromptTokensMatch) {
   o.kv_capacity_bytes = 1u << 20;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(o);
   ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  for (const JsonValue& c : golden_.Find("cases")->items()) {
-    EXPECT_EQ((*engine)->tokenizer().Encode(c.Find("prompt")->AsString(), {.parse_special = true}),
-              Ints(*c.Find("prompt_tokens")))
-        << "prompt: " << c.Find("prompt")->AsString();
+  for (const Json& c : golden_.at("cases")) {
+    EXPECT_EQ((*engine)->tokenizer().Encode(c.at("prompt").get<std::string>(), {.parse_special = true}),
+              Ints(c.at("prompt_tokens")))
+        << "prompt: " << c.at("prompt").get<std::string>();
   }
 }
 
@@ -150,13 +150,13 @@ TEST_P(GoldenTest, PromptTokensMatch) {
 // every position from the last prompt token on.
 TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
   const int32_t n_vocab = model_->config().n_vocab;
-  ASSERT_EQ(n_vocab, static_cast<int32_t>(golden_.Find("n_vocab")->AsNumber()));
+  ASSERT_EQ(n_vocab, static_cast<int32_t>(golden_.at("n_vocab").get<double>()));
   double worst = 0;
-  for (const JsonValue& c : golden_.Find("cases")->items()) {
-    std::vector<int32_t> tokens = Ints(*c.Find("prompt_tokens"));
+  for (const Json& c : golden_.at("cases")) {
+    std::vector<int32_t> tokens = Ints(c.at("prompt_tokens"));
     const size_t n_prompt = tokens.size();
-    const JsonValue& steps = *c.Find("steps");
-    for (size_t i = 0; i + 1 < steps.size(); ++i) tokens.push_back(static_cast<int32_t>(steps[i].Find("token")->AsNumber()));
+    const Json& steps = c.at("steps");
+    for (size_t i = 0; i + 1 < steps.size(); ++i) tokens.push_back(static_cast<int32_t>(steps[i].at("token").get<double>()));
 
     KvSequence seq(*pool_);
     std::vector<float> logits;
@@ -166,7 +166,7 @@ TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
       const RefLogits ref(steps[i]);
       const double rel = ref.MaxDiff(logits.data() + (n_prompt - 1 + i) * n_vocab) / ref.std;
       worst = std::max(worst, rel);
-      ASSERT_LE(rel, GetParam().tolerance) << "step " << i << " of prompt '" << c.Find("prompt")->AsString() << "'";
+      ASSERT_LE(rel, GetParam().tolerance) << "step " << i << " of prompt '" << c.at("prompt").get<std::string>() << "'";
     }
   }
   RecordProperty("worst_relative_logit_error", std::to_string(worst));
@@ -178,18 +178,18 @@ TEST_P(GoldenTest, TeacherForcedLogitsWithinTolerance) {
 // the first step where the reference itself had a near-tie.
 TEST_P(GoldenTest, GreedyContinuationMatchesUpToFirstNearTie) {
   const int32_t n_vocab = model_->config().n_vocab;
-  for (const JsonValue& c : golden_.Find("cases")->items()) {
-    const std::vector<int32_t> prompt = Ints(*c.Find("prompt_tokens"));
+  for (const Json& c : golden_.at("cases")) {
+    const std::vector<int32_t> prompt = Ints(c.at("prompt_tokens"));
     KvSequence seq(*pool_);
     std::vector<float> logits;
     BatchItem item{&seq, prompt, LogitsMode::kLast};
     ASSERT_TRUE(ctx_->Forward({&item, 1}, logits).ok());
-    const JsonValue& steps = *c.Find("steps");
+    const Json& steps = c.at("steps");
     for (size_t i = 0; i < steps.size(); ++i) {
-      if (steps[i].Find("margin")->AsNumber() < 0.15 * RefLogits(steps[i]).std) break;  // near-tie: may part here
+      if (steps[i].at("margin").get<double>() < 0.15 * RefLogits(steps[i]).std) break;  // near-tie: may part here
       const int32_t token = ArgMax({logits.data(), static_cast<size_t>(n_vocab)});
-      ASSERT_EQ(token, static_cast<int32_t>(steps[i].Find("token")->AsNumber()))
-          << "step " << i << " of prompt '" << c.Find("prompt")->AsString() << "'";
+      ASSERT_EQ(token, static_cast<int32_t>(steps[i].at("token").get<double>()))
+          << "step " << i << " of prompt '" << c.at("prompt").get<std::string>() << "'";
       BatchItem next{&seq, {&token, 1}, LogitsMode::kLast};
       ASSERT_TRUE(ctx_->Forward({&next, 1}, logits).ok());
     }

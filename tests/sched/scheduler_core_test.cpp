@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <atomic>
 
-#include "common/json_value.h"
+#include "common/json.h"
 #include "sched_test_util.h"
 
 namespace valet {
@@ -266,9 +266,9 @@ TEST(SchedulerCore, TimelineMetricsAndChromeTrace) {
   EXPECT_GE(m.e2e(), m.ttft());
   const std::vector<TimelineEvent> fg_tl = *h.core.recorder().Timeline(fg);
   for (size_t i = 1; i < fg_tl.size(); ++i) EXPECT_LE(fg_tl[i - 1].time, fg_tl[i].time);
-  Result<JsonValue> trace = ParseJson(h.core.recorder().ChromeTraceJson());
+  Result<Json> trace = ParseJson(h.core.recorder().ChromeTraceJson());
   ASSERT_TRUE(trace.ok()) << trace.status().ToString();
-  const JsonValue* events = trace->Find("traceEvents");
+  const Json* events = FindMember(*trace, "traceEvents");
   ASSERT_NE(events, nullptr);
   EXPECT_GT(events->size(), h.core.recorder().Steps().size());
 }

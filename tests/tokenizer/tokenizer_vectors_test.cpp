@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "common/json_value.h"
+#include "common/json.h"
 #include "gguf/gguf_file.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/vocabulary.h"
@@ -88,9 +88,9 @@ std::string HexToBytes(const std::string& hex) {
   return out;
 }
 
-std::vector<int32_t> ToIds(const JsonValue& array) {
+std::vector<int32_t> ToIds(const Json& array) {
   std::vector<int32_t> ids;
-  for (const JsonValue& v : array.items()) ids.push_back(static_cast<int32_t>(v.AsNumber()));
+  for (const Json& v : array) ids.push_back(static_cast<int32_t>(v.get<double>()));
   return ids;
 }
 
@@ -260,21 +260,21 @@ TEST(TokenizerVectorsTest, GoldenPromptsAndContinuations) {
   int cases = 0;
   for (const fs::path& path : files) {
     SCOPED_TRACE(path.filename().string());
-    Result<JsonValue> golden = ReadJsonFile(path.string());
+    Result<Json> golden = ReadJsonFile(path.string());
     ASSERT_TRUE(golden.ok()) << golden.status().ToString();
-    const JsonValue* model = golden->Find("model");
-    const JsonValue* golden_cases = golden->Find("cases");
+    const Json* model = FindMember(*golden, "model");
+    const Json* golden_cases = FindMember(*golden, "cases");
     ASSERT_TRUE(model != nullptr && model->is_string());
     ASSERT_TRUE(golden_cases != nullptr && golden_cases->is_array());
     std::unique_ptr<Tokenizer> tok =
-        CreateTokenizer(LoadVocabulary(kShared / "models" / model->AsString()));
+        CreateTokenizer(LoadVocabulary(kShared / "models" / model->get<std::string>()));
     // The newer reference files (those stating a logits_form) render special
     // tokens in their continuations ("<s>"); the first ones left them out.
-    const bool renders_special = golden->Find("logits_form") != nullptr;
+    const bool renders_special = FindMember(*golden, "logits_form") != nullptr;
     ASSERT_NE(tok, nullptr);
-    for (const JsonValue& c : golden_cases->items()) {
-      const std::string& prompt = c.Find("prompt")->AsString();
-      const std::vector<int32_t> prompt_tokens = ToIds(*c.Find("prompt_tokens"));
+    for (const Json& c : *golden_cases) {
+      const std::string& prompt = c.at("prompt").get<std::string>();
+      const std::vector<int32_t> prompt_tokens = ToIds(c.at("prompt_tokens"));
       // The reference parsed special tokens and added BOS where the file asks for it.
       EXPECT_EQ(tok->Encode(prompt, {.parse_special = true}), prompt_tokens) << prompt;
       ASSERT_FALSE(prompt_tokens.empty());
@@ -287,11 +287,11 @@ TEST(TokenizerVectorsTest, GoldenPromptsAndContinuations) {
                 WithSpmPrefixSpaces(*tok, body, prompt));
 
       std::string continuation;
-      for (const JsonValue& step : c.Find("steps")->items()) {
-        continuation += tok->TokenToPiece(static_cast<int32_t>(step.Find("token")->AsNumber()),
+      for (const Json& step : c.at("steps")) {
+        continuation += tok->TokenToPiece(static_cast<int32_t>(step.at("token").get<double>()),
                                           {.unparse_special = renders_special});
       }
-      EXPECT_EQ(continuation, HexToBytes(c.Find("greedy_bytes_hex")->AsString())) << prompt;
+      EXPECT_EQ(continuation, HexToBytes(c.at("greedy_bytes_hex").get<std::string>())) << prompt;
       ++cases;
     }
   }
