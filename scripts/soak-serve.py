@@ -10,13 +10,15 @@ checks that matter to an operator:
   - the server's RSS ends within 10% of where it started (after warm-up).
 
 usage: soak-serve.py --valet build/tools/valet --model MODEL [--seconds 600] [--seed 1]
-(a warm-up of a fifth of that, at least 5 s, comes first).
+(a warm-up of a fifth of that, at least 5 s and until 5,000 tasks have
+finished, comes first).
 Exit status 0 when every check holds; the summary is one JSON line.
 """
 import argparse, asyncio, json, os, random, re, signal, subprocess, sys, time
 
 UNFINISHED = {"QUEUED", "PREFILLING", "DECODING", "PARKED"}
 CLIENTS = 48  # concurrent client loops
+WARM_TASKS = 5000  # finished before RSS is first read: more than the scheduler keeps records of
 TIERS = ["foreground_chat", "inline_suggestion", "background_summary", "offline_indexing"]
 
 
@@ -185,13 +187,22 @@ async def client(port, stats, deadline, rng):
             await slow_client(port, stats, rng)
 
 
-async def get_json(port, path):
+async def get(port, path):
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     writer.write(request("GET", path))
     await writer.drain()
     _, _, body = await read_reply(reader)
     writer.close()
-    return json.loads(body)
+    return body
+
+
+async def get_json(port, path):
+    return json.loads(await get(port, path))
+
+
+async def tasks_finished(port):
+    text = (await get(port, "/metrics")).decode()
+    return sum(float(v) for v in re.findall(r"^valet_tasks_finished_total\{[^}]*\} (\S+)$", text, re.M))
 
 
 async def load(port, stats, seconds, seed):
@@ -214,10 +225,16 @@ async def drain(port, stats):
 
 
 async def main_async(args, port, pid):
-    # Warm-up with the same mix, so the model's pages and the allocator's
-    # high-water marks are in before the first RSS reading: what is measured
-    # is growth under load, i.e. leaks.
-    await load(port, Stats(), max(5.0, args.seconds / 5), args.seed + 1)
+    # Warm-up with the same mix, so the model's pages, the allocator's
+    # high-water marks and the histories the server keeps on purpose (the
+    # scheduler's records of its last 4,096 finished tasks, RecorderLimits)
+    # are full before the first RSS reading: what is measured is growth
+    # under load, i.e. leaks.
+    warm_seed = args.seed + 1
+    await load(port, Stats(), max(5.0, args.seconds / 5), warm_seed)
+    while await tasks_finished(port) < WARM_TASKS:
+        warm_seed += 1
+        await load(port, Stats(), 5.0, warm_seed)
     await drain(port, Stats())
     rss_start = rss_kib(pid)
     stats = Stats()
