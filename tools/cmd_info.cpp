@@ -66,12 +66,21 @@ int RunInfo(std::span<char* const> argv) {
               c.n_ctx_train, c.rope_base, c.rope_dim, c.rms_eps, e.model().tied_output() ? "tied" : "separate");
   const ArchSpec& a = *c.arch;
   const int32_t n_ctx_used = e.options().n_ctx > 0 ? e.options().n_ctx : c.n_ctx_train;
-  std::printf("architecture: %s, RoPE %s%s, %s QKV, %s gate/up%s%s\n", c.architecture.c_str(),
+  const LlamaLayer& l0 = e.model().layers().front();
+  std::printf("architecture: %s, RoPE %s%s, %s QKV, %s gate/up (%s)%s%s%s%s\n", c.architecture.c_str(),
               c.rope_style == RopeStyle::kNeox ? "neox (halves)" : "adjacent pairs",
               e.model().rope_freq_factors(n_ctx_used) != nullptr ? " with frequency factors" : "",
               a.qkv == TensorLayout::kFused ? "fused" : "separate", a.gate_up == TensorLayout::kFused ? "fused" : "separate",
-              e.model().layers().front().bq != nullptr ? ", QKV biases" : "",
-              e.model().layers().front().q_norm != nullptr ? ", per-head Q/K norms" : "");
+              a.activation == FfnActivation::kGeluTanh ? "GeGLU" : "SwiGLU", l0.bq != nullptr ? ", QKV biases" : "",
+              l0.q_norm != nullptr ? ", per-head Q/K norms" : "", l0.post_attn_norm != nullptr ? ", post-block norms" : "",
+              a.embd_scale ? ", embeddings scaled by sqrt(n_embd)" : "");
+  if (c.n_swa > 0) {
+    int32_t windowed = 0;
+    for (int32_t il = 0; il < c.n_layer; ++il) windowed += c.sliding(il) ? 1 : 0;
+    std::printf("attention: %d of %d layers see the last %d positions (RoPE base %g), the other %d all of them "
+                "(RoPE base %g, positions x%g)\n",
+                windowed, c.n_layer, c.n_swa, c.rope_base_swa, c.n_layer - windowed, c.rope_base, c.rope_freq_scale);
+  }
   const GgufValue* tmpl = e.model().file().Find("tokenizer.chat_template");
   std::printf("chat template: %s\n", tmpl != nullptr ? "from the model (tokenizer.chat_template)"
                                                      : "none in the file (the built-in ChatML is used)");

@@ -16,6 +16,17 @@ constexpr ArchSpec kArchitectures[] = {
      .rope = RopeStyle::kNeox,
      .qkv = TensorLayout::kFused,
      .gate_up = TensorLayout::kFused},
+    // Gemma 3 (text): GeGLU, sandwich norms, per-head Q/K norms, scaled
+    // embeddings, five windowed layers (RoPE base 10,000) to one global.
+    {.name = "gemma3",
+     .rope = RopeStyle::kNeox,
+     .qk_norm = true,
+     .activation = FfnActivation::kGeluTanh,
+     .embd_scale = true,
+     .post_norms = true,
+     .swa_period = 6,
+     .swa_rope_base = 10000.0f,
+     .embd_scaled_attn_layers = 62},
 };
 
 }  // namespace

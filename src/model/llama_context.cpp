@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
 
 namespace valet {
@@ -72,6 +73,46 @@ struct SwiGluRows {
   }
 };
 
+// GELU (tanh approximation) at every f16 value, rounded to f16: ggml's CPU
+// GeGLU looks the gate up here after rounding it to f16, and valet agrees
+// with its numerics rather than with the exact function.
+const uint16_t* GeluF16Table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(1 << 16);
+    constexpr float kCoef = 0.044715f;
+    constexpr float kSqrt2OverPi = 0.79788456080286535587989211986876f;
+    for (uint32_t i = 0; i < t.size(); ++i) {
+      const float x = Fp16ToFp32(static_cast<uint16_t>(i));
+      t[i] = Fp32ToFp16(0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoef * x * x))));
+    }
+    return t;
+  }();
+  return table.data();
+}
+
+// gate = gelu(gate) * up, element-wise (GeGLU), over columns [begin, end) of
+// every token; outside [-10, 10] GELU is 0 or the identity.
+struct GegluRows {
+  float* gate;  // [n_tokens, n_ff]
+  const float* up;
+  int64_t n_ff;
+  int32_t n_tokens;
+  const uint16_t* gelu;  // GeluF16Table()
+
+  static void Run(void* self, int64_t begin, int64_t end) {
+    const auto& s = *static_cast<const GegluRows*>(self);
+    for (int32_t t = 0; t < s.n_tokens; ++t) {
+      float* gate = s.gate + t * s.n_ff;
+      const float* up = s.up + t * s.n_ff;
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = gate[i];
+        const float act = g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(s.gelu[Fp32ToFp16(g)]);
+        gate[i] = act * up[i];
+      }
+    }
+  }
+};
+
 // y[row] += b over each row of a [n_rows, dim] matrix.
 void AddBias(float* y, const float* b, int32_t n_rows, int32_t dim, ThreadPool& pool, bool inline_run) {
   Parallel(pool, inline_run, [&](int ith, int nth) {
@@ -101,7 +142,10 @@ void RopeHead(float* h, const float* cs, int32_t rope_dim, RopeStyle style) {
 }  // namespace
 
 LlamaContext::LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options)
-    : model_(std::move(model)), options_(options), pool_(options.n_threads) {}
+    : model_(std::move(model)),
+      options_(options),
+      pool_(options.n_threads),
+      gelu_f16_(model_->config().arch->activation == FfnActivation::kGeluTanh ? GeluF16Table() : nullptr) {}
 
 Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const LlamaModel> model,
                                                            const ContextOptions& options) {
@@ -125,6 +169,7 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const
   ctx->up_.resize(n * c.n_ff);
   ctx->tmp_.resize(n * c.n_embd);
   ctx->rope_.resize(n * c.rope_dim);
+  if (c.n_swa > 0) ctx->rope_swa_.resize(n * c.rope_dim);
   ctx->attn_work_.resize(static_cast<size_t>(ctx->pool_.size()) * AttentionWorkFloats(c.head_dim));
   ctx->attn_rows_.resize(static_cast<size_t>(ctx->pool_.size()) * 2 * o.n_ctx);
   return ctx;
@@ -132,7 +177,7 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const
 
 size_t LlamaContext::scratch_bytes() const {
   size_t floats = x_.size() + xn_.size() + q_.size() + k_.size() + v_.size() + attn_.size() +
-                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + attn_work_.size();
+                  gate_.size() + up_.size() + tmp_.size() + rope_.size() + rope_swa_.size() + attn_work_.size();
   return floats * sizeof(float) + attn_rows_.size() * sizeof(void*) + matmul_scratch_.activations.capacity() +
          matmul_scratch_.dequantized.capacity() * sizeof(float);
 }
@@ -202,6 +247,10 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
   RopeAngles(n);
 
   GetRows(model_->token_embd(), ids_, x_.data());  // x: [n, n_embd]
+  if (c.arch->embd_scale) {
+    const float scale = std::sqrt(static_cast<float>(c.n_embd));
+    for (size_t i = 0; i < static_cast<size_t>(n) * c.n_embd; ++i) x_[i] *= scale;
+  }
   for (int32_t il = 0; il < c.n_layer; ++il) {
     // K/V rows written so far sit past each sequence's committed length, so
     // stopping here leaves every sequence as it was.
@@ -232,18 +281,24 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
 
 // RoPE angles per token, (cos, sin) per rotated pair, computed the way
 // llama.cpp does (theta multiplied up pair by pair in float, then divided by
-// the pair's frequency factor when the model has them, cos/sin scaled by the
-// LongRoPE attention factor).
+// the pair's frequency factor when the model has them and scaled by the
+// position scale, cos/sin scaled by the LongRoPE attention factor); windowed
+// layers have their own base, no factors and no position scaling.
 void LlamaContext::RopeAngles(int32_t n) {
   const ModelConfig& c = model_->config();
-  const float* factors = model_->rope_freq_factors(options_.n_ctx);
+  RopeTable(n, c.rope_base, c.rope_freq_scale, model_->rope_freq_factors(options_.n_ctx), rope_.data());
+  if (c.n_swa > 0) RopeTable(n, c.rope_base_swa, 1.0f, nullptr, rope_swa_.data());
+}
+
+void LlamaContext::RopeTable(int32_t n, float base, float freq_scale, const float* factors, float* out) const {
+  const ModelConfig& c = model_->config();
   const float mscale = c.rope_attn_factor;
-  const float theta_scale = std::pow(c.rope_base, -2.0f / static_cast<float>(c.rope_dim));
+  const float theta_scale = std::pow(base, -2.0f / static_cast<float>(c.rope_dim));
   for (int32_t t = 0; t < n; ++t) {
     float theta = static_cast<float>(pos_of_[t]);
-    float* cs = rope_.data() + static_cast<size_t>(t) * c.rope_dim;
+    float* cs = out + static_cast<size_t>(t) * c.rope_dim;
     for (int32_t p = 0; p < c.rope_dim / 2; ++p) {
-      const float angle = factors != nullptr ? theta / factors[p] : theta;
+      const float angle = freq_scale * (factors != nullptr ? theta / factors[p] : theta);
       cs[2 * p] = std::cos(angle) * mscale;
       cs[2 * p + 1] = std::sin(angle) * mscale;
       theta *= theta_scale;
@@ -271,14 +326,20 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
     RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_, few);
   Attention(il, n);                                                 // attn: [n, n_head * head_dim]
   MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  if (L.post_attn_norm != nullptr) RmsNorm(tmp_.data(), L.post_attn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
   AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 
   RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
-  // gate = silu(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
+  // gate = act(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
   SwiGluRows swiglu{gate_.data(), up_.data(), c.n_ff, n};
+  GegluRows geglu{gate_.data(), up_.data(), c.n_ff, n, gelu_f16_};
+  const RowsEpilogue activation = c.arch->activation == FfnActivation::kGeluTanh
+                                      ? RowsEpilogue{GegluRows::Run, &geglu}
+                                      : RowsEpilogue{SwiGluRows::Run, &swiglu};
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
-  MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, RowsEpilogue{SwiGluRows::Run, &swiglu});
+  MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, activation);
   MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  if (L.post_ffn_norm != nullptr) RmsNorm(tmp_.data(), L.post_ffn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
   AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 }
 
@@ -288,8 +349,12 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const int32_t q_dim = c.n_head * hd;
   const int32_t kv_dim = c.n_head_kv * hd;
   const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
-  const float q_scale = kLog2e / std::sqrt(static_cast<float>(hd));
+  const float q_scale = kLog2e / std::sqrt(static_cast<float>(c.attn_scale_dim));
   const KernelTable& kernels = ActiveKernels();
+  // A windowed layer's query at position p sees keys (p - window, p].
+  const bool sliding = c.sliding(il);
+  const int32_t window = sliding ? c.n_swa : options_.n_ctx;
+  const std::vector<float>& rope = sliding ? rope_swa_ : rope_;
 
   // Rotate q and k, scale q for the kernel's base-2 softmax, then store k and
   // v at each token's position (converted to the pool's element type), so
@@ -302,7 +367,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   Parallel(pool_, n <= kInlineTokens, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
-      const float* cs = rope_.data() + t * c.rope_dim;
+      const float* cs = rope.data() + t * c.rope_dim;
       for (int32_t h = 0; h < c.n_head; ++h) {
         float* qh = q_.data() + t * q_dim + h * hd;
         RopeHead(qh, cs, c.rope_dim, c.rope_style);
@@ -320,10 +385,14 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   // Blocks of up to kAttnMaxRows query rows, (token, head) of one sequence
   // and KV head, so each K/V tile is loaded once for all of them. Which rows
   // share a block does not change any row's result (kernels/attention.h).
+  // Rows share a block only while their keys all start at position 0: a
+  // token whose window has moved on gets blocks of its own.
   attn_blocks_.clear();
   for (int32_t first = 0; first < n;) {
     int32_t end = first + 1;
-    while (end < n && seq_of_[end] == seq_of_[first]) ++end;
+    if (pos_of_[first] < window) {
+      while (end < n && seq_of_[end] == seq_of_[first] && pos_of_[end] < window) ++end;
+    }
     const int32_t rows = (end - first) * group;
     for (int32_t kvh = 0; kvh < c.n_head_kv; ++kvh) {
       for (int32_t r = 0; r < rows; r += kAttnMaxRows) {
@@ -349,18 +418,19 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       const float* q[kAttnMaxRows];
       float* out[kAttnMaxRows];
       int32_t n_keys[kAttnMaxRows];
+      const int32_t first_key = std::max(0, pos_of_[b.first_token] + 1 - window);
       int32_t max_keys = 0;
       for (int32_t r = b.row_begin; r < b.row_end; ++r) {
         const int64_t t = b.first_token + r / group;
         const int32_t h = b.kv_head * group + r % group;
         q[r - b.row_begin] = q_.data() + t * q_dim + h * hd;
         out[r - b.row_begin] = attn_.data() + t * q_dim + h * hd;
-        n_keys[r - b.row_begin] = pos_of_[t] + 1;
-        max_keys = std::max(max_keys, pos_of_[t] + 1);
+        n_keys[r - b.row_begin] = pos_of_[t] + 1 - first_key;
+        max_keys = std::max(max_keys, n_keys[r - b.row_begin]);
       }
       for (int32_t j = 0; j < max_keys; ++j) {
-        k_rows[j] = seq.row(il, 0, b.kv_head, j);
-        v_rows[j] = seq.row(il, 1, b.kv_head, j);
+        k_rows[j] = seq.row(il, 0, b.kv_head, first_key + j);
+        v_rows[j] = seq.row(il, 1, b.kv_head, first_key + j);
       }
       const AttentionRows rows{b.row_end - b.row_begin, q, n_keys, out};
       kernels.attention(rows, AttentionKeys{row_type, hd, k_rows, v_rows}, work);

@@ -72,6 +72,8 @@ class LlamaContext {
   LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options);
   Status Validate(std::span<const BatchItem> batch, int32_t* n_tokens, int32_t* n_rows) const;
   void RopeAngles(int32_t n);
+  // (cos, sin) of every rotated pair of the step's n tokens into out: [n, rope_dim].
+  void RopeTable(int32_t n, float base, float freq_scale, const float* factors, float* out) const;
   void Layer(const LlamaLayer& layer, int32_t il, int32_t n);
   void Attention(int32_t il, int32_t n);
 
@@ -81,6 +83,7 @@ class LlamaContext {
   MatMulScratch matmul_scratch_;
   ForwardStats stats_;
   const std::atomic<bool>* abort_ = nullptr;
+  const uint16_t* gelu_f16_ = nullptr;  // GeGLU families: GELU at every f16 value
 
   // Per-token bookkeeping of the current step.
   std::vector<int32_t> ids_;         // [n]
@@ -99,6 +102,7 @@ class LlamaContext {
   std::vector<float> up_;      // [n, n_ff]
   std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
   std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
+  std::vector<float> rope_swa_;  // [n, rope_dim] the same for sliding-window layers (empty without them)
 
   // Attention: query-row blocks sharing one sequence's KV head (see Attention),
   // and per thread the kernel's work floats and a K and a V row pointer per position.

@@ -97,6 +97,7 @@ Status LlamaModel::BindAttention(const std::string& b, LlamaLayer& l) const {
   VALET_ASSIGN_OR_RETURN(l.q_norm, OptionalVector(b + "attn_q_norm.weight", c.head_dim, arch.qk_norm));
   VALET_ASSIGN_OR_RETURN(l.k_norm, OptionalVector(b + "attn_k_norm.weight", c.head_dim, arch.qk_norm));
   VALET_ASSIGN_OR_RETURN(l.wo, Matrix(b + "attn_output.weight", c.q_dim(), c.n_embd));
+  VALET_ASSIGN_OR_RETURN(l.post_attn_norm, OptionalVector(b + "post_attention_norm.weight", c.n_embd, arch.post_norms));
   return Status::Ok();
 }
 
@@ -112,6 +113,7 @@ Status LlamaModel::BindFeedForward(const std::string& b, LlamaLayer& l) const {
     VALET_ASSIGN_OR_RETURN(l.w_up, Matrix(b + "ffn_up.weight", c.n_embd, c.n_ff));
   }
   VALET_ASSIGN_OR_RETURN(l.w_down, Matrix(b + "ffn_down.weight", c.n_ff, c.n_embd));
+  VALET_ASSIGN_OR_RETURN(l.post_ffn_norm, OptionalVector(b + "post_ffw_norm.weight", c.n_embd, c.arch->post_norms));
   return Status::Ok();
 }
 

@@ -28,10 +28,12 @@ struct LlamaLayer {
   const float* q_norm = nullptr;     // [head_dim], RMSNorm of each query head (Qwen3)
   const float* k_norm = nullptr;     // [head_dim], RMSNorm of each key head
   WeightMatrix wo;                   // [q_dim -> n_embd]
+  const float* post_attn_norm = nullptr;  // [n_embd], of the attention's output (Gemma)
   const float* ffn_norm = nullptr;   // [n_embd]
   WeightMatrix w_gate;               // [n_embd -> n_ff]
   WeightMatrix w_up;                 // [n_embd -> n_ff]
   WeightMatrix w_down;               // [n_ff -> n_embd]
+  const float* post_ffn_norm = nullptr;  // [n_embd], of the FFN's output (Gemma)
 };
 
 class LlamaModel {

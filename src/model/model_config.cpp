@@ -78,6 +78,15 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   VALET_ASSIGN_OR_RETURN(c.rope_orig_ctx, ReadDim(file, p + "rope.scaling.original_context_length", c.n_ctx_train));
   VALET_ASSIGN_OR_RETURN(c.rope_attn_factor, ReadFloat(file, p + "rope.scaling.attn_factor", 1.0f));
   VALET_ASSIGN_OR_RETURN(c.rms_eps, ReadFloat(file, p + "attention.layer_norm_rms_epsilon", 1e-5f));
+  // As llama.cpp reads it: any scaling factor divides the positions.
+  VALET_ASSIGN_OR_RETURN(const float rope_factor, ReadFloat(file, p + "rope.scaling.factor", 1.0f));
+  c.rope_freq_scale = 1.0f / rope_factor;
+  const bool embd_scaled = c.n_layer == c.arch->embd_scaled_attn_layers;
+  c.attn_scale_dim = embd_scaled ? c.n_embd / c.n_head : c.head_dim;
+  if (c.arch->swa_period > 0) {
+    VALET_ASSIGN_OR_RETURN(c.n_swa, ReadDim(file, p + "attention.sliding_window"));
+    c.rope_base_swa = c.arch->swa_rope_base > 0.0f ? c.arch->swa_rope_base : c.rope_base;
+  }
   return c;
 }
 

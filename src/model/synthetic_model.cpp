@@ -31,8 +31,8 @@ struct PresetInfo {
 // 100-200 ms on the project's 2-core reference machine.
 // clang-format off
 constexpr PresetInfo kPresets[] = {
-    // shape: {n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx}
-    {SynthPreset::kTiny,     "tiny",     {128,     4,    4,    2,   384,   512,  512}},
+    // shape: {n_embd, n_layer, n_head, n_head_kv, n_ff, n_vocab, n_ctx, head_dim, n_swa}
+    {SynthPreset::kTiny,     "tiny",     {128,     4,    4,    2,   384,   512,  512, 0, 16}},
     {SynthPreset::kBench,    "bench",    {1024,    8,   16,    4,  2816,  4096, 2048}},
     {SynthPreset::k3bShape,  "3b-shape", {3072,   28,   24,    8,  8192,  4096, 4096}},
 };
@@ -63,6 +63,8 @@ const TypeInfo* FindType(GgmlType type) {
 }
 
 constexpr float kRopeBase = 10000.0f;
+constexpr float kRopeBaseGlobal = 1e6f;  // full-attention layers of windowed families
+constexpr float kRopeScaling = 8.0f;
 constexpr float kRmsEps = 1e-5f;
 constexpr uint32_t kAlignment = 32;
 // Specials, 256 byte tokens, "▁" and the 94 printable ASCII characters, plus room for words.
@@ -385,6 +387,7 @@ void AddLayer(ModelPlan& plan, GgmlType t, const std::string& b) {
     v.push_back(Norm(b + "attn_k_norm.weight", s.HeadDim()));
   }
   v.push_back(Matrix(b + "attn_output.weight", t, q_dim, s.n_embd, 1.0f));
+  if (arch.post_norms) v.push_back(Norm(b + "post_attention_norm.weight", s.n_embd));
   v.push_back(Norm(b + "ffn_norm.weight", s.n_embd));
   if (arch.gate_up == TensorLayout::kFused) {
     v.push_back(Matrix(b + "ffn_up.weight", t, s.n_embd, 2 * int64_t{s.n_ff}, 1.0f));
@@ -393,6 +396,7 @@ void AddLayer(ModelPlan& plan, GgmlType t, const std::string& b) {
     v.push_back(Matrix(b + "ffn_up.weight", t, s.n_embd, s.n_ff, 1.0f));
   }
   v.push_back(Matrix(b + "ffn_down.weight", t, s.n_ff, s.n_embd, 1.0f));
+  if (arch.post_norms) v.push_back(Norm(b + "post_ffw_norm.weight", s.n_embd));
 }
 
 Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
@@ -412,7 +416,10 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
   plan.arch = FindArch(options.arch);
   if (plan.arch == nullptr) {
     return InvalidArgument("synthetic model: unknown architecture '" + options.arch +
-                           "' (use llama, qwen2, qwen3 or phi3)");
+                           "' (use llama, qwen2, qwen3, phi3 or gemma3)");
+  }
+  if (const int32_t period = plan.arch->swa_period; period > 0) {
+    plan.shape.n_layer = (plan.shape.n_layer + period - 1) / period * period;
   }
   std::vector<TensorSpec>& v = plan.tensors;
   v.push_back(Embedding(options.type, plan.shape.n_embd, plan.shape.n_vocab));
@@ -420,8 +427,10 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
     AddLayer(plan, options.type, "blk." + std::to_string(i) + ".");
   }
   v.push_back(Norm("output_norm.weight", plan.shape.n_embd));
-  v.push_back(Matrix("output.weight", options.type, plan.shape.n_embd, plan.shape.n_vocab, kOutputGain,
-                     /*is_output=*/true));
+  if (plan.arch->swa_period == 0) {
+    v.push_back(Matrix("output.weight", options.type, plan.shape.n_embd, plan.shape.n_vocab, kOutputGain,
+                       /*is_output=*/true));
+  }
   return plan;
 }
 
@@ -469,7 +478,14 @@ GgufWriter MetadataWriter(const ModelPlan& plan) {
     w.SetUint32(a + ".attention.key_length", static_cast<uint32_t>(sh.head_dim));
     w.SetUint32(a + ".attention.value_length", static_cast<uint32_t>(sh.head_dim));
   }
-  w.SetFloat32(a + ".rope.freq_base", kRopeBase);
+  if (plan.arch->swa_period > 0) {
+    w.SetFloat32(a + ".rope.freq_base", kRopeBaseGlobal);
+    w.SetString(a + ".rope.scaling.type", "linear");
+    w.SetFloat32(a + ".rope.scaling.factor", kRopeScaling);
+    w.SetUint32(a + ".attention.sliding_window", static_cast<uint32_t>(sh.Window()));
+  } else {
+    w.SetFloat32(a + ".rope.freq_base", kRopeBase);
+  }
   w.SetUint32(a + ".rope.dimension_count", static_cast<uint32_t>(sh.HeadDim()));
   w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", kRmsEps);
   w.SetUint32(a + ".vocab_size", static_cast<uint32_t>(sh.n_vocab));

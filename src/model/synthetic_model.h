@@ -32,14 +32,20 @@ struct SynthShape {
   int32_t n_vocab = 0;
   int32_t n_ctx = 0;
   int32_t head_dim = 0;  // 0: n_embd / n_head; otherwise written as attention.key_length (Qwen3)
+  int32_t n_swa = 0;     // families with windowed layers (Gemma 3): the window; 0: n_ctx / 4
 
   int32_t HeadDim() const { return head_dim != 0 ? head_dim : n_embd / n_head; }
+  int32_t Window() const { return n_swa != 0 ? n_swa : n_ctx / 4; }
 };
 
 struct SynthModelOptions {
   SynthPreset preset = SynthPreset::kTiny;
   // A supported architecture (model/arch.h): its tensor names, fused tensors,
-  // biases and norms; the vocabulary is valet's SPM one for every family.
+  // biases and norms; the vocabulary is valet's SPM one for every family. A
+  // family with windowed layers gets at least one full-attention layer
+  // (n_layer rounded up to its period), a RoPE base of 1e6 for the global
+  // layers with a linear scaling factor of 8 (as Gemma 3 4B) and no
+  // output.weight (tied to the embeddings, as Gemma's files are).
   std::string arch = "llama";
   GgmlType type = GgmlType::kF32;  // one of the types ParseSynthType accepts
   uint64_t seed = 42;

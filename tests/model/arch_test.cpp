@@ -136,16 +136,45 @@ TEST(ArchTest, HeadSizeDecoupledFromEmbedding) {
 TEST(ArchTest, UnknownFamilyIsRefusedByName) {
   Result<GgufWriter> w = BuildSyntheticModel(Tiny("llama"));
   ASSERT_TRUE(w.ok());
-  w->SetString("general.architecture", "gemma3");
-  const std::string path = TempPath("gemma3");
+  w->SetString("general.architecture", "gemma3n");
+  const std::string path = TempPath("gemma3n");
   ASSERT_TRUE(w->WriteFile(path).ok());
   Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(path);
   std::filesystem::remove(path);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(model.status().message().find("unknown architecture 'gemma3'"), std::string::npos)
+  EXPECT_NE(model.status().message().find("unknown architecture 'gemma3n'"), std::string::npos)
       << model.status().message();
   EXPECT_NE(model.status().message().find("qwen3"), std::string::npos) << model.status().message();
+}
+
+// Gemma 3: five windowed layers to one global, the window and the global
+// layers' position scaling read from the file, and a window of 0 refused.
+TEST(ArchTest, WindowedLayersFollowTheFamilysPeriod) {
+  TempModel file(Tiny("gemma3"));
+  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(file.path());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  ASSERT_EQ(c.n_layer, 6) << "the tiny preset's 4 layers round up to one period";
+  for (int32_t il = 0; il < c.n_layer; ++il) EXPECT_EQ(c.sliding(il), il != 5) << il;
+  EXPECT_EQ(c.n_swa, 16);
+  EXPECT_EQ(c.rope_freq_scale, 1.0f / 8.0f);
+  EXPECT_EQ(c.rope_base_swa, 10000.0f);
+  EXPECT_EQ(c.rope_base, 1e6f);
+  EXPECT_TRUE((*model)->tied_output());
+  EXPECT_NE((*model)->layers()[0].post_attn_norm, nullptr);
+  EXPECT_NE((*model)->layers()[0].post_ffn_norm, nullptr);
+
+  Result<GgufWriter> w = BuildSyntheticModel(Tiny("gemma3"));
+  ASSERT_TRUE(w.ok());
+  w->SetUint32("gemma3.attention.sliding_window", 0);
+  const std::string path = TempPath("gemma3_window0");
+  ASSERT_TRUE(w->WriteFile(path).ok());
+  Result<std::shared_ptr<const LlamaModel>> refused = LlamaModel::Load(path);
+  std::filesystem::remove(path);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("gemma3.attention.sliding_window"), std::string::npos)
+      << refused.status().message();
 }
 
 TEST(ArchTest, UnknownFamilyIsRefusedBySyntheticModels) {

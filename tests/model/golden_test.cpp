@@ -1,5 +1,8 @@
-// The engine against llama.cpp's reference outputs in ../shared/golden/:
-// prompt tokens, teacher-forced logits at every step, greedy continuation.
+// The engine against llama.cpp's reference outputs in ../shared/golden/, and
+// in tests/model/golden/ for families whose models valet synthesizes (the
+// test writes the model, llama-golden wrote the reference from the same
+// bytes): prompt tokens, teacher-forced logits at every step, greedy
+// continuation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,8 +10,11 @@
 #include <filesystem>
 #include <string>
 
-#include "engine/engine.h"
+#include <unistd.h>
+
 #include "common/json.h"
+#include "engine/engine.h"
+#include "model/synthetic_model.h"
 
 namespace valet {
 namespace {
@@ -16,6 +22,10 @@ namespace {
 struct GoldenModel {
   const char* golden;      // file under golden/
   double tolerance;        // max |Δlogit| / std(reference logits), per step
+  // A synthesized model (preset tiny, seed 42): the golden is the repository's
+  // and the model is written by the test. nullptr: both are ../shared's.
+  const char* synth_arch = nullptr;
+  GgmlType synth_type = GgmlType::kF32;
 };
 
 // Every file in ../shared/golden/, with the tolerances of its README (F32 1e-4,
@@ -28,6 +38,12 @@ constexpr GoldenModel kModels[] = {
     {"synth-tiny-q3_k_m.json", 0.15},  {"synth-tiny-q2_k.json", 0.15},   {"synth-tiny-iq4_nl.json", 0.15},
     {"synth-tiny-iq4_xs.json", 0.15},  {"llama3-bpe-q4_k_m.json", 0.15}, {"qwen2-q4_0.json", 0.15},
     {"qwen3-q4_k_m.json", 0.15},       {"phi3-q4_0.json", 0.15},
+    // Made by: valet synth-model --preset tiny --arch gemma3 --type T -o gemma3-tiny-T.gguf, then
+    // ../shared/peer/bin/llama-golden gemma3-tiny-T.gguf PROMPTS 32 32 with the prompts of synth-tiny-f32.json.
+    {"gemma3-tiny-f32.json", 1e-4, "gemma3", GgmlType::kF32},
+    {"gemma3-tiny-q8_0.json", 0.15, "gemma3", GgmlType::kQ8_0},
+    {"gemma3-tiny-q4_0.json", 0.15, "gemma3", GgmlType::kQ4_0},
+    {"gemma3-tiny-q4_k_m.json", 0.15, "gemma3", GgmlType::kQ4_K},
 };
 
 std::string SharedPath(const std::string& rel) { return std::string(VALET_SHARED_DIR) + "/" + rel; }
@@ -90,7 +106,7 @@ TEST(GoldenFiles, EveryGoldenFileIsListed) {
     if (e.path().extension() != ".json") continue;
     const std::string name = e.path().filename().string();
     const bool listed = std::any_of(std::begin(kModels), std::end(kModels),
-                                    [&](const GoldenModel& m) { return name == m.golden; });
+                                    [&](const GoldenModel& m) { return name == m.golden && m.synth_arch == nullptr; });
     EXPECT_TRUE(listed) << name << " has no entry in kModels";
   }
 }
@@ -100,12 +116,24 @@ TEST(GoldenFiles, EveryGoldenFileIsListed) {
 class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
  protected:
   void SetUp() override {
-    const std::string path = SharedPath(std::string("golden/") + GetParam().golden);
+    const GoldenModel& m = GetParam();
+    const std::string path = m.synth_arch != nullptr ? std::string(VALET_TEST_GOLDEN_DIR) + "/" + m.golden
+                                                     : SharedPath(std::string("golden/") + m.golden);
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data absent: " << path;
     Result<Json> golden = ReadJsonFile(path);
     ASSERT_TRUE(golden.ok()) << golden.status().ToString();
     golden_ = std::move(golden).value();
-    model_path_ = SharedPath("models/" + golden_.at("model").get<std::string>());
+    if (m.synth_arch != nullptr) {
+      model_path_ = (std::filesystem::temp_directory_path() / ("valet_golden_" + std::to_string(getpid()) + "_" +
+                                                                golden_.at("model").get<std::string>()))
+                        .string();
+      SynthModelOptions o;
+      o.arch = m.synth_arch;
+      o.type = m.synth_type;
+      ASSERT_TRUE(WriteSyntheticModel(o, model_path_).ok());
+    } else {
+      model_path_ = SharedPath("models/" + golden_.at("model").get<std::string>());
+    }
     Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(model_path_);
     ASSERT_TRUE(model.ok()) << model.status().ToString();
     model_ = *model;
@@ -123,6 +151,10 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     Result<std::unique_ptr<LlamaContext>> ctx = LlamaContext::Create(model_, co);
     ASSERT_TRUE(ctx.ok()) << ctx.status().ToString();
     ctx_ = std::move(ctx).value();
+  }
+
+  void TearDown() override {
+    if (GetParam().synth_arch != nullptr && !model_path_.empty()) std::filesystem::remove(model_path_);
   }
 
   Json golden_;
