@@ -16,7 +16,7 @@ constexpr FlagSpec kFlags[] = {
     {"--type", nullptr, true,
      "weight type: f32 | f16 | q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | q2_k | q3_k | q4_k (= q4_k_m) "
      "| q5_k | iq4_nl | iq4_xs (default f32)"},
-    {"--arch", nullptr, true, "architecture: llama | qwen2 | qwen3 | phi3 | gemma3 (default llama)"},
+    {"--arch", nullptr, true, "architecture: llama | qwen2 | qwen3 | phi3 | gemma2 | gemma3 (default llama)"},
     {"--seed", nullptr, true, "weight seed (default 42)"},
 };
 

@@ -33,7 +33,14 @@ struct AttentionRows {
   const float* const* q = nullptr;  // [n_rows] rows of head_dim, pre-scaled (kLog2e / sqrt(head_dim))
   const int32_t* n_keys = nullptr;  // [n_rows] row r attends to keys [0, n_keys[r]); n_keys[r] >= 1
   float* const* out = nullptr;      // [n_rows] rows of head_dim
+  // > 0: each score s becomes softcap·tanh(s / softcap) before the softmax
+  // (Gemma 2; in the scores' base-2 units, i.e. log2(e) times the natural cap).
+  float softcap = 0.0f;
 };
+
+// The soft-capped score, the same scalar operations in every variant (the
+// SIMD ones cap a tile's scores through it), so the bits agree.
+inline float SoftCap(float s, float cap) { return cap * std::tanh(s / cap); }
 
 struct AttentionKeys {
   GgmlType type = GgmlType::kF16;  // element type of the rows: kF32, kF16 or kQ8_0 (head_dim % 32 == 0)

@@ -168,10 +168,16 @@ void WeightedValues(const float* const* p, const float* v, int32_t hd, const int
   }
 }
 
-// One row's online-softmax step from its scores s (keys past `valid`
-// masked): p = 2^(s - new max), m and l updated; returns the factor that
-// rescales the row's earlier sums.
-float Softmax(__m256 s[4], int32_t valid, float* m, float* l, float* p) {
+// One row's online-softmax step from its scores s (soft-capped when asked,
+// keys past `valid` masked): p = 2^(s - new max), m and l updated; returns
+// the factor that rescales the row's earlier sums.
+float Softmax(__m256 s[4], int32_t valid, float softcap, float* m, float* l, float* p) {
+  if (softcap > 0.0f) {
+    alignas(32) float capped[kT];
+    for (int i = 0; i < 4; ++i) _mm256_store_ps(capped + 8 * i, s[i]);
+    for (float& x : capped) x = SoftCap(x, softcap);
+    for (int i = 0; i < 4; ++i) s[i] = _mm256_load_ps(capped + 8 * i);
+  }
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 limit = _mm256_set1_ps(static_cast<float>(valid));
   const __m256 neg_inf = _mm256_set1_ps(-INFINITY);
@@ -229,8 +235,8 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
       __m256 s[2][4];
       Scores<2>(q, kt, hd, s);
       const int32_t valid[2] = {std::min(kT, rows.n_keys[r0] - t0), std::min(kT, rows.n_keys[r1] - t0)};
-      const float alpha[2] = {Softmax(s[0], valid[0], &m[r0], &l[r0], p),
-                              Softmax(s[1], valid[1], &m[r1], &l[r1], p + kT)};
+      const float alpha[2] = {Softmax(s[0], valid[0], rows.softcap, &m[r0], &l[r0], p),
+                              Softmax(s[1], valid[1], rows.softcap, &m[r1], &l[r1], p + kT)};
       const float* pr[2] = {p, p + kT};
       float* out[2] = {rows.out[r0], rows.out[r1]};
       AllValues<2>(pr, v, hd, valid, alpha, out);
@@ -240,7 +246,7 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
       __m256 s[1][4];
       Scores<1>(&rows.q[r0], kt, hd, s);
       const int32_t valid = std::min(kT, rows.n_keys[r0] - t0);
-      const float alpha = Softmax(s[0], valid, &m[r0], &l[r0], p);
+      const float alpha = Softmax(s[0], valid, rows.softcap, &m[r0], &l[r0], p);
       AllValues<1>(&p, v, hd, &valid, &alpha, &rows.out[r0]);
     }
   }

@@ -62,12 +62,13 @@ void LoadTile(const AttentionKeys& keys, int32_t t0, int32_t n, float* kt, float
 }
 
 // One row against one tile: scores, online-softmax update of m, l and out.
-void RowTile(const float* q, const float* kt, const float* v, int32_t hd, int32_t valid, float* m, float* l,
-             float* out) {
+void RowTile(const float* q, const float* kt, const float* v, int32_t hd, int32_t valid, float softcap, float* m,
+             float* l, float* out) {
   float s[kT];
   for (int j = 0; j < kT; ++j) {
     float acc = 0.0f;
     for (int32_t d = 0; d < hd; ++d) acc = std::fma(q[d], kt[static_cast<size_t>(d) * kT + j], acc);
+    if (softcap > 0.0f) acc = SoftCap(acc, softcap);
     s[j] = j < valid ? acc : -INFINITY;
   }
   const float m_new = Max(*m, Reduce32(s, Max));
@@ -94,7 +95,7 @@ void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work
     LoadTile(keys, t0, std::min(kT, max_keys - t0), kt, v);
     for (int r = 0; r < rows.n_rows; ++r) {
       if (rows.n_keys[r] <= t0) continue;
-      RowTile(rows.q[r], kt, v, hd, std::min(kT, rows.n_keys[r] - t0), &m[r], &l[r], rows.out[r]);
+      RowTile(rows.q[r], kt, v, hd, std::min(kT, rows.n_keys[r] - t0), rows.softcap, &m[r], &l[r], rows.out[r]);
     }
   }
   for (int r = 0; r < rows.n_rows; ++r) {

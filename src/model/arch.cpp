@@ -16,6 +16,18 @@ constexpr ArchSpec kArchitectures[] = {
      .rope = RopeStyle::kNeox,
      .qkv = TensorLayout::kFused,
      .gate_up = TensorLayout::kFused},
+    // Gemma 2: GeGLU, sandwich norms, scaled embeddings, windowed and global
+    // layers alternating, soft-capped attention scores and logits.
+    {.name = "gemma2",
+     .rope = RopeStyle::kNeox,
+     .activation = FfnActivation::kGeluTanh,
+     .embd_scale = true,
+     .post_norms = true,
+     .swa_period = 2,
+     .default_window = 4096,
+     .attn_softcap = 50.0f,
+     .final_softcap = 30.0f,
+     .embd_scaled_attn_layers = 46},
     // Gemma 3 (text): GeGLU, sandwich norms, per-head Q/K norms, scaled
     // embeddings, five windowed layers (RoPE base 10,000) to one global.
     {.name = "gemma3",

@@ -46,7 +46,15 @@ struct ArchSpec {
   // but each swa_period-th one (layers swa_period-1, 2·swa_period-1, ...
   // attend to the whole context); 0: no windowed layers.
   int32_t swa_period = 0;
-  float swa_rope_base = 0.0f;  // RoPE base of the windowed layers; 0: rope.freq_base
+  int32_t default_window = 0;  // when the file has no attention.sliding_window; 0: it must
+  // RoPE base of the windowed layers, which then ignore rope.scaling.factor;
+  // 0: they rotate as the global layers do.
+  float swa_rope_base = 0.0f;
+  // Logit soft-capping, cap·tanh(x / cap), of the attention scores and of the
+  // output logits, with these caps when the file names none
+  // (attn_logit_softcapping, final_logit_softcapping); 0: the family has none.
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
   // The attention scale is 1/sqrt(key length), except in models of this
   // many layers (Gemma's 27B, whose query_pre_attn_scalar is n_embd/n_head,
   // a value GGUF does not store), where it is 1/sqrt(n_embd / n_head).

@@ -270,6 +270,9 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
     RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, pool_,
             n_rows <= kInlineTokens);
     MatMul(model_->output(), xn_.data(), n_rows, logits.data(), pool_, matmul_scratch_);  // [n_rows, n_vocab]
+    if (const float cap = c.final_softcap; cap > 0.0f) {
+      for (float& v : logits) v = std::tanh(v * (1.0f / cap)) * cap;  // as ggml: scale, tanh, scale
+    }
   }
   for (const BatchItem& item : batch) item.seq->Commit(static_cast<int32_t>(item.tokens.size()));
 
@@ -283,11 +286,11 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
 // llama.cpp does (theta multiplied up pair by pair in float, then divided by
 // the pair's frequency factor when the model has them and scaled by the
 // position scale, cos/sin scaled by the LongRoPE attention factor); windowed
-// layers have their own base, no factors and no position scaling.
+// layers have their own base and position scale (ModelConfig) and no factors.
 void LlamaContext::RopeAngles(int32_t n) {
   const ModelConfig& c = model_->config();
   RopeTable(n, c.rope_base, c.rope_freq_scale, model_->rope_freq_factors(options_.n_ctx), rope_.data());
-  if (c.n_swa > 0) RopeTable(n, c.rope_base_swa, 1.0f, nullptr, rope_swa_.data());
+  if (c.n_swa > 0) RopeTable(n, c.rope_base_swa, c.rope_freq_scale_swa, nullptr, rope_swa_.data());
 }
 
 void LlamaContext::RopeTable(int32_t n, float base, float freq_scale, const float* factors, float* out) const {
@@ -355,6 +358,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
   const bool sliding = c.sliding(il);
   const int32_t window = sliding ? c.n_swa : options_.n_ctx;
   const std::vector<float>& rope = sliding ? rope_swa_ : rope_;
+  const float softcap = c.attn_softcap * kLog2e;  // in the scores' base-2 units
 
   // Rotate q and k, scale q for the kernel's base-2 softmax, then store k and
   // v at each token's position (converted to the pool's element type), so
@@ -432,7 +436,7 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
         k_rows[j] = seq.row(il, 0, b.kv_head, first_key + j);
         v_rows[j] = seq.row(il, 1, b.kv_head, first_key + j);
       }
-      const AttentionRows rows{b.row_end - b.row_begin, q, n_keys, out};
+      const AttentionRows rows{b.row_end - b.row_begin, q, n_keys, out, softcap};
       kernels.attention(rows, AttentionKeys{row_type, hd, k_rows, v_rows}, work);
     }
   });

@@ -84,8 +84,17 @@ Result<ModelConfig> ModelConfig::FromGguf(const GgufFile& file) {
   const bool embd_scaled = c.n_layer == c.arch->embd_scaled_attn_layers;
   c.attn_scale_dim = embd_scaled ? c.n_embd / c.n_head : c.head_dim;
   if (c.arch->swa_period > 0) {
-    VALET_ASSIGN_OR_RETURN(c.n_swa, ReadDim(file, p + "attention.sliding_window"));
-    c.rope_base_swa = c.arch->swa_rope_base > 0.0f ? c.arch->swa_rope_base : c.rope_base;
+    VALET_ASSIGN_OR_RETURN(c.n_swa, ReadDim(file, p + "attention.sliding_window",
+                                            c.arch->default_window > 0 ? c.arch->default_window : -1));
+    const bool own_rope = c.arch->swa_rope_base > 0.0f;
+    c.rope_base_swa = own_rope ? c.arch->swa_rope_base : c.rope_base;
+    c.rope_freq_scale_swa = own_rope ? 1.0f : c.rope_freq_scale;
+  }
+  if (c.arch->attn_softcap > 0.0f) {
+    VALET_ASSIGN_OR_RETURN(c.attn_softcap, ReadFloat(file, p + "attn_logit_softcapping", c.arch->attn_softcap));
+  }
+  if (c.arch->final_softcap > 0.0f) {
+    VALET_ASSIGN_OR_RETURN(c.final_softcap, ReadFloat(file, p + "final_logit_softcapping", c.arch->final_softcap));
   }
   return c;
 }

@@ -36,10 +36,15 @@ struct ModelConfig {
   // length, or n_embd / n_head (ArchSpec::embd_scaled_attn_layers).
   int32_t attn_scale_dim = 0;
   // Sliding-window layers (ArchSpec::swa_period) attend to the last n_swa
-  // positions, their own included, with RoPE base rope_base_swa and no
-  // position scaling; 0 when the family has none.
+  // positions, their own included, with their own RoPE base and position
+  // scale; n_swa is 0 when the family has none.
   int32_t n_swa = 0;
   float rope_base_swa = 10000.0f;
+  float rope_freq_scale_swa = 1.0f;
+  // cap·tanh(x / cap) of the attention scores (natural units) and of the
+  // output logits; 0: none (ArchSpec::attn_softcap, final_softcap).
+  float attn_softcap = 0.0f;
+  float final_softcap = 0.0f;
 
   // Validates the metadata of `file`; errors name the file and the key.
   static Result<ModelConfig> FromGguf(const GgufFile& file);

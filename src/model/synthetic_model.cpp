@@ -416,7 +416,7 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
   plan.arch = FindArch(options.arch);
   if (plan.arch == nullptr) {
     return InvalidArgument("synthetic model: unknown architecture '" + options.arch +
-                           "' (use llama, qwen2, qwen3, phi3 or gemma3)");
+                           "' (use llama, qwen2, qwen3, phi3, gemma2 or gemma3)");
   }
   if (const int32_t period = plan.arch->swa_period; period > 0) {
     plan.shape.n_layer = (plan.shape.n_layer + period - 1) / period * period;
@@ -478,14 +478,17 @@ GgufWriter MetadataWriter(const ModelPlan& plan) {
     w.SetUint32(a + ".attention.key_length", static_cast<uint32_t>(sh.head_dim));
     w.SetUint32(a + ".attention.value_length", static_cast<uint32_t>(sh.head_dim));
   }
-  if (plan.arch->swa_period > 0) {
+  const ArchSpec& arch = *plan.arch;
+  if (arch.swa_rope_base > 0.0f) {  // windowed layers with their own RoPE: the global ones scaled
     w.SetFloat32(a + ".rope.freq_base", kRopeBaseGlobal);
     w.SetString(a + ".rope.scaling.type", "linear");
     w.SetFloat32(a + ".rope.scaling.factor", kRopeScaling);
-    w.SetUint32(a + ".attention.sliding_window", static_cast<uint32_t>(sh.Window()));
   } else {
     w.SetFloat32(a + ".rope.freq_base", kRopeBase);
   }
+  if (arch.swa_period > 0) w.SetUint32(a + ".attention.sliding_window", static_cast<uint32_t>(sh.Window()));
+  if (arch.attn_softcap > 0.0f) w.SetFloat32(a + ".attn_logit_softcapping", arch.attn_softcap);
+  if (arch.final_softcap > 0.0f) w.SetFloat32(a + ".final_logit_softcapping", arch.final_softcap);
   w.SetUint32(a + ".rope.dimension_count", static_cast<uint32_t>(sh.HeadDim()));
   w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", kRmsEps);
   w.SetUint32(a + ".vocab_size", static_cast<uint32_t>(sh.n_vocab));

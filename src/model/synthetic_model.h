@@ -43,9 +43,10 @@ struct SynthModelOptions {
   // A supported architecture (model/arch.h): its tensor names, fused tensors,
   // biases and norms; the vocabulary is valet's SPM one for every family. A
   // family with windowed layers gets at least one full-attention layer
-  // (n_layer rounded up to its period), a RoPE base of 1e6 for the global
-  // layers with a linear scaling factor of 8 (as Gemma 3 4B) and no
-  // output.weight (tied to the embeddings, as Gemma's files are).
+  // (n_layer rounded up to its period) and no output.weight (tied to the
+  // embeddings, as Gemma's files are); where windowed layers have their own
+  // RoPE (Gemma 3), the global ones get a base of 1e6 and a linear scaling
+  // factor of 8 (as Gemma 3 4B); soft caps are written out (Gemma 2).
   std::string arch = "llama";
   GgmlType type = GgmlType::kF32;  // one of the types ParseSynthType accepts
   uint64_t seed = 42;

@@ -1,8 +1,8 @@
 // Parking and resuming through the real engine: snapshots continue
 // bit-exactly, partial/full re-prefills continue with the same tokens, and
 // damaged snapshots fall back to recomputation. The models are ../shared's,
-// and synthesized Gemma 3 files (windowed layers: the 61-token conversation
-// runs well past their 16-token window).
+// and synthesized Gemma 2 and 3 files (windowed layers: the 61-token
+// conversation runs well past their 16-token window).
 #include "engine/real_engine.h"
 
 #include <gtest/gtest.h>
@@ -58,12 +58,12 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("valet-engine-test-" + std::to_string(getpid()));
     const std::string name = GetParam();
-    if (name.starts_with(kSynthGemma3)) {
+    if (const size_t dash = name.find("-tiny-"); name.starts_with("gemma")) {
       fs::create_directories(dir_);
       path_ = (dir_ / name).string();
       SynthModelOptions o;
-      o.arch = "gemma3";
-      o.type = *ParseSynthType(name.substr(kSynthGemma3.size(), name.size() - kSynthGemma3.size() - 5));
+      o.arch = name.substr(0, dash);
+      o.type = *ParseSynthType(name.substr(dash + 6, name.size() - dash - 6 - 5));
       ASSERT_TRUE(WriteSyntheticModel(o, path_).ok());
       return;
     }
@@ -71,7 +71,6 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
     if (!fs::exists(path_)) GTEST_SKIP() << path_ << " is absent (shared test models not installed)";
   }
 
-  static constexpr std::string_view kSynthGemma3 = "gemma3-tiny-";  // + type + ".gguf": written here
   void TearDown() override { fs::remove_all(dir_); }
 
   std::unique_ptr<RealEngine> Open() {
@@ -268,11 +267,13 @@ INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineTest,
                            return n;
                          });
 
-INSTANTIATE_TEST_SUITE_P(Gemma3, RealEngineTest, ::testing::Values("gemma3-tiny-f32.gguf", "gemma3-tiny-q4_0.gguf"),
+// Synthesized here ("ARCH-tiny-TYPE.gguf").
+INSTANTIATE_TEST_SUITE_P(Gemma, RealEngineTest,
+                         ::testing::Values("gemma3-tiny-f32.gguf", "gemma3-tiny-q4_0.gguf", "gemma2-tiny-f32.gguf"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           n = n.substr(12, n.size() - 17);  // "gemma3-tiny-" ... ".gguf"
-                           for (char& c : n) c = c == '_' ? 'x' : c;
+                           n = n.substr(0, n.size() - 5);  // ".gguf"
+                           for (char& c : n) c = std::isalnum(static_cast<unsigned char>(c)) ? c : 'x';
                            return n;
                          });
 

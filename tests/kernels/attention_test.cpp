@@ -69,6 +69,7 @@ struct Queries {
   int32_t hd;
   std::vector<std::vector<float>> q, out;
   std::vector<int32_t> n_keys;
+  float softcap = 0.0f;  // AttentionRows::softcap
 
   Queries(int32_t head_dim, const std::vector<int32_t>& keys, uint32_t seed) : hd(head_dim), n_keys(keys) {
     const float scale = kLog2e / std::sqrt(static_cast<float>(hd));
@@ -88,7 +89,8 @@ struct Queries {
       op.push_back(out[r].data());
     }
     std::vector<float> work(AttentionWorkFloats(hd));
-    table.attention({static_cast<int>(count), qp.data(), n_keys.data() + first, op.data()}, keys, work.data());
+    table.attention({static_cast<int>(count), qp.data(), n_keys.data() + first, op.data(), softcap}, keys,
+                    work.data());
   }
   void RunAll(const KernelTable& table, const AttentionKeys& keys) {
     for (size_t r = 0; r < q.size(); r += kAttnMaxRows) Run(table, keys, r, std::min<size_t>(kAttnMaxRows, q.size() - r));
@@ -105,31 +107,39 @@ std::vector<int32_t> HeadDims(GgmlType type, std::vector<int32_t> hds) {
 
 const std::vector<int32_t> kKeyCounts = {1, 2, 31, 32, 33, 64, 95, 100, 130, 7, 40, 64, 1, 128, 129, 3, 77, 50};
 
+// Soft caps in the scores' base-2 units: none, and one tight enough that
+// tanh bends most scores (Gemma 2's 50 is loose for random data).
+constexpr float kSoftCaps[] = {0.0f, 2.0f};
+
 TEST(Attention, ReferenceMatchesSoftmaxInDouble) {
   for (GgmlType type : kKvTypes) {
     for (int32_t hd : HeadDims(type, {64, 128, 40, 20, 32})) {
-      const Keys keys(type, hd, 130, 5);
-      Queries qs(hd, kKeyCounts, 9);
-      qs.RunAll(ScalarKernels(), keys.View());
-      for (size_t r = 0; r < qs.q.size(); ++r) {
-        const int32_t nk = qs.n_keys[r];
-        std::vector<double> p(static_cast<size_t>(nk));
-        double max = -INFINITY, sum = 0;
-        for (int32_t j = 0; j < nk; ++j) {
-          double s = 0;
-          for (int32_t d = 0; d < hd; ++d) s += static_cast<double>(qs.q[r][d]) * keys.K(j, d);
-          p[j] = s * std::log(2.0);  // the queries carry log2(e)
-          max = std::max(max, p[j]);
-        }
-        for (double& x : p) sum += (x = std::exp(x - max));
-        for (int32_t d = 0; d < hd; ++d) {
-          double want = 0, mag = 0;
+      for (float cap : kSoftCaps) {
+        const Keys keys(type, hd, 130, 5);
+        Queries qs(hd, kKeyCounts, 9);
+        qs.softcap = cap;
+        qs.RunAll(ScalarKernels(), keys.View());
+        for (size_t r = 0; r < qs.q.size(); ++r) {
+          const int32_t nk = qs.n_keys[r];
+          std::vector<double> p(static_cast<size_t>(nk));
+          double max = -INFINITY, sum = 0;
           for (int32_t j = 0; j < nk; ++j) {
-            want += p[j] / sum * keys.V(j, d);
-            mag += p[j] / sum * std::fabs(keys.V(j, d));
+            double s = 0;
+            for (int32_t d = 0; d < hd; ++d) s += static_cast<double>(qs.q[r][d]) * keys.K(j, d);
+            if (cap > 0) s = cap * std::tanh(s / cap);
+            p[j] = s * std::log(2.0);  // the queries carry log2(e)
+            max = std::max(max, p[j]);
           }
-          ASSERT_NEAR(qs.out[r][d], want, 2e-6 * (mag + 1.0))
-              << GgmlTypeName(type) << " hd " << hd << " row " << r << " d " << d;
+          for (double& x : p) sum += (x = std::exp(x - max));
+          for (int32_t d = 0; d < hd; ++d) {
+            double want = 0, mag = 0;
+            for (int32_t j = 0; j < nk; ++j) {
+              want += p[j] / sum * keys.V(j, d);
+              mag += p[j] / sum * std::fabs(keys.V(j, d));
+            }
+            ASSERT_NEAR(qs.out[r][d], want, 2e-6 * (mag + 1.0))
+                << GgmlTypeName(type) << " hd " << hd << " cap " << cap << " row " << r << " d " << d;
+          }
         }
       }
     }
@@ -139,16 +149,20 @@ TEST(Attention, ReferenceMatchesSoftmaxInDouble) {
 TEST(Attention, EveryTableEqualsTheReferenceBitForBit) {
   for (GgmlType type : kKvTypes) {
     for (int32_t hd : HeadDims(type, {64, 128, 80, 40, 96})) {
-      const Keys keys(type, hd, 130, 21);
-      Queries want(hd, kKeyCounts, 23);
-      want.RunAll(ScalarKernels(), keys.View());
-      for (const KernelTable* table : Tables()) {
-        ASSERT_NE(table->attention, nullptr) << table->name;
-        Queries got(hd, kKeyCounts, 23);
-        got.RunAll(*table, keys.View());
-        for (size_t r = 0; r < want.q.size(); ++r) {
-          ASSERT_EQ(0, std::memcmp(got.out[r].data(), want.out[r].data(), hd * sizeof(float)))
-              << table->name << " " << GgmlTypeName(type) << " hd " << hd << " row " << r;
+      for (float cap : kSoftCaps) {
+        const Keys keys(type, hd, 130, 21);
+        Queries want(hd, kKeyCounts, 23);
+        want.softcap = cap;
+        want.RunAll(ScalarKernels(), keys.View());
+        for (const KernelTable* table : Tables()) {
+          ASSERT_NE(table->attention, nullptr) << table->name;
+          Queries got(hd, kKeyCounts, 23);
+          got.softcap = cap;
+          got.RunAll(*table, keys.View());
+          for (size_t r = 0; r < want.q.size(); ++r) {
+            ASSERT_EQ(0, std::memcmp(got.out[r].data(), want.out[r].data(), hd * sizeof(float)))
+                << table->name << " " << GgmlTypeName(type) << " hd " << hd << " cap " << cap << " row " << r;
+          }
         }
       }
     }

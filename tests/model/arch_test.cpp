@@ -177,6 +177,31 @@ TEST(ArchTest, WindowedLayersFollowTheFamilysPeriod) {
       << refused.status().message();
 }
 
+// Gemma 2: windowed and global layers alternate, both rotate alike, and the
+// soft caps come from the file (the family's defaults when it names none).
+TEST(ArchTest, Gemma2AlternatesWindowsAndCapsItsScores) {
+  TempModel file(Tiny("gemma2"));
+  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(file.path());
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  const ModelConfig& c = (*model)->config();
+  for (int32_t il = 0; il < c.n_layer; ++il) EXPECT_EQ(c.sliding(il), il % 2 == 0) << il;
+  EXPECT_EQ(c.rope_base_swa, c.rope_base);
+  EXPECT_EQ(c.rope_freq_scale_swa, c.rope_freq_scale);
+  EXPECT_EQ(c.attn_softcap, 50.0f);
+  EXPECT_EQ(c.final_softcap, 30.0f);
+
+  Result<GgufWriter> w = BuildSyntheticModel(Tiny("gemma2"));
+  ASSERT_TRUE(w.ok());
+  w->SetFloat32("gemma2.attn_logit_softcapping", 20.0f);
+  const std::string path = TempPath("gemma2_cap20");
+  ASSERT_TRUE(w->WriteFile(path).ok());
+  Result<std::shared_ptr<const LlamaModel>> capped = LlamaModel::Load(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(capped.ok()) << capped.status().ToString();
+  EXPECT_EQ(capped->get()->config().attn_softcap, 20.0f);
+  EXPECT_NE(Logits(*capped), Logits(*model)) << "the attention cap reaches the logits";
+}
+
 TEST(ArchTest, UnknownFamilyIsRefusedBySyntheticModels) {
   SynthModelOptions o = Tiny("mamba");
   EXPECT_EQ(BuildSyntheticModel(o).status().code(), StatusCode::kInvalidArgument);

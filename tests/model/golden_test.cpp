@@ -38,8 +38,12 @@ constexpr GoldenModel kModels[] = {
     {"synth-tiny-q3_k_m.json", 0.15},  {"synth-tiny-q2_k.json", 0.15},   {"synth-tiny-iq4_nl.json", 0.15},
     {"synth-tiny-iq4_xs.json", 0.15},  {"llama3-bpe-q4_k_m.json", 0.15}, {"qwen2-q4_0.json", 0.15},
     {"qwen3-q4_k_m.json", 0.15},       {"phi3-q4_0.json", 0.15},
-    // Made by: valet synth-model --preset tiny --arch gemma3 --type T -o gemma3-tiny-T.gguf, then
-    // ../shared/peer/bin/llama-golden gemma3-tiny-T.gguf PROMPTS 32 32 with the prompts of synth-tiny-f32.json.
+    // Made by: valet synth-model --preset tiny --arch A --type T -o A-tiny-T.gguf, then
+    // ../shared/peer/bin/llama-golden A-tiny-T.gguf PROMPTS 32 32 with the prompts of synth-tiny-f32.json.
+    {"gemma2-tiny-f32.json", 1e-4, "gemma2", GgmlType::kF32},
+    {"gemma2-tiny-q8_0.json", 0.15, "gemma2", GgmlType::kQ8_0},
+    {"gemma2-tiny-q4_0.json", 0.15, "gemma2", GgmlType::kQ4_0},
+    {"gemma2-tiny-q4_k_m.json", 0.15, "gemma2", GgmlType::kQ4_K},
     {"gemma3-tiny-f32.json", 1e-4, "gemma3", GgmlType::kF32},
     {"gemma3-tiny-q8_0.json", 0.15, "gemma3", GgmlType::kQ8_0},
     {"gemma3-tiny-q4_0.json", 0.15, "gemma3", GgmlType::kQ4_0},
