@@ -5,6 +5,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "gguf/gguf_file.h"
 #include "model/synthetic_model.h"
 
 namespace valet::cli {
@@ -18,6 +19,7 @@ constexpr FlagSpec kFlags[] = {
      "| q5_k | iq4_nl | iq4_xs (default f32)"},
     {"--arch", nullptr, true, "architecture: llama | qwen2 | qwen3 | phi3 | gemma2 | gemma3 (default llama)"},
     {"--seed", nullptr, true, "weight seed (default 42)"},
+    {"--vocab", nullptr, true, "a GGUF whose tokenizer (tokenizer.* keys) replaces the built-in one"},
 };
 
 struct Flags {
@@ -36,6 +38,7 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(f.model.arch, a.String("--arch", "llama"));
   VALET_ASSIGN_OR_RETURN(int64_t seed, a.Int("--seed", 42, 0, INT64_MAX));
   f.model.seed = static_cast<uint64_t>(seed);
+  VALET_ASSIGN_OR_RETURN(f.model.vocab_path, a.String("--vocab", ""));
   return f;
 }
 
@@ -55,7 +58,11 @@ int RunSynthModel(std::span<char* const> argv) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(flags->path, ec);
   if (ec) return Fail("synth-model", IoError(flags->path + ": cannot stat: " + ec.message()));
-  const int64_t params = SynthParamCount(SynthPresetShape(m.preset));
+  // Counted in the written file: the family and a --vocab change the preset's shape.
+  Result<GgufFile> file = GgufFile::Open(flags->path);
+  if (!file.ok()) return Fail("synth-model", file.status());
+  int64_t params = 0;
+  for (const GgufTensorInfo& t : file->tensors()) params += t.element_count();
   std::printf("%s: %s, preset %s, type %s, seed %llu, %lld parameters (%.1fM), %ju bytes (%.1f MB)\n",
               flags->path.c_str(), m.arch.c_str(), SynthPresetName(m.preset), SynthTypeName(m.type),
               static_cast<unsigned long long>(m.seed), static_cast<long long>(params), params / 1e6,

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <unordered_set>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "common/thread_pool.h"
+#include "gguf/gguf_file.h"
 #include "kernels/kernel_table.h"
 #include "model/arch.h"
 
@@ -301,6 +303,7 @@ struct TensorSpec {
 
 struct ModelPlan {
   std::string name;  // general.name
+  std::shared_ptr<const GgufFile> vocab;  // SynthModelOptions::vocab_path, opened
   const ArchSpec* arch = nullptr;
   SynthShape shape;
   const TypeInfo* type = nullptr;
@@ -341,7 +344,8 @@ TensorSpec Embedding(GgmlType file_type, int64_t n_embd, int64_t n_vocab) {
   return t;
 }
 
-Status ValidateShape(const SynthShape& s) {
+// A vocabulary from a file may have any size; the built-in one has bounds.
+Status ValidateShape(const SynthShape& s, bool vocab_from_file) {
   const bool positive =
       s.n_embd > 0 && s.n_layer > 0 && s.n_head > 0 && s.n_head_kv > 0 && s.n_ff > 0 && s.n_ctx > 0;
   if (!positive) return InvalidArgument("synthetic model: every dimension must be positive");
@@ -355,7 +359,7 @@ Status ValidateShape(const SynthShape& s) {
     return InvalidArgument(
         "synthetic model: n_embd and n_ff must be multiples of 32 (the quant block)");
   }
-  if (s.n_vocab < kMinVocab || s.n_vocab > kMaxVocab) {
+  if (!vocab_from_file && (s.n_vocab < kMinVocab || s.n_vocab > kMaxVocab)) {
     return InvalidArgument("synthetic model: n_vocab must be between " + std::to_string(kMinVocab) +
                            " and " + std::to_string(kMaxVocab));
   }
@@ -408,7 +412,17 @@ Result<ModelPlan> MakePlan(const SynthModelOptions& options) {
                            " (use f32, f16, q8_0, q4_*, q5_*, q2_k, q3_k, iq4_nl or iq4_xs)");
   }
   plan.shape = options.shape ? *options.shape : SynthPresetShape(options.preset);
-  VALET_RETURN_IF_ERROR(ValidateShape(plan.shape));
+  if (!options.vocab_path.empty()) {
+    VALET_ASSIGN_OR_RETURN(GgufFile vocab, GgufFile::Open(options.vocab_path));
+    const GgufValue* tokens = vocab.Find("tokenizer.ggml.tokens");
+    if (tokens == nullptr || tokens->elem_type != GgufValueType::kString || tokens->count == 0 ||
+        tokens->count > static_cast<uint64_t>(INT32_MAX)) {
+      return InvalidArgument("synthetic model: " + options.vocab_path + " has no tokenizer.ggml.tokens strings");
+    }
+    plan.shape.n_vocab = static_cast<int32_t>(tokens->count);
+    plan.vocab = std::make_shared<const GgufFile>(std::move(vocab));
+  }
+  VALET_RETURN_IF_ERROR(ValidateShape(plan.shape, plan.vocab != nullptr));
   plan.name =
       std::string("valet-synth-") + (options.shape ? "custom" : SynthPresetName(options.preset));
   plan.seed = options.seed;
@@ -455,6 +469,34 @@ std::vector<uint8_t> Materialize(const TensorSpec& spec, uint64_t seed, ThreadPo
   return bytes;
 }
 
+template <typename T>
+GgufArray PackedArray(const GgufValue& v) {
+  std::vector<T> items(static_cast<size_t>(v.count));
+  std::memcpy(items.data(), v.raw, items.size() * sizeof(T));  // little-endian, possibly unaligned in the file
+  return GgufArray::Of(std::span<const T>(items));
+}
+
+// One metadata value of another file, re-encoded: the scalar and array types
+// vocabularies use (strings, 32-bit numbers, bools); anything else is skipped.
+void CopyValue(const std::string& key, const GgufValue& v, GgufWriter& w) {
+  switch (v.type) {
+    case GgufValueType::kString: return w.SetString(key, v.str);
+    case GgufValueType::kUint32: return w.SetUint32(key, static_cast<uint32_t>(*v.AsUint()));
+    case GgufValueType::kInt32: return w.SetInt32(key, static_cast<int32_t>(*v.AsInt()));
+    case GgufValueType::kFloat32: return w.SetFloat32(key, static_cast<float>(*v.AsDouble()));
+    case GgufValueType::kBool: return w.SetBool(key, v.scalar_bits != 0);
+    case GgufValueType::kArray:
+      switch (v.elem_type) {
+        case GgufValueType::kString: return w.SetArray(key, GgufArray::OfStrings(std::span(v.strings)));
+        case GgufValueType::kFloat32: return w.SetArray(key, PackedArray<float>(v));
+        case GgufValueType::kInt32: return w.SetArray(key, PackedArray<int32_t>(v));
+        case GgufValueType::kUint32: return w.SetArray(key, PackedArray<uint32_t>(v));
+        default: return;
+      }
+    default: return;
+  }
+}
+
 // All metadata. general.alignment comes first so that WriteStreaming can
 // locate the end of the key-value section (see there).
 GgufWriter MetadataWriter(const ModelPlan& plan) {
@@ -493,6 +535,12 @@ GgufWriter MetadataWriter(const ModelPlan& plan) {
   w.SetFloat32(a + ".attention.layer_norm_rms_epsilon", kRmsEps);
   w.SetUint32(a + ".vocab_size", static_cast<uint32_t>(sh.n_vocab));
 
+  if (plan.vocab != nullptr) {
+    for (const GgufKeyValue& kv : plan.vocab->metadata()) {
+      if (kv.key.starts_with("tokenizer.")) CopyValue(std::string(kv.key), kv.value, w);
+    }
+    return w;
+  }
   const SynthVocab vocab = BuildVocabulary(sh.n_vocab);
   w.SetString("tokenizer.ggml.model", "llama");
   w.SetArray("tokenizer.ggml.tokens",

@@ -50,6 +50,9 @@ struct SynthModelOptions {
   std::string arch = "llama";
   GgmlType type = GgmlType::kF32;  // one of the types ParseSynthType accepts
   uint64_t seed = 42;
+  // A GGUF (a vocabulary-only one will do) whose tokenizer.* keys replace the
+  // built-in vocabulary; its token count sets n_vocab. Empty: the built-in one.
+  std::string vocab_path;
   // Replaces the preset's shape (tests, tuning experiments); the model is then
   // named "valet-synth-custom".
   std::optional<SynthShape> shape;

@@ -19,9 +19,13 @@
 namespace valet::chat {
 namespace {
 
+// ../shared's templates and the repository's own (tests/chat/templates:
+// Gemma 3's, rendered by scripts/render-chat-templates.mjs), in one format.
 const std::string kDir = std::string(VALET_SHARED_DIR) + "/chat-templates";
+const std::string kRepoDir = VALET_REPO_TEMPLATES;
 
 struct Case {
+  std::string dir;
   std::string name;
   Json json;                 // null: the shared directory is absent
   std::optional<std::time_t> now;  // the oracle's render date
@@ -47,9 +51,9 @@ std::optional<std::time_t> OracleDate(const Json& root) {
   return timegm(&tm);
 }
 
-std::vector<Case> LoadCases() {
+std::vector<Case> LoadCases(const std::string& dir) {
   std::vector<Case> cases;
-  Result<Json> root = ReadJsonFile(kDir + "/expected.json");
+  Result<Json> root = ReadJsonFile(dir + "/expected.json");
   if (!root.ok() || FindMember(*root, "cases") == nullptr) return cases;
   for (const Json& c : root->at("cases")) {
     std::string name = c.at("template").get<std::string>() + "_" + c.at("conversation").get<std::string>() +
@@ -57,7 +61,7 @@ std::vector<Case> LoadCases() {
     for (char& ch : name) {
       if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
     }
-    cases.push_back({name, c, OracleDate(*root)});
+    cases.push_back({dir, name, c, OracleDate(*root)});
   }
   return cases;
 }
@@ -67,7 +71,7 @@ class SharedChatTemplates : public ::testing::TestWithParam<Case> {};
 TEST_P(SharedChatTemplates, RendersLikeTheReference) {
   if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
   const Json& c = GetParam().json;
-  const std::string path = kDir + "/" + c.at("template").get<std::string>();
+  const std::string path = GetParam().dir + "/" + c.at("template").get<std::string>();
   Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(path));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
   ChatRenderInput input;
@@ -95,7 +99,7 @@ TEST_P(SharedChatTemplates, SplitSharesTheSystemHead) {
   if (GetParam().json.is_null()) GTEST_SKIP() << "no chat-template cases at " << kDir;
   const Json& c = GetParam().json;
   if (FindMember(c, "expected") == nullptr) GTEST_SKIP() << "the template refuses this conversation";
-  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(kDir + "/" + c.at("template").get<std::string>()));
+  Result<ChatTemplate> tmpl = ChatTemplate::Parse(ReadFile(GetParam().dir + "/" + c.at("template").get<std::string>()));
   ASSERT_TRUE(tmpl.ok()) << tmpl.status().ToString();
   ChatRenderInput input;
   input.messages = c.at("messages");
@@ -116,8 +120,9 @@ TEST_P(SharedChatTemplates, SplitSharesTheSystemHead) {
 }
 
 std::vector<Case> CasesOrPlaceholder() {
-  std::vector<Case> cases = LoadCases();
-  if (cases.empty()) cases.push_back({"shared_dir_absent", Json(), std::nullopt});
+  std::vector<Case> cases = LoadCases(kDir);
+  if (cases.empty()) cases.push_back({kDir, "shared_dir_absent", Json(), std::nullopt});
+  for (Case& c : LoadCases(kRepoDir)) cases.push_back(std::move(c));
   return cases;
 }
 

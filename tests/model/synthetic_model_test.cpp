@@ -411,5 +411,31 @@ TEST(SyntheticModelTest, KQuantModelsGiveSaneLogitsCloseToF32) {
   CheckLogitsAcrossTypes(o, "kshape");
 }
 
+// --vocab: the tokenizer.* keys of another file (Gemma 3's 262,144 pieces,
+// chat template included) replace the built-in vocabulary and set n_vocab.
+TEST(SyntheticModelTest, VocabularyFromAFileReplacesTheBuiltInOne) {
+  Result<GgufFile> source = GgufFile::Open(VALET_GEMMA3_VOCAB);
+  ASSERT_TRUE(source.ok()) << source.status().ToString();
+  SynthModelOptions o = Tiny(GgmlType::kQ8_0);
+  o.arch = "gemma3";
+  o.vocab_path = VALET_GEMMA3_VOCAB;
+  Result<GgufWriter> w = BuildSyntheticModel(o);
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  Result<GgufFile> f = GgufFile::FromBuffer(w->Serialize(), "gemma3 with a file's vocabulary");
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  for (const GgufKeyValue& kv : source->metadata()) {
+    if (!kv.key.starts_with("tokenizer.")) continue;
+    const GgufValue* copied = f->Find(kv.key);
+    ASSERT_NE(copied, nullptr) << kv.key;
+    EXPECT_EQ(GgufValueToString(*copied, 1u << 20), GgufValueToString(kv.value, 1u << 20)) << kv.key;
+  }
+  EXPECT_EQ(f->FindTensor("token_embd.weight")->ne[1], 262144);
+  std::shared_ptr<const Vocabulary> vocab = LoadVocab(*f);
+  EXPECT_EQ(vocab->size(), 262144);
+
+  o.vocab_path = "/nonexistent/vocab.gguf";
+  EXPECT_FALSE(BuildSyntheticModel(o).ok());
+}
+
 }  // namespace
 }  // namespace valet

@@ -115,12 +115,7 @@ void PrintTo(const VectorCase& c, std::ostream* os) { *os << c.name << " / " << 
 class VocabVectorsTest : public ::testing::TestWithParam<VectorCase> {};
 
 // llama.cpp's harness encodes without BOS and without special-token parsing.
-TEST_P(VocabVectorsTest, EncodeMatchesAndDecodeRestoresTheInput) {
-  const fs::path gguf = kShared / GetParam().model;
-  const fs::path stem =
-      kShared / "vocab" / (std::string("ggml-vocab-") + GetParam().name + ".gguf");
-  SKIP_WITHOUT(gguf);
-  SKIP_WITHOUT(fs::path(stem.string() + ".inp"));
+void ExpectVectors(const fs::path& gguf, const fs::path& stem) {
   std::unique_ptr<Tokenizer> tok = CreateTokenizer(LoadVocabulary(gguf));
   ASSERT_NE(tok, nullptr);
   const std::vector<std::string> inputs = ReadVocabInputs(stem.string() + ".inp");
@@ -133,6 +128,30 @@ TEST_P(VocabVectorsTest, EncodeMatchesAndDecodeRestoresTheInput) {
     // Every input is valid UTF-8 that byte fallback or byte-level BPE covers.
     EXPECT_EQ(tok->Decode(expected[i]), inputs[i]) << "case " << i;
   }
+}
+
+TEST_P(VocabVectorsTest, EncodeMatchesAndDecodeRestoresTheInput) {
+  const fs::path gguf = kShared / GetParam().model;
+  const fs::path stem =
+      kShared / "vocab" / (std::string("ggml-vocab-") + GetParam().name + ".gguf");
+  SKIP_WITHOUT(gguf);
+  SKIP_WITHOUT(fs::path(stem.string() + ".inp"));
+  ExpectVectors(gguf, stem);
+}
+
+// Gemma 3's 262,144-piece SentencePiece vocabulary (the repository's own
+// copy, tests/tokenizer/gemma3): llama-spm's inputs plus chat markup, HTML
+// (user-defined pieces, matched without special parsing), scripts, emoji
+// and whitespace runs. The expected ids are llama-golden's on a model
+// synthesized with this vocabulary (valet synth-model --vocab).
+TEST(TokenizerVectorsTest, Gemma3VocabularyMatchesLlamaCpp) {
+  ExpectVectors(VALET_GEMMA3_VOCAB, VALET_GEMMA3_VECTORS);
+  std::shared_ptr<const Vocabulary> vocab = LoadVocabulary(VALET_GEMMA3_VOCAB);
+  ASSERT_NE(vocab, nullptr);
+  EXPECT_FALSE(vocab->add_space_prefix());
+  const std::span<const int32_t> eog = vocab->eog_ids();
+  // As llama.cpp's load log lists them: <eos>, <end_of_turn>, and </s> by its text.
+  EXPECT_EQ(std::vector<int32_t>(eog.begin(), eog.end()), (std::vector<int32_t>{1, 106, 212}));
 }
 
 INSTANTIATE_TEST_SUITE_P(
