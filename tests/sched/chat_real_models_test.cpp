@@ -1,4 +1,5 @@
-// Chats on the real models of ../shared: each file's own chat template
+// Chats on the real models of ../shared (and a Gemma 3 synthesized with its
+// real vocabulary and template, tests/tokenizer/gemma3): each file's own chat template
 // parses with valet's Jinja subset and drives the scheduler's rendering, a
 // template that writes BOS itself gets exactly one, generation stops at the
 // template's end-of-turn token, and control texts typed into messages are text.
@@ -8,29 +9,48 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 #include "engine/real_engine.h"
+#include "model/synthetic_model.h"
 #include "sched/chat_renderer.h"
 
 namespace valet {
 namespace {
 
+// Where a template puts the system prompt.
+enum class System {
+  kShared,       // its own turn, a prefix every chat shares
+  kInFirstTurn,  // folded into the first user turn (Gemma 3): rendered, but no shareable head
+  kDropped,      // Phi-3's template drops system messages
+};
+
 struct RealChatModel {
   const char* file;
   const char* end_of_turn;  // the template's end-of-turn token text
-  bool renders_system;      // Phi-3's template drops system messages
+  System system;
 };
 
 constexpr RealChatModel kModels[] = {
-    {"llama3-bpe-q4_k_m.gguf", "<|eot_id|>", true},
-    {"qwen2-q4_0.gguf", "<|im_end|>", true},
-    {"qwen3-q4_k_m.gguf", "<|im_end|>", true},
-    {"phi3-q4_0.gguf", "<|end|>", false},
+    {"llama3-bpe-q4_k_m.gguf", "<|eot_id|>", System::kShared},
+    {"qwen2-q4_0.gguf", "<|im_end|>", System::kShared},
+    {"qwen3-q4_k_m.gguf", "<|im_end|>", System::kShared},
+    {"phi3-q4_0.gguf", "<|end|>", System::kDropped},
+    {"gemma3-vocab-q8_0.gguf", "<end_of_turn>", System::kInFirstTurn},  // synthesized in SetUp
 };
 
 class ChatRealModelsTest : public ::testing::TestWithParam<RealChatModel> {
  protected:
   void SetUp() override {
-    const std::string path = std::string(VALET_SHARED_DIR) + "/models/" + GetParam().file;
+    std::string path = std::string(VALET_SHARED_DIR) + "/models/" + GetParam().file;
+    if (std::string_view(GetParam().file).starts_with("gemma3")) {
+      path = synthesized_ = ::testing::TempDir() + "valet_chat_gemma3_" + std::to_string(getpid()) + ".gguf";
+      SynthModelOptions s;
+      s.arch = "gemma3";
+      s.type = GgmlType::kQ8_0;
+      s.vocab_path = VALET_GEMMA3_VOCAB;
+      ASSERT_TRUE(WriteSyntheticModel(s, path).ok());
+    }
     if (!std::filesystem::exists(path)) GTEST_SKIP() << "shared data absent: " << path;
     RealEngineOptions o;
     o.engine.model_path = path;
@@ -42,7 +62,13 @@ class ChatRealModelsTest : public ::testing::TestWithParam<RealChatModel> {
     engine_ = std::move(engine).value();
   }
 
+  void TearDown() override {
+    engine_.reset();
+    if (!synthesized_.empty()) std::filesystem::remove(synthesized_);
+  }
+
   std::unique_ptr<RealEngine> engine_;
+  std::string synthesized_;
 };
 
 TEST_P(ChatRealModelsTest, TheModelsOwnTemplateRendersTheChat) {
@@ -51,11 +77,18 @@ TEST_P(ChatRealModelsTest, TheModelsOwnTemplateRendersTheChat) {
   Result<RenderedPrompt> r = chat.RenderChat("You are terse.", {{"user", "Hello!"}});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   const std::string full = r->shared + r->own;
-  if (GetParam().renders_system) {
-    EXPECT_NE(r->shared.find("You are terse."), std::string::npos) << r->shared;
-  } else {
-    EXPECT_EQ(full.find("You are terse."), std::string::npos) << full;
-    EXPECT_EQ(r->shared, engine_->chat_format().bos_token) << "only what precedes the first turn is shared";
+  switch (GetParam().system) {
+    case System::kShared:
+      EXPECT_NE(r->shared.find("You are terse."), std::string::npos) << r->shared;
+      break;
+    case System::kInFirstTurn:
+      EXPECT_NE(r->own.find("You are terse.\n\nHello!"), std::string::npos) << r->own;
+      EXPECT_EQ(r->shared, engine_->chat_format().bos_token) << "only what precedes the first turn is shared";
+      break;
+    case System::kDropped:
+      EXPECT_EQ(full.find("You are terse."), std::string::npos) << full;
+      EXPECT_EQ(r->shared, engine_->chat_format().bos_token) << "only what precedes the first turn is shared";
+      break;
   }
   EXPECT_NE(r->own.find("Hello!"), std::string::npos) << r->own;
   EXPECT_NE(full.find(GetParam().end_of_turn), std::string::npos) << full;

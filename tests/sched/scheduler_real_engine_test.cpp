@@ -1,16 +1,20 @@
-// The scheduler on the real engine (stories260K): a task's output with forced
-// preemptions of every park kind is identical to its output run alone.
+// The scheduler on the real engine: a task's output with forced preemptions
+// of every park kind is identical to its output run alone. On stories260K
+// (a raw prompt), and as a chat on a synthesized Gemma 3 with its real
+// vocabulary and template (windowed layers: the chat runs past the window).
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
 
 #include "engine/real_engine.h"
+#include "model/synthetic_model.h"
 #include "sched/scheduler_core.h"
 
 namespace valet {
 namespace {
 
-const std::string kModel = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
+enum class Model { kStories, kGemma3Chat };
 
 struct Output {
   std::vector<int32_t> tokens;
@@ -18,9 +22,9 @@ struct Output {
   bool done = false;
 };
 
-Result<std::unique_ptr<RealEngine>> OpenEngine(const std::string& disk_dir) {
+Result<std::unique_ptr<RealEngine>> OpenEngine(const std::string& model, const std::string& disk_dir) {
   RealEngineOptions o;
-  o.engine.model_path = kModel;
+  o.engine.model_path = model;
   o.engine.n_threads = 1;
   o.engine.kv_capacity_bytes = 4u << 20;
   o.store.disk_dir = disk_dir;
@@ -28,11 +32,16 @@ Result<std::unique_ptr<RealEngine>> OpenEngine(const std::string& disk_dir) {
   return RealEngine::Open(o);
 }
 
-TaskRequest Request(Tier tier, const std::string& prompt, int32_t max_tokens, std::map<TaskId, Output>& out) {
+TaskRequest Request(Model model, Tier tier, const std::string& prompt, int32_t max_tokens,
+                    std::map<TaskId, Output>& out) {
   TaskRequest r;
   r.tier = tier;
   r.system_prompt = "Once upon a time there was a little girl named Lily.";
-  r.prompt = prompt;
+  if (model == Model::kGemma3Chat) {
+    r.messages = {{"user", prompt}};
+  } else {
+    r.prompt = prompt;
+  }
   r.max_tokens = max_tokens;
   r.sampling.temperature = 0.8f;  // seeded sampling: the sampler state must survive parking too
   r.sampling.seed = 42;
@@ -44,51 +53,65 @@ TaskRequest Request(Tier tier, const std::string& prompt, int32_t max_tokens, st
   return r;
 }
 
-class RealEngineParkTest : public ::testing::TestWithParam<ParkPolicy> {
+class RealEngineParkTest : public ::testing::TestWithParam<std::tuple<Model, ParkPolicy>> {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kModel)) GTEST_SKIP() << "needs " << kModel << " (../shared)";
-    dir_ = ::testing::TempDir() + "/valet_sched_real_" + std::to_string(static_cast<int>(GetParam()));
+    dir_ = ::testing::TempDir() + "/valet_sched_real_" + std::to_string(static_cast<int>(model())) + "_" +
+           std::to_string(static_cast<int>(policy()));
     std::filesystem::create_directories(dir_);
+    if (model() == Model::kGemma3Chat) {
+      model_path_ = dir_ + "/gemma3.gguf";
+      SynthModelOptions o;
+      o.arch = "gemma3";
+      o.type = GgmlType::kQ8_0;
+      o.vocab_path = VALET_GEMMA3_VOCAB;
+      ASSERT_TRUE(WriteSyntheticModel(o, model_path_).ok());
+    } else {
+      model_path_ = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
+      if (!std::filesystem::exists(model_path_)) GTEST_SKIP() << "needs " << model_path_ << " (../shared)";
+    }
   }
   void TearDown() override {
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
+  Model model() const { return std::get<0>(GetParam()); }
+  ParkPolicy policy() const { return std::get<1>(GetParam()); }
   std::string dir_;
+  std::string model_path_;
 };
 
 TEST_P(RealEngineParkTest, OutputWithPreemptionsEqualsOutputAlone) {
   const std::string story = " She liked to play in the park with her dog.";
   std::vector<int32_t> alone;
   {
-    Result<std::unique_ptr<RealEngine>> engine = OpenEngine(dir_);
+    Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model_path_, dir_);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     SchedulerCore core(**engine, {});
     std::map<TaskId, Output> out;
-    const TaskId id = *core.Submit(Request(Tier::kOfflineIndexing, story, 32, out));
+    const TaskId id = *core.Submit(Request(model(), Tier::kOfflineIndexing, story, 32, out));
     core.RunUntilIdle();
     ASSERT_TRUE(out[id].done);
     alone = out[id].tokens;
   }
-  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(dir_);
+  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model_path_, dir_);
   ASSERT_TRUE(engine.ok());
   SchedulerOptions o;
-  o.park_policy = GetParam();
+  o.park_policy = policy();
   o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).prefill_chunk = 4;  // park mid-prompt too
   SchedulerCore core(**engine, o);
   std::map<TaskId, Output> out;
-  const TaskId bg = *core.Submit(Request(Tier::kOfflineIndexing, story, 32, out));
+  const TaskId bg = *core.Submit(Request(model(), Tier::kOfflineIndexing, story, 32, out));
   for (int round = 0; round < 6; ++round) {
     // The previous foreground task takes two steps (prompt, one decode), then
     // the background runs three before the next arrival.
     for (int i = 0; i < 5; ++i) core.RunOneStep();
-    ASSERT_TRUE(core.Submit(Request(Tier::kForegroundChat, " The sun", 2, out)).ok());
+    ASSERT_TRUE(core.Submit(Request(model(), Tier::kForegroundChat, " The sun", 2, out)).ok());
   }
   core.RunUntilIdle();
   ASSERT_TRUE(out[bg].done);
   EXPECT_EQ(out[bg].tokens, alone);
   EXPECT_EQ(out[bg].metrics.parks, 6);
-  const size_t kind = static_cast<size_t>(GetParam()) - 1;
+  const size_t kind = static_cast<size_t>(policy()) - 1;
   const size_t partial = static_cast<size_t>(ParkKind::kPartial);
   // The engine may fall back to recompute (partial) when a snapshot cannot be kept.
   const int32_t parks = out[bg].metrics.parks_by_kind[kind] + (kind == partial ? 0 : out[bg].metrics.parks_by_kind[partial]);
@@ -97,10 +120,18 @@ TEST_P(RealEngineParkTest, OutputWithPreemptionsEqualsOutputAlone) {
   EXPECT_EQ(core.recorder().Stats().failed, 0);
 }
 
+std::string ParamName(const ::testing::TestParamInfo<std::tuple<Model, ParkPolicy>>& info) {
+  constexpr const char* kPolicies[] = {"auto", "resident", "ram", "disk", "partial", "full"};
+  const char* model = std::get<0>(info.param) == Model::kStories ? "stories" : "gemma3_chat";
+  return std::string(model) + "_" + kPolicies[static_cast<int>(std::get<1>(info.param))];
+}
+
 INSTANTIATE_TEST_SUITE_P(AllKinds, RealEngineParkTest,
-                         ::testing::Values(ParkPolicy::kForceResident, ParkPolicy::kForceSnapshotRam,
-                                           ParkPolicy::kForceSnapshotDisk, ParkPolicy::kForcePartial,
-                                           ParkPolicy::kForceFull));
+                         ::testing::Combine(::testing::Values(Model::kStories, Model::kGemma3Chat),
+                                            ::testing::Values(ParkPolicy::kForceResident, ParkPolicy::kForceSnapshotRam,
+                                                              ParkPolicy::kForceSnapshotDisk,
+                                                              ParkPolicy::kForcePartial, ParkPolicy::kForceFull)),
+                         ParamName);
 
 }  // namespace
 }  // namespace valet
