@@ -1,7 +1,6 @@
 // valet bench-contention / valet demo: the "chat under indexing" scenario on
 // one engine, one model and one seed, arm by arm (idle, fifo, batch,
 // priority, valet), with a Markdown table, JSON and an SVG timeline.
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -14,6 +13,7 @@
 #include "bench/svg_timeline.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "common/private_files.h"
 #include "engine/real_engine.h"
 #include "load_average.h"
 #include "model/synthetic_model.h"
@@ -43,19 +43,21 @@ constexpr FlagSpec kFlags[] = {
     {"--no-fill", nullptr, false, "valet: no lower-tier riders in chat decode steps"},
 };
 
+// The user's cache directory; without XDG_CACHE_HOME or HOME there is none
+// (a fixed name in the shared temporary directory could be planted).
 std::string CacheDir() {
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') return std::string(x) + "/valet";
   if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') return std::string(h) + "/.cache/valet";
-  return (fs::temp_directory_path() / "valet-cache").string();
+  return "";
 }
 
-// The built-in bench model, synthesized into the cache the first time.
-Result<std::string> DefaultModel() {
-  const std::string path = CacheDir() + "/valet-bench-q8_0.gguf";
+// The built-in bench model, synthesized into the cache the first time (or,
+// without a cache, into this run's scratch directory).
+Result<std::string> DefaultModel(const std::string& scratch) {
+  const std::string dir = CacheDir().empty() ? scratch : CacheDir();
+  const std::string path = dir + "/valet-bench-q8_0.gguf";
   if (fs::exists(path)) return path;
-  std::error_code ec;
-  fs::create_directories(CacheDir(), ec);
-  if (ec) return IoError("cannot create " + CacheDir() + ": " + ec.message());
+  VALET_RETURN_IF_ERROR(MakePrivateDirectory(dir));
   std::fprintf(stderr, "synthesizing the built-in bench model into %s ...\n", path.c_str());
   SynthModelOptions o;
   o.preset = SynthPreset::kBench;
@@ -75,12 +77,12 @@ struct Flags {
   int64_t snapshot_disk_mb = 6;
 };
 
-Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d) {
+Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::string& scratch) {
   Flags f;
   if (a.Has("--model")) {
     VALET_ASSIGN_OR_RETURN(f.model, a.String("--model", std::nullopt));
   } else {
-    VALET_ASSIGN_OR_RETURN(f.model, DefaultModel());
+    VALET_ASSIGN_OR_RETURN(f.model, DefaultModel(scratch));
   }
   VALET_ASSIGN_OR_RETURN(std::string arms, a.String("--arms", "idle,fifo,batch,priority,valet"));
   VALET_ASSIGN_OR_RETURN(f.arms, ParseArms(arms));
@@ -167,14 +169,21 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
 int RunContention(const char* command, std::span<char* const> argv, const ContentionDefaults& defaults) {
   Args args;
   if (auto code = ParseCommandLine(command, "[-m MODEL] [--arms LIST] [--turns N] [flags]", kFlags, argv, &args)) return *code;
-  Result<Flags> flags = ReadFlags(args, defaults);
-  if (!flags.ok()) return Fail(command, flags.status());
-  const fs::path tmp = fs::temp_directory_path() / ("valet-contention-" + std::to_string(getpid()));
+  Result<std::string> scratch = MakeScratchDirectory("valet-contention-");
+  if (!scratch.ok()) return Fail(command, scratch.status());
+  const fs::path tmp = *scratch;
   std::error_code ec;
-  fs::create_directories(tmp, ec);
+  Result<Flags> flags = ReadFlags(args, defaults, tmp.string());
+  if (!flags.ok()) {
+    fs::remove_all(tmp, ec);
+    return Fail(command, flags.status());
+  }
   size_t pool_bytes = 0;
   Result<std::unique_ptr<RealEngine>> engine = OpenEngine(*flags, tmp.string(), &pool_bytes);
-  if (!engine.ok()) return Fail(command, engine.status());
+  if (!engine.ok()) {
+    fs::remove_all(tmp, ec);
+    return Fail(command, engine.status());
+  }
   std::vector<ArmRun> runs;
   Result<ContentionReport> report = Run(*flags, **engine, pool_bytes, &runs);
   engine->reset();

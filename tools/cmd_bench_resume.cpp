@@ -2,7 +2,6 @@
 // kind, for a system prompt of S tokens and D dynamic tokens: full re-prefill,
 // partial re-prefill (the S prefix stays cached), RAM and disk snapshot
 // restore; plus the snapshot codecs' ratio and speed.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +11,7 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "common/json.h"
+#include "common/private_files.h"
 #include "engine/real_engine.h"
 #include "model/synthetic_model.h"
 
@@ -208,9 +208,10 @@ int RunBenchResume(std::span<char* const> argv) {
   for (const Status* s : {&threads.status(), &reps.status(), &ram_mb.status(), &kv_mb.status()}) {
     if (!s->ok()) return Fail("bench-resume", *s);
   }
-  const fs::path tmp = fs::temp_directory_path() / ("valet-bench-resume-" + std::to_string(getpid()));
+  Result<std::string> scratch = MakeScratchDirectory("valet-bench-resume-");
+  if (!scratch.ok()) return Fail("bench-resume", scratch.status());
+  const fs::path tmp = *scratch;
   std::error_code ec;
-  fs::create_directories(tmp, ec);
   Result<std::string> model = args.Has("--model") ? args.String("--model", std::nullopt) : DefaultModel(tmp);
   Result<std::string> dir = args.String("--dir", (tmp / "snapshots").string());
   if (!model.ok()) return Fail("bench-resume", model.status());

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/private_files.h"
 #include "kv/checksum.h"
 
 namespace valet {
@@ -40,10 +41,10 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const SnapshotStore
   }
   std::unique_ptr<SnapshotStore> store(new SnapshotStore(options));
   if (store->has_disk()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.disk_dir, ec);
     // A directory that cannot be made is not fatal: writes will fail and fall back, with warnings.
-    if (ec) store->Warn("snapshot directory " + options.disk_dir + " is unusable: " + ec.message());
+    if (Status s = MakePrivateDirectory(options.disk_dir); !s.ok()) {
+      store->Warn("snapshot directory " + options.disk_dir + " is unusable: " + s.message());
+    }
   }
   return store;
 }
@@ -111,20 +112,7 @@ Status SnapshotStore::WriteDisk(uint64_t key, std::span<const uint8_t> frame) {
   if (!has_disk()) return Unsupported("no disk tier");
   if (disk_bytes_ + frame.size() > options_.disk_budget_bytes) return ResourceExhausted("disk tier budget is full");
   const auto t0 = Clock::now();
-  const std::string path = DiskPath(key), tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return IoError("cannot create " + tmp + ": " + std::strerror(errno));
-  const bool wrote = std::fwrite(frame.data(), 1, frame.size(), f) == frame.size();
-  const int write_errno = errno;
-  const bool closed = std::fclose(f) == 0;
-  if (!wrote || !closed) {
-    std::remove(tmp.c_str());
-    return IoError("cannot write " + tmp + ": " + std::strerror(wrote ? errno : write_errno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return IoError("cannot rename " + tmp + ": " + std::strerror(errno));
-  }
+  VALET_RETURN_IF_ERROR(WritePrivateFileAtomically(DiskPath(key), frame));
   stats_.disk_bytes_written += frame.size();
   stats_.disk_write_seconds += Since(t0);
   return Status::Ok();
@@ -133,15 +121,16 @@ Status SnapshotStore::WriteDisk(uint64_t key, std::span<const uint8_t> frame) {
 Result<std::vector<uint8_t>> SnapshotStore::ReadDisk(uint64_t key) {
   const auto t0 = Clock::now();
   const std::string path = DiskPath(key);
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return NotFound("snapshot file " + path + " is missing: " + std::strerror(errno));
+  const int fd = OpenNoFollow(path);
+  if (fd < 0) return NotFound("snapshot file " + path + " is missing: " + std::strerror(errno));
   std::vector<uint8_t> frame;
   uint8_t buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) frame.insert(frame.end(), buf, buf + n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return IoError("cannot read " + path);
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) frame.insert(frame.end(), buf, buf + n);
+  }
+  ::close(fd);
+  if (n < 0) return IoError("cannot read " + path);
   stats_.disk_bytes_read += frame.size();
   stats_.disk_read_seconds += Since(t0);
   return frame;

@@ -1,6 +1,7 @@
 #include "kv/snapshot_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -91,6 +92,39 @@ TEST_F(SnapshotStoreTest, SpillsToDiskWhenTheRamBudgetIsFull) {
   EXPECT_EQ(store->ram_bytes(), SnapshotStore::FrameBytes(a.size()));
   EXPECT_EQ(store->disk_bytes(), SnapshotStore::FrameBytes(a.size()));
   EXPECT_EQ(*store->Get(2), a);
+}
+
+// Snapshots hold conversations: 0600 files in a 0700 directory even under
+// umask 0, and a link planted where the store writes is not followed.
+TEST_F(SnapshotStoreTest, DiskSnapshotsArePrivate) {
+  const mode_t old_umask = ::umask(0);
+  const std::vector<uint8_t> a = Blob(1000, 8);
+  auto store = std::move(SnapshotStore::Create(Options(0)).value());
+  ASSERT_EQ(*store->Put(1, a, SnapshotTier::kDisk), SnapshotTier::kDisk);
+  ::umask(old_umask);
+  auto mode = [](const fs::path& p) {
+    struct stat st {};
+    EXPECT_EQ(::lstat(p.c_str(), &st), 0) << p;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(dir_), 0700u);
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(dir_)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(mode(files[0]), 0600u);
+
+  const fs::path victim = dir_ / "victim";
+  std::ofstream(victim) << "precious";
+  const std::string next = files[0].string();
+  fs::remove(files[0]);
+  fs::create_symlink(victim, next + ".tmp");  // where rewriting key 1 writes first
+  store->Erase(1);
+  ASSERT_EQ(*store->Put(1, a, SnapshotTier::kDisk), SnapshotTier::kDisk);
+  std::ifstream in(victim);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "precious");
+  EXPECT_EQ(*store->Get(1), a);
 }
 
 TEST_F(SnapshotStoreTest, DetectsCorruptTruncatedAndMissingSnapshots) {

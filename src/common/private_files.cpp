@@ -1,0 +1,80 @@
+#include "common/private_files.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace valet {
+
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+Status MakePrivateDirectory(const std::string& path) {
+  const std::filesystem::path dir(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(dir, ec)) return Status::Ok();
+  if (dir.has_parent_path() && !dir.parent_path().empty()) {
+    std::filesystem::create_directories(dir.parent_path(), ec);
+    if (ec) return IoError("cannot create " + dir.parent_path().string() + ": " + ec.message());
+  }
+  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return IoError("cannot create " + path + ": " + Errno());
+  if (!std::filesystem::is_directory(dir, ec)) return IoError(path + " is not a directory");
+  return Status::Ok();
+}
+
+Result<std::string> MakeScratchDirectory(std::string_view prefix) {
+  std::error_code ec;
+  std::string pattern = (std::filesystem::temp_directory_path(ec) / prefix).string() + "XXXXXX";
+  if (ec) return IoError("no temporary directory: " + ec.message());
+  std::vector<char> buf(pattern.begin(), pattern.end());
+  buf.push_back('\0');
+  if (::mkdtemp(buf.data()) == nullptr) return IoError("cannot create a directory like " + pattern + ": " + Errno());
+  return std::string(buf.data());
+}
+
+Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
+  const std::string tmp = path + ".tmp";
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  int fd = ::open(tmp.c_str(), kFlags, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left by a crash, or planted: unlink removes a link itself, never its target.
+    ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), kFlags, 0600);
+  }
+  if (fd < 0) return IoError("cannot create " + tmp + ": " + Errno());
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? Errno() : "no progress";
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return IoError("cannot write " + tmp + ": " + why);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    const std::string why = Errno();
+    ::unlink(tmp.c_str());
+    return IoError("cannot write " + tmp + ": " + why);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = Errno();
+    ::unlink(tmp.c_str());
+    return IoError("cannot rename " + tmp + ": " + why);
+  }
+  return Status::Ok();
+}
+
+int OpenNoFollow(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); }
+
+}  // namespace valet

@@ -1,0 +1,32 @@
+// Files that hold users' conversations (KV snapshots today): created 0600 in
+// directories valet creates 0700, never through a symbolic link an attacker
+// planted, and scratch directories with unpredictable names (mkdtemp), so a
+// shared temporary directory or a permissive umask exposes nothing.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "valet/status.h"
+
+namespace valet {
+
+// Creates `path` (and missing parents) if absent; a directory created here is
+// 0700 whatever the umask. An existing directory keeps its mode: it is the
+// app's (a cache directory it chose).
+Status MakePrivateDirectory(const std::string& path);
+
+// A new directory "<system temp>/<prefix>XXXXXX" (mkdtemp: unique, 0700).
+Result<std::string> MakeScratchDirectory(std::string_view prefix);
+
+// Writes `bytes` to `path` through a new 0600 file at `path + ".tmp"`
+// (O_CREAT | O_EXCL | O_NOFOLLOW: a file or link already there is removed,
+// never followed) renamed into place, so `path` holds either its old content
+// or all of the new.
+Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes);
+
+// Opens `path` for reading without following a final symbolic link; -1 and errno on failure.
+int OpenNoFollow(const std::string& path);
+
+}  // namespace valet
