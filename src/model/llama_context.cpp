@@ -329,7 +329,9 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
     RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_, few);
   Attention(il, n);                                                 // attn: [n, n_head * head_dim]
   MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
-  if (L.post_attn_norm != nullptr) RmsNorm(tmp_.data(), L.post_attn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+  if (L.post_attn_norm != nullptr) {
+    RmsNorm(tmp_.data(), L.post_attn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+  }
   AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 
   RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
@@ -342,7 +344,9 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
   MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, activation);
   MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
-  if (L.post_ffn_norm != nullptr) RmsNorm(tmp_.data(), L.post_ffn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+  if (L.post_ffn_norm != nullptr) {
+    RmsNorm(tmp_.data(), L.post_ffn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+  }
   AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
 }
 

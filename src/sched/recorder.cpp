@@ -169,7 +169,9 @@ std::string Recorder::ChromeTraceJson() const {
   std::lock_guard<std::mutex> lock(mu_);
   Json events = Json::array();
   events.push_back(ThreadName(0, "engine steps"));
-  for (int t = 0; t < kNumTiers; ++t) events.push_back(ThreadName(RowOf(static_cast<Tier>(t)), TierName(static_cast<Tier>(t))));
+  for (int t = 0; t < kNumTiers; ++t) {
+    events.push_back(ThreadName(RowOf(static_cast<Tier>(t)), TierName(static_cast<Tier>(t))));
+  }
   for (const StepTrace& s : steps_) {
     events.push_back(Span(s, "step", 0, {{"items", s.items.size()}}));
     for (const StepTraceItem& item : s.items) {
