@@ -52,25 +52,29 @@ void AddInPlace(float* x, const float* y, int64_t n, ThreadPool& pool, bool inli
   });
 }
 
-// gate = silu(gate) * up, element-wise (SwiGLU), over columns [begin, end)
-// of every token: MatMulMany's epilogue after the gate and up products.
-struct SwiGluRows {
+// gate = act(gate) * up, element-wise, over columns [begin, end) of every
+// token: MatMulMany's epilogue after the gate and up products.
+template <typename Act>
+struct GatedRows {
   float* gate;  // [n_tokens, n_ff]
   const float* up;
   int64_t n_ff;
   int32_t n_tokens;
+  Act act;
 
   static void Run(void* self, int64_t begin, int64_t end) {
-    const auto& s = *static_cast<const SwiGluRows*>(self);
+    const auto& s = *static_cast<const GatedRows*>(self);
     for (int32_t t = 0; t < s.n_tokens; ++t) {
       float* gate = s.gate + t * s.n_ff;
       const float* up = s.up + t * s.n_ff;
-      for (int64_t i = begin; i < end; ++i) {
-        const float g = gate[i];
-        gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-      }
+      for (int64_t i = begin; i < end; ++i) gate[i] = s.act(gate[i]) * up[i];
     }
   }
+};
+
+// SwiGLU's gate activation.
+struct Silu {
+  float operator()(float g) const { return g / (1.0f + std::exp(-g)); }
 };
 
 // GELU (tanh approximation) at every f16 value, rounded to f16: ggml's CPU
@@ -90,26 +94,12 @@ const uint16_t* GeluF16Table() {
   return table.data();
 }
 
-// gate = gelu(gate) * up, element-wise (GeGLU), over columns [begin, end) of
-// every token; outside [-10, 10] GELU is 0 or the identity.
-struct GegluRows {
-  float* gate;  // [n_tokens, n_ff]
-  const float* up;
-  int64_t n_ff;
-  int32_t n_tokens;
-  const uint16_t* gelu;  // GeluF16Table()
-
-  static void Run(void* self, int64_t begin, int64_t end) {
-    const auto& s = *static_cast<const GegluRows*>(self);
-    for (int32_t t = 0; t < s.n_tokens; ++t) {
-      float* gate = s.gate + t * s.n_ff;
-      const float* up = s.up + t * s.n_ff;
-      for (int64_t i = begin; i < end; ++i) {
-        const float g = gate[i];
-        const float act = g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(s.gelu[Fp32ToFp16(g)]);
-        gate[i] = act * up[i];
-      }
-    }
+// GeGLU's gate activation through that table; outside [-10, 10] GELU is 0
+// or the identity.
+struct GeluF16 {
+  const uint16_t* table;  // GeluF16Table()
+  float operator()(float g) const {
+    return g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(table[Fp32ToFp16(g)]);
   }
 };
 
@@ -336,11 +326,11 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
 
   RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
   // gate = act(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
-  SwiGluRows swiglu{gate_.data(), up_.data(), c.n_ff, n};
-  GegluRows geglu{gate_.data(), up_.data(), c.n_ff, n, gelu_f16_};
+  GatedRows<Silu> swiglu{gate_.data(), up_.data(), c.n_ff, n, Silu{}};
+  GatedRows<GeluF16> geglu{gate_.data(), up_.data(), c.n_ff, n, GeluF16{gelu_f16_}};
   const RowsEpilogue activation = c.arch->activation == FfnActivation::kGeluTanh
-                                      ? RowsEpilogue{GegluRows::Run, &geglu}
-                                      : RowsEpilogue{SwiGluRows::Run, &swiglu};
+                                      ? RowsEpilogue{GatedRows<GeluF16>::Run, &geglu}
+                                      : RowsEpilogue{GatedRows<Silu>::Run, &swiglu};
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
   MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, activation);
   MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]

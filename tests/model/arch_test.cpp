@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,19 @@ SynthModelOptions Tiny(const std::string& arch) {
   o.arch = arch;
   o.type = GgmlType::kQ8_0;
   return o;
+}
+
+// Loads the tiny model of `arch` with its metadata changed by `edit`.
+Result<std::shared_ptr<const LlamaModel>> LoadEdited(const std::string& arch, const std::string& tag,
+                                                     const std::function<void(GgufWriter&)>& edit) {
+  Result<GgufWriter> w = BuildSyntheticModel(Tiny(arch));
+  if (!w.ok()) return w.status();
+  edit(*w);
+  const std::string path = TempPath(tag);
+  VALET_RETURN_IF_ERROR(w->WriteFile(path));
+  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(path);
+  std::filesystem::remove(path);
+  return model;
 }
 
 // Logits after a short prompt, on a fresh context and pool.
@@ -134,13 +148,8 @@ TEST(ArchTest, HeadSizeDecoupledFromEmbedding) {
 }
 
 TEST(ArchTest, UnknownFamilyIsRefusedByName) {
-  Result<GgufWriter> w = BuildSyntheticModel(Tiny("llama"));
-  ASSERT_TRUE(w.ok());
-  w->SetString("general.architecture", "gemma3n");
-  const std::string path = TempPath("gemma3n");
-  ASSERT_TRUE(w->WriteFile(path).ok());
-  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(path);
-  std::filesystem::remove(path);
+  Result<std::shared_ptr<const LlamaModel>> model =
+      LoadEdited("llama", "gemma3n", [](GgufWriter& w) { w.SetString("general.architecture", "gemma3n"); });
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), StatusCode::kUnsupported);
   EXPECT_NE(model.status().message().find("unknown architecture 'gemma3n'"), std::string::npos)
@@ -165,13 +174,8 @@ TEST(ArchTest, WindowedLayersFollowTheFamilysPeriod) {
   EXPECT_NE((*model)->layers()[0].post_attn_norm, nullptr);
   EXPECT_NE((*model)->layers()[0].post_ffn_norm, nullptr);
 
-  Result<GgufWriter> w = BuildSyntheticModel(Tiny("gemma3"));
-  ASSERT_TRUE(w.ok());
-  w->SetUint32("gemma3.attention.sliding_window", 0);
-  const std::string path = TempPath("gemma3_window0");
-  ASSERT_TRUE(w->WriteFile(path).ok());
-  Result<std::shared_ptr<const LlamaModel>> refused = LlamaModel::Load(path);
-  std::filesystem::remove(path);
+  Result<std::shared_ptr<const LlamaModel>> refused = LoadEdited(
+      "gemma3", "gemma3_window0", [](GgufWriter& w) { w.SetUint32("gemma3.attention.sliding_window", 0); });
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("gemma3.attention.sliding_window"), std::string::npos)
       << refused.status().message();
@@ -190,13 +194,8 @@ TEST(ArchTest, Gemma2AlternatesWindowsAndCapsItsScores) {
   EXPECT_EQ(c.attn_softcap, 50.0f);
   EXPECT_EQ(c.final_softcap, 30.0f);
 
-  Result<GgufWriter> w = BuildSyntheticModel(Tiny("gemma2"));
-  ASSERT_TRUE(w.ok());
-  w->SetFloat32("gemma2.attn_logit_softcapping", 20.0f);
-  const std::string path = TempPath("gemma2_cap20");
-  ASSERT_TRUE(w->WriteFile(path).ok());
-  Result<std::shared_ptr<const LlamaModel>> capped = LlamaModel::Load(path);
-  std::filesystem::remove(path);
+  Result<std::shared_ptr<const LlamaModel>> capped = LoadEdited(
+      "gemma2", "gemma2_cap20", [](GgufWriter& w) { w.SetFloat32("gemma2.attn_logit_softcapping", 20.0f); });
   ASSERT_TRUE(capped.ok()) << capped.status().ToString();
   EXPECT_EQ(capped->get()->config().attn_softcap, 20.0f);
   EXPECT_NE(Logits(*capped), Logits(*model)) << "the attention cap reaches the logits";
