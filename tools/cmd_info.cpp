@@ -39,6 +39,21 @@ void PrintFile(const GgufFile& f) {
   }
 }
 
+// What the windowed layers save: a sequence's KV per token of context, by
+// layer kind, against the same shape with every layer attending to all.
+void PrintWindowedKv(const ModelConfig& c, const KvLayout& kv) {
+  for (int32_t n : {4096, 32768}) {
+    const KvLayout l = ModelKvLayout(c, n, kv.block_tokens, kv.type);
+    const double blocks = static_cast<double>((n + l.block_tokens - 1) / l.block_tokens);
+    const double full_layers = blocks * l.n_full_slices() * l.block_bytes() / n / 1024.0;
+    const double all = l.sequence_bytes(n) / static_cast<double>(n) / 1024.0;
+    std::printf("KV at a %d-token context: %.1f KiB per token (%d full layers %.1f, %d windowed layers %.1f) "
+                "against %.1f KiB with full attention: %.1fx less\n",
+                n, all, l.n_full_layers(), full_layers, l.n_windowed_layers(), all - full_layers,
+                l.token_bytes() / 1024.0, l.token_bytes() / 1024.0 / all);
+  }
+}
+
 }  // namespace
 
 int RunInfo(std::span<char* const> argv) {
@@ -95,8 +110,8 @@ int RunInfo(std::span<char* const> argv) {
               m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
               e.options().kv_block_tokens, m.scratch / 1048576.0, ResidentBytes() / 1048576.0);
   std::printf("KV cache: %s, %.1f KiB per token, %.1f MiB for the full %d-token context of one sequence\n",
-              KvTypeName(kv.type), kv.token_bytes() / 1024.0, kv.token_bytes() * static_cast<double>(n_ctx_used) / 1048576.0,
-              n_ctx_used);
+              KvTypeName(kv.type), kv.token_bytes() / 1024.0, kv.sequence_bytes(n_ctx_used) / 1048576.0, n_ctx_used);
+  if (c.n_swa > 0) PrintWindowedKv(c, kv);
   const SnapshotStoreOptions store;
   std::printf("snapshot store (defaults for parked sequences): RAM tier %.0f MiB, then disk\n",
               store.ram_budget_bytes / 1048576.0);

@@ -29,16 +29,17 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   }
   e->tokenizer_ = std::move(tokenizer).value();
 
-  KvPoolOptions pool_options;
-  pool_options.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, options.kv_block_tokens, options.kv_type};
-  pool_options.capacity_bytes = options.kv_capacity_bytes;
-  VALET_ASSIGN_OR_RETURN(e->kv_pool_, KvPool::Create(pool_options));
-
   ContextOptions ctx_options;
   ctx_options.n_threads = options.n_threads;
   ctx_options.n_ctx = options.n_ctx;
   ctx_options.max_batch_tokens = options.max_batch_tokens;
   VALET_ASSIGN_OR_RETURN(e->context_, LlamaContext::Create(e->model_, ctx_options));
+
+  KvPoolOptions pool_options;
+  pool_options.layout =
+      ModelKvLayout(c, e->context_->options().n_ctx, options.kv_block_tokens, options.kv_type);
+  pool_options.capacity_bytes = options.kv_capacity_bytes;
+  VALET_ASSIGN_OR_RETURN(e->kv_pool_, KvPool::Create(pool_options));
   return e;
 }
 

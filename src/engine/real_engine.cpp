@@ -138,11 +138,7 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
   s->prefix = spec.shared_prefix;
   s->history = spec.shared_prefix;
   for (int32_t t : s->history) s->sampler.Accept(t);
-  if (!s->prefix.empty()) {
-    PrefixMatch m = cache_->Match(s->prefix);
-    s->kv.AttachShared(m.blocks, m.n_tokens);
-    s->n_shared = m.n_tokens;
-  }
+  if (!s->prefix.empty()) AttachPrefix(*s, cache_->Match(s->prefix));
   const SequenceId id = next_id_++;
   seqs_.emplace(id, std::move(s));
   return id;
@@ -166,7 +162,9 @@ Result<SequenceInfo> RealEngine::Info(SequenceId id) const {
   info.parked = s->parked;
   info.park_kind = s->park_kind;
   const KvPool& pool = engine_->kv_pool();
-  for (KvBlockId b : s->kv.blocks()) info.own_kv_bytes += pool.ref_count(b) == 1 ? pool.layout().block_bytes() : 0;
+  for (KvBlockId b : s->kv.blocks()) {
+    if (b != KvSequence::kNoBlock && pool.ref_count(b) == 1) info.own_kv_bytes += pool.layout().block_bytes();
+  }
   return info;
 }
 
@@ -237,6 +235,7 @@ Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
     if (!s.prefix.empty() && s.n_shared < static_cast<int32_t>(s.prefix.size()) &&
         s.kv.n_tokens() >= static_cast<int32_t>(s.prefix.size())) {
       s.n_shared = cache_->Insert(s.prefix, s.kv);
+      s.kv.UnpinWindow();
     }
     if (!items[i].sample) continue;
     std::span<const float> l(logits_.data() + row * n_vocab, n_vocab);
@@ -260,6 +259,15 @@ PrefixMatch RealEngine::MatchPrefix(Seq& s) const {
   const int32_t n = std::min(s.n_shared, s.kv.n_tokens());
   if (n <= 0) return {};
   return cache_->Match(std::span<const int32_t>(s.prefix).first(n));
+}
+
+void RealEngine::AttachPrefix(Seq& s, const PrefixMatch& m) {
+  s.kv.AttachShared(m.blocks, m.n_tokens);
+  s.n_shared = m.n_tokens;
+  accounting_.prefix_window_cut_tokens += m.window_cut;
+  // The rest of the prefix is computed with what follows it; its window
+  // must outlive that step for the cache to take it (KvSequence::PinWindow).
+  if (m.n_tokens < static_cast<int32_t>(s.prefix.size())) s.kv.PinWindow(static_cast<int32_t>(s.prefix.size()));
 }
 
 Status RealEngine::StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes) {
@@ -299,8 +307,7 @@ Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
       }
     }
     s->kv.Clear();
-    s->kv.AttachShared(keep.blocks, keep.n_tokens);
-    s->n_shared = keep.n_tokens;
+    AttachPrefix(*s, keep);
   }
   if (s->park_kind == ParkKind::kPartial || s->park_kind == ParkKind::kFull) {
     r.bytes = used_before - std::min(used_before, engine_->kv_pool().used_bytes());
@@ -323,7 +330,7 @@ ParkReport RealEngine::DropParked(SequenceId id, Seq& s) {
   store_->Erase(static_cast<uint64_t>(id));
   s.snapshot_end = -1;
   s.kv.Clear();
-  s.n_shared = 0;
+  AttachPrefix(s, PrefixMatch{});
   s.park_kind = ParkKind::kFull;
   r.kind = ParkKind::kFull;
   r.bytes = used_before - std::min(used_before, engine_->kv_pool().used_bytes());
@@ -340,10 +347,8 @@ Status RealEngine::RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes) {
   if (d.header.kv_begin != s.kv.n_tokens()) return Corrupt("snapshot does not start where the shared prefix ends");
   const int32_t n = d.header.kv_end - d.header.kv_begin;
   // Pool exhaustion is not corruption: the caller retries once others make room.
-  Status reserved = s.kv.Reserve(n);
-  if (!reserved.ok()) return ResourceExhausted(reserved.message());
-  s.kv.ImportRows(n, d.rows);
-  s.kv.Commit(n);
+  Status imported = s.kv.ImportRows(n, d.rows);
+  if (!imported.ok()) return ResourceExhausted(imported.message());
   s.sampler.set_state(d.header.sampler);
   *bytes = blob.size();
   Meter& m = s.park_kind == ParkKind::kSnapshotRam ? ram_ : disk_;
@@ -388,15 +393,17 @@ Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_need
   in.pool_free_bytes = static_cast<size_t>(pool.free_blocks()) * block;
   const int32_t shared = std::min(s->n_shared, s->kv.n_tokens());
   const int32_t bt = pool.layout().block_tokens;
+  const size_t n_slices = static_cast<size_t>(pool.layout().n_slices());
   for (size_t i = 0; i < s->kv.blocks().size(); ++i) {
+    if (s->kv.blocks()[i] == KvSequence::kNoBlock) continue;
     const int32_t refs = pool.ref_count(s->kv.blocks()[i]);
-    const bool prefix_block = static_cast<int32_t>(i + 1) * bt <= shared;
+    const bool prefix_block = static_cast<int32_t>(i / n_slices + 1) * bt <= shared;
     if (refs == 1) in.own_bytes += block;
     else if (prefix_block && refs == 2) in.prefix_bytes += block;  // this sequence and the cache
   }
   in.own_tokens = s->kv.n_tokens() - shared;
   in.all_tokens = static_cast<int32_t>(s->history.size());
-  in.snapshot_bytes = SnapshotStore::FrameBytes(s->kv.rows_bytes(in.own_tokens));
+  in.snapshot_bytes = SnapshotStore::FrameBytes(pool.layout().rows_bytes(shared, s->kv.n_tokens()));
   in.ram_free_bytes = store_->ram_free_bytes();
   in.disk_available = store_->has_disk();
   in.costs = costs();
@@ -434,8 +441,7 @@ Status RealEngine::SetMemoryBudgets(const MemoryBudgets& budgets) {
 }
 
 size_t RealEngine::KvBytesFor(int32_t n_tokens) const {
-  const KvLayout& l = engine_->kv_pool().layout();
-  return static_cast<size_t>((n_tokens + l.block_tokens - 1) / l.block_tokens) * l.block_bytes();
+  return engine_->kv_pool().layout().sequence_bytes(n_tokens);
 }
 
 size_t RealEngine::DemoteSnapshots() {

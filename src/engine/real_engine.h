@@ -49,6 +49,9 @@ struct ParkAccounting {
   int64_t fallbacks = 0;          // snapshots that could not be stored or restored
   double park_seconds = 0.0;
   double resume_seconds = 0.0;
+  // Cached prefix tokens recomputed because a windowed layer's rows for them
+  // were no longer kept (PrefixMatch::window_cut).
+  int64_t prefix_window_cut_tokens = 0;
 };
 
 class RealEngine final : public EngineInterface {
@@ -105,6 +108,8 @@ class RealEngine final : public EngineInterface {
   void Calibrate();
   // The cached blocks of the sequence's shared prefix, as far as they go.
   PrefixMatch MatchPrefix(Seq& s) const;
+  // Starts s on the cached blocks of m (its shared prefix, or none).
+  void AttachPrefix(Seq& s, const PrefixMatch& m);
   Status StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes);
   Status RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes);
   // A parked sequence loses what it still holds (snapshot, shared prefix).

@@ -7,7 +7,9 @@ namespace valet {
 namespace {
 
 constexpr uint32_t kMagic = 0x51455356;  // "VSEQ"
-constexpr uint32_t kVersion = 3;  // 2: the KV element type joined the layout; 3: generated tokens
+// 2: the KV element type joined the layout; 3: generated tokens; 4: the
+// window (windowed layers store only the rows their window keeps).
+constexpr uint32_t kVersion = 4;
 
 // Fixed part, then history, recent tokens, generated tokens, rows; every
 // field is 4-byte aligned so the rows can be read in place.
@@ -16,12 +18,13 @@ struct Fixed {
   uint32_t version;
   int32_t n_layer, n_kv_head, head_dim, block_tokens;
   int32_t kv_type;  // KvType
+  int32_t window, window_period;
   uint32_t n_generated;
   int32_t kv_begin, kv_end;
   uint32_t n_history, n_recent;
   uint64_t rng[4];
 };
-static_assert(sizeof(Fixed) == 80, "no padding bytes: the header is copied out whole");
+static_assert(sizeof(Fixed) == 88, "no padding bytes: the header is copied out whole");
 
 // memcpy must not see an empty vector's null data(), even for 0 bytes.
 void PutInts(uint8_t*& p, const std::vector<int32_t>& v) {
@@ -40,12 +43,13 @@ void GetInts(const uint8_t*& p, uint32_t n, std::vector<int32_t>& v) {
 std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& h, const KvSequence& seq) {
   const KvLayout& l = seq.pool().layout();
   Fixed f{kMagic, kVersion, l.n_layer, l.n_kv_head, l.head_dim, l.block_tokens, static_cast<int32_t>(l.type),
+          l.window, l.window_period,
           static_cast<uint32_t>(h.sampler.generated.size()), h.kv_begin, h.kv_end,
           static_cast<uint32_t>(h.history.size()), static_cast<uint32_t>(h.sampler.recent_tokens.size()),
           {h.sampler.rng.words[0], h.sampler.rng.words[1], h.sampler.rng.words[2], h.sampler.rng.words[3]}};
   const size_t ints =
       (h.history.size() + h.sampler.recent_tokens.size() + h.sampler.generated.size()) * sizeof(int32_t);
-  const size_t rows = seq.rows_bytes(h.kv_end - h.kv_begin);
+  const size_t rows = l.rows_bytes(h.kv_begin, h.kv_end);
   std::vector<uint8_t> out(sizeof(f) + ints + rows);
   uint8_t* p = out.data();
   std::memcpy(p, &f, sizeof(f));
@@ -63,14 +67,14 @@ Result<DecodedSnapshot> DecodeSequenceSnapshot(std::span<const uint8_t> bytes, c
   std::memcpy(&f, bytes.data(), sizeof(f));
   if (f.magic != kMagic || f.version != kVersion) return Corrupt("not a sequence snapshot (magic/version)");
   if (f.n_layer != l.n_layer || f.n_kv_head != l.n_kv_head || f.head_dim != l.head_dim ||
-      f.kv_type != static_cast<int32_t>(l.type)) {
+      f.kv_type != static_cast<int32_t>(l.type) || f.window != l.window || f.window_period != l.window_period) {
     return Corrupt("sequence snapshot was taken from a KV pool of another shape");
   }
   if (f.kv_begin < 0 || f.kv_end < f.kv_begin || static_cast<uint32_t>(f.kv_end) > f.n_history) {
     return Corrupt("sequence snapshot has inconsistent positions");
   }
   const size_t ints = (static_cast<size_t>(f.n_history) + f.n_recent + f.n_generated) * sizeof(int32_t);
-  const size_t rows = static_cast<size_t>(f.kv_end - f.kv_begin) * l.token_bytes();
+  const size_t rows = l.rows_bytes(f.kv_begin, f.kv_end);
   if (bytes.size() != sizeof(f) + ints + rows) return Corrupt("sequence snapshot has the wrong size");
   DecodedSnapshot d;
   d.header.kv_begin = f.kv_begin;

@@ -22,6 +22,9 @@ Result<std::unique_ptr<KvPool>> KvPool::Create(const KvPoolOptions& options) {
   if (l.n_layer <= 0 || l.n_kv_head <= 0 || l.head_dim <= 0 || l.block_tokens <= 0) {
     return InvalidArgument("KV layout needs positive layers, heads, head_dim and block size");
   }
+  if (l.window < 0 || (l.window > 0 && l.window_period < 2)) {
+    return InvalidArgument("KV layout's window needs a period of at least 2 layers");
+  }
   if (!KvTypeFits(l.type, l.head_dim)) {
     return InvalidArgument(std::string("KV type ") + KvTypeName(l.type) + " stores rows in blocks of " +
                            std::to_string(kKvQ8_0Block) + " elements, but this model's head_dim is " +
@@ -120,72 +123,107 @@ void KvPool::Release(KvBlockId id) {
   }
 }
 
-Status KvSequence::Reserve(int32_t n) {
+Status KvSequence::Reserve(int32_t n) { return Grow(n, 0); }
+
+Status KvSequence::Grow(int32_t n, int32_t window_from) {
   if (n <= 0) return Status::Ok();
   const KvLayout& l = pool_->layout();
   const int32_t bt = l.block_tokens;
-  const int32_t needed = (n_tokens_ + n + bt - 1) / bt;
+  const size_t S = static_cast<size_t>(n_slices_);
+  const size_t needed = static_cast<size_t>((n_tokens_ + n + bt - 1) / bt) * S;
   const size_t had = blocks_.size();
-  // Shared blocks the new positions would write into get private copies.
-  std::vector<std::pair<size_t, KvBlockId>> copies;  // (index, new block)
+  const size_t first_windowed = static_cast<size_t>(window_from / bt);  // windowed blocks before it stay out
+  auto wanted = [&](size_t i) { return !l.windowed_slice(static_cast<int32_t>(i % S)) || i / S >= first_windowed; };
+  // Shared blocks the new positions would write into get private copies;
+  // a missing block they would write into (a prefix cached without its
+  // window) gets a fresh one. Windowed blocks left out are not written.
+  std::vector<std::pair<size_t, KvBlockId>> copies, fresh;  // (index, new block)
   auto undo = [&](const Status& s) {
     for (auto& [index, id] : copies) pool_->Release(id);
+    for (auto& [index, id] : fresh) pool_->Release(id);
     while (blocks_.size() > had) {
-      pool_->Release(blocks_.back());
+      if (blocks_.back() != kNoBlock) pool_->Release(blocks_.back());
       blocks_.pop_back();
     }
     return s;
   };
-  const size_t first = static_cast<size_t>(n_tokens_ / bt);
-  for (size_t i = first; i < std::min(had, static_cast<size_t>(needed)); ++i) {
-    if (pool_->ref_count(blocks_[i]) == 1) continue;
+  for (size_t i = static_cast<size_t>(n_tokens_ / bt) * S; i < std::min(had, needed); ++i) {
+    if (!wanted(i) || (blocks_[i] != kNoBlock && pool_->ref_count(blocks_[i]) == 1)) continue;
     Result<KvBlockId> id = pool_->Allocate();
     if (!id.ok()) return undo(id.status());
-    copies.emplace_back(i, *id);
+    (blocks_[i] == kNoBlock ? fresh : copies).emplace_back(i, *id);
   }
-  while (static_cast<int32_t>(blocks_.size()) < needed) {
-    Result<KvBlockId> id = pool_->Allocate();
-    if (!id.ok()) return undo(id.status());
-    blocks_.push_back(*id);
+  while (blocks_.size() < needed) {
+    KvBlockId block = kNoBlock;
+    if (wanted(blocks_.size())) {
+      Result<KvBlockId> id = pool_->Allocate();
+      if (!id.ok()) return undo(id.status());
+      block = *id;
+    }
+    blocks_.push_back(block);
   }
   for (auto& [index, id] : copies) {
     std::memcpy(pool_->block_data(id), pool_->block_data(blocks_[index]), l.block_bytes());
     pool_->Release(blocks_[index]);
     blocks_[index] = id;
   }
+  for (auto& [index, id] : fresh) blocks_[index] = id;
   return Status::Ok();
 }
 
 void KvSequence::AttachShared(std::span<const KvBlockId> blocks, int32_t n_tokens) {
   assert(blocks_.empty() && n_tokens_ == 0 && "AttachShared on a non-empty sequence");
-  assert(static_cast<size_t>(n_tokens) <= blocks.size() * pool_->layout().block_tokens);
-  for (KvBlockId id : blocks) pool_->AddRef(id);
+  assert(blocks.size() % n_slices_ == 0);
+  assert(static_cast<size_t>(n_tokens) <= blocks.size() / n_slices_ * pool_->layout().block_tokens);
+  for (KvBlockId id : blocks) {
+    if (id != kNoBlock) pool_->AddRef(id);
+  }
   blocks_.assign(blocks.begin(), blocks.end());
   n_tokens_ = n_tokens;
+  DropOutOfWindow();
+}
+
+void KvSequence::DropOutOfWindow() {
+  const KvLayout& l = pool_->layout();
+  if (l.window == 0) return;
+  const int32_t keep_from = window_pin_ < 0 ? l.window_start(n_tokens_)
+                                            : std::min(l.window_start(n_tokens_), l.window_start(window_pin_));
+  const int32_t end = keep_from / l.block_tokens;
+  for (; window_dropped_ < end; ++window_dropped_) {
+    for (int32_t s = l.n_full_slices(); s < n_slices_; ++s) {
+      KvBlockId& id = blocks_[static_cast<size_t>(window_dropped_) * n_slices_ + s];
+      if (id != kNoBlock) pool_->Release(id);
+      id = kNoBlock;
+    }
+  }
 }
 
 // Calls fn(block bytes at the run start, packed byte offset, run length in
-// bytes) for every contiguous run of rows of positions [begin, end): one per
-// (block, layer, K/V, head).
+// bytes) for every contiguous run of rows ExportRows moves for positions
+// [begin, end): one per (block, layer, K/V, head).
 template <typename Fn>
 void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
   const KvLayout& l = pool_->layout();
-  const int32_t n = end - begin;
   const size_t row = l.row_bytes();
-  for (int32_t pos = begin; pos < end;) {
-    const int32_t in_block = pos % l.block_tokens;
-    const int32_t run = std::min(end - pos, l.block_tokens - in_block);
-    uint8_t* block = pool_->block_data(blocks_[pos / l.block_tokens]);
-    for (int32_t layer = 0; layer < l.n_layer; ++layer) {
-      for (int32_t kv = 0; kv < 2; ++kv) {
-        for (int32_t head = 0; head < l.n_kv_head; ++head) {
-          const size_t slab = (static_cast<size_t>(layer) * 2 + kv) * l.n_kv_head + head;
-          fn(block + l.slab_byte_offset(layer, kv, head) + in_block * row,
-             (slab * n + (pos - begin)) * row, run * row);
+  const int32_t windowed_begin = std::max(begin, l.window_start(end));
+  size_t at = 0;  // packed offset of the current (layer, K/V, head)'s first row
+  for (int32_t layer = 0; layer < l.n_layer; ++layer) {
+    const int32_t first = l.windowed(layer) ? windowed_begin : begin;
+    const KvLayout::Slot slot = l.slot(layer);
+    for (int32_t kv = 0; kv < 2; ++kv) {
+      for (int32_t head = 0; head < l.n_kv_head; ++head) {
+        for (int32_t pos = first; pos < end;) {
+          const int32_t in_block = pos % l.block_tokens;
+          const int32_t run = std::min(end - pos, l.block_tokens - in_block);
+          const KvBlockId id = blocks_[static_cast<size_t>(pos / l.block_tokens) * n_slices_ + slot.slice];
+          assert(id != kNoBlock && "a row the window keeps is gone");
+          fn(pool_->block_data(id) + l.slab_byte_offset(slot.sub, kv, head) + in_block * row,
+             at + static_cast<size_t>(pos - first) * row, run * row);
+          pos += run;
         }
+        at += static_cast<size_t>(end - first) * row;
       }
     }
-    pos += run;
   }
 }
 
@@ -195,21 +233,29 @@ void KvSequence::ExportRows(int32_t begin, int32_t end, void* out) const {
   ForEachRun(begin, end, [&](const uint8_t* rows, size_t at, size_t bytes) { std::memcpy(dst + at, rows, bytes); });
 }
 
-void KvSequence::ImportRows(int32_t n, const void* in) {
-  assert(static_cast<size_t>(n_tokens_ + n) <= blocks_.size() * pool_->layout().block_tokens);
+Status KvSequence::ImportRows(int32_t n, const void* in) {
+  const int32_t end = n_tokens_ + n;
+  VALET_RETURN_IF_ERROR(Grow(n, pool_->layout().window_start(end)));
   const auto* src = static_cast<const uint8_t*>(in);
-  ForEachRun(n_tokens_, n_tokens_ + n, [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
+  ForEachRun(n_tokens_, end, [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
+  Commit(n);
+  return Status::Ok();
 }
 
 void KvSequence::Commit(int32_t n) {
-  assert(static_cast<size_t>(n_tokens_ + n) <= blocks_.size() * pool_->layout().block_tokens);
+  assert(static_cast<size_t>(n_tokens_ + n) <= blocks_.size() / n_slices_ * pool_->layout().block_tokens);
   n_tokens_ += n;
+  DropOutOfWindow();
 }
 
 void KvSequence::Clear() {
-  for (KvBlockId id : blocks_) pool_->Release(id);
+  for (KvBlockId id : blocks_) {
+    if (id != kNoBlock) pool_->Release(id);
+  }
   blocks_.clear();
   n_tokens_ = 0;
+  window_dropped_ = 0;
+  window_pin_ = -1;
 }
 
 }  // namespace valet

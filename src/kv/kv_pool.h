@@ -85,15 +85,23 @@ class KvPool {
 };
 
 // One sequence's view of the pool: its block table and how many positions are
-// filled. Positions are contiguous from 0.
+// filled. Positions are contiguous from 0. The table holds, for each run of
+// block_tokens positions, one block per layer slice (KvLayout); a windowed
+// slice's blocks are released as soon as no later query can see them
+// (kNoBlock in the table), so a windowed layer holds a ring of about
+// window / block_tokens + 1 blocks that the pool's free list recycles.
 class KvSequence {
  public:
+  static constexpr KvBlockId kNoBlock = -1;
+
   explicit KvSequence(KvPool& pool) : pool_(&pool) {}
   ~KvSequence() { Clear(); }
   KvSequence(const KvSequence&) = delete;
   KvSequence& operator=(const KvSequence&) = delete;
 
   int32_t n_tokens() const { return n_tokens_; }
+  // [block index][slice]: the block holding positions [i * block_tokens, (i + 1) * block_tokens)
+  // of slice s is blocks()[i * n_slices + s]; kNoBlock where a windowed slice let it go.
   const std::vector<KvBlockId>& blocks() const { return blocks_; }
   KvPool& pool() const { return *pool_; }
 
@@ -101,38 +109,60 @@ class KvSequence {
   // shared block the new positions fall into (copy on write); on failure
   // nothing changes.
   Status Reserve(int32_t n);
-  // Marks `n` reserved positions as filled (after the forward pass wrote them).
+  // Marks `n` reserved positions as filled (after the forward pass wrote
+  // them) and releases the windowed blocks that fell out of the window.
   void Commit(int32_t n);
-  // Releases every block; the sequence is empty again.
+  // Releases every block; the sequence is empty again (and unpinned).
   void Clear();
-  // Starts an empty sequence on shared blocks holding positions [0, n_tokens):
-  // the blocks gain a reference each.
+  // Until UnpinWindow(), windowed blocks that a continuation from position
+  // `end` needs are kept too: a prompt's shared prefix is computed in the
+  // same step as what follows it, and the prefix cache takes its blocks
+  // after that step. Only blocks not yet released can be kept.
+  void PinWindow(int32_t end) { window_pin_ = end; }
+  void UnpinWindow() {
+    window_pin_ = -1;
+    DropOutOfWindow();
+  }
+  // Starts an empty sequence on shared blocks holding positions [0, n_tokens),
+  // in blocks()' order (kNoBlock allowed before the window): the blocks gain a
+  // reference each.
   void AttachShared(std::span<const KvBlockId> blocks, int32_t n_tokens);
 
-  // Bytes ExportRows writes for `n` positions.
-  size_t rows_bytes(int32_t n) const { return static_cast<size_t>(n) * pool_->layout().token_bytes(); }
   // Copies the K and V rows of filled positions [begin, end) out as
-  // [n_layer][K|V][n_kv_head][end - begin] rows of the pool's type.
+  // [n_layer][K|V][n_kv_head][rows] of the pool's type, where a full layer
+  // has end - begin rows and a windowed layer only those from
+  // max(begin, window_start(end)): what the sequence needs to go on from end.
+  // KvLayout::rows_bytes(begin, end) bytes.
   void ExportRows(int32_t begin, int32_t end, void* out) const;
-  // Writes rows in ExportRows' order into positions [n_tokens(), n_tokens() + n)
-  // of reserved room (after Reserve(n)); Commit(n) makes them part of the sequence.
-  void ImportRows(int32_t n, const void* in);
+  // Appends `n` positions from rows in ExportRows' order (for positions
+  // [n_tokens(), n_tokens() + n)): reserves, writes and commits them, a
+  // windowed slice taking blocks only for what its window keeps. On failure
+  // (the pool is full) nothing changes.
+  Status ImportRows(int32_t n, const void* in);
 
   // Start of the row of head_dim elements (of the pool's KvType) for (layer, kv, head, position).
   void* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
     const KvLayout& l = pool_->layout();
-    return pool_->block_data(blocks_[pos / l.block_tokens]) + l.slab_byte_offset(layer, kv, head) +
-           static_cast<size_t>(pos % l.block_tokens) * l.row_bytes();
+    const KvLayout::Slot s = l.slot(layer);
+    return pool_->block_data(blocks_[static_cast<size_t>(pos / l.block_tokens) * n_slices_ + s.slice]) +
+           l.slab_byte_offset(s.sub, kv, head) + static_cast<size_t>(pos % l.block_tokens) * l.row_bytes();
   }
 
  private:
+  // Reserve, with a windowed slice's blocks before position `window_from` left out.
+  Status Grow(int32_t n, int32_t window_from);
+  // Releases windowed blocks wholly before window_start(n_tokens_).
+  void DropOutOfWindow();
   // Copies rows between this sequence's blocks and a packed buffer.
   template <typename Fn>
   void ForEachRun(int32_t begin, int32_t end, Fn&& fn) const;
 
   KvPool* pool_;
+  int32_t n_slices_ = pool_->layout().n_slices();
   std::vector<KvBlockId> blocks_;
   int32_t n_tokens_ = 0;
+  int32_t window_dropped_ = 0;  // leading block indices whose windowed blocks are gone
+  int32_t window_pin_ = -1;     // PinWindow's position, -1: none
 };
 
 }  // namespace valet

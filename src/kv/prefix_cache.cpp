@@ -22,7 +22,18 @@ PrefixCache::PrefixCache(KvPool& pool) : pool_(&pool) { pool_->set_reclaimer(thi
 
 PrefixCache::~PrefixCache() {
   pool_->set_reclaimer(nullptr);
-  for (auto& [key, e] : entries_) pool_->Release(e.block);
+  for (auto& [key, e] : entries_) ReleaseBlocks(e);
+}
+
+bool PrefixCache::Unused(const Entry& e) const {
+  return std::all_of(e.blocks.begin(), e.blocks.end(),
+                     [&](KvBlockId b) { return b == KvSequence::kNoBlock || pool_->ref_count(b) == 1; });
+}
+
+void PrefixCache::ReleaseBlocks(const Entry& e) {
+  for (KvBlockId b : e.blocks) {
+    if (b != KvSequence::kNoBlock) pool_->Release(b);
+  }
 }
 
 uint64_t PrefixCache::ChainKey(uint64_t parent, std::span<const int32_t> tokens) {
@@ -43,26 +54,47 @@ PrefixCache::Entry* PrefixCache::Find(uint64_t parent, std::span<const int32_t> 
 }
 
 PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens) {
-  const size_t bt = static_cast<size_t>(pool_->layout().block_tokens);
-  PrefixMatch m;
+  const KvLayout& l = pool_->layout();
+  const size_t bt = static_cast<size_t>(l.block_tokens);
+  std::vector<const Entry*> chain;
+  size_t matched = 0;
   uint64_t parent = kRootKey;
   ++clock_;
-  for (size_t pos = 0; pos < tokens.size();) {
-    const size_t n = std::min(bt, tokens.size() - pos);
+  while (matched < tokens.size()) {
+    const size_t n = std::min(bt, tokens.size() - matched);
     uint64_t key;
-    Entry* e = Find(parent, tokens.subspan(pos, n), &key);
+    Entry* e = Find(parent, tokens.subspan(matched, n), &key);
     if (e == nullptr) break;
     e->last_used = clock_;
-    m.blocks.push_back(e->block);
-    m.n_tokens += static_cast<int32_t>(n);
+    chain.push_back(e);
+    matched += n;
     parent = key;
-    pos += n;
   }
+  // The longest length whose window the windowed blocks cover; a length ends
+  // where one entry ends.
+  auto window_kept = [&](size_t n_entries, size_t n_tokens) {
+    const size_t from = static_cast<size_t>(l.window_start(static_cast<int32_t>(n_tokens))) / bt;
+    for (size_t i = from; i < n_entries; ++i) {
+      for (int32_t s = l.n_full_slices(); s < l.n_slices(); ++s) {
+        if (chain[i]->blocks[s] == KvSequence::kNoBlock) return false;
+      }
+    }
+    return true;
+  };
+  size_t n_entries = chain.size(), n_tokens = matched;
+  while (n_entries > 0 && !window_kept(n_entries, n_tokens)) {
+    n_tokens -= chain[--n_entries]->tokens.size();
+  }
+  PrefixMatch m;
+  m.n_tokens = static_cast<int32_t>(n_tokens);
+  m.window_cut = static_cast<int32_t>(matched - n_tokens);
+  for (size_t i = 0; i < n_entries; ++i) m.blocks.insert(m.blocks.end(), chain[i]->blocks.begin(), chain[i]->blocks.end());
   return m;
 }
 
 int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& seq) {
   const size_t bt = static_cast<size_t>(pool_->layout().block_tokens);
+  const size_t n_slices = static_cast<size_t>(pool_->layout().n_slices());
   const size_t limit = std::min(tokens.size(), static_cast<size_t>(seq.n_tokens()));
   uint64_t parent = kRootKey;
   ++clock_;
@@ -70,13 +102,22 @@ int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& s
   for (int32_t depth = 0; pos < limit; ++depth) {
     const size_t n = std::min(bt, limit - pos);
     std::span<const int32_t> run = tokens.subspan(pos, n);
+    std::span<const KvBlockId> blocks = std::span<const KvBlockId>(seq.blocks()).subspan(pos / bt * n_slices, n_slices);
     uint64_t key;
     Entry* e = Find(parent, run, &key);
     if (e == nullptr) {
       if (entries_.count(key) != 0) break;  // the slot is taken by a colliding chain
-      Entry fresh{parent, std::vector<int32_t>(run.begin(), run.end()), seq.blocks()[pos / bt], depth, clock_};
-      pool_->AddRef(fresh.block);
+      Entry fresh{parent, std::vector<int32_t>(run.begin(), run.end()),
+                  std::vector<KvBlockId>(n_slices, KvSequence::kNoBlock), depth, clock_};
       e = &entries_.emplace(key, std::move(fresh)).first->second;
+    }
+    // Equal tokens at equal positions have equal rows, so a windowed block
+    // the entry lacks can come from this sequence.
+    for (size_t s = 0; s < n_slices; ++s) {
+      if (e->blocks[s] == KvSequence::kNoBlock && blocks[s] != KvSequence::kNoBlock) {
+        e->blocks[s] = blocks[s];
+        pool_->AddRef(blocks[s]);
+      }
     }
     e->last_used = clock_;
     parent = key;
@@ -87,7 +128,9 @@ int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& s
 
 int32_t PrefixCache::unused_blocks() const {
   int32_t n = 0;
-  for (const auto& [key, e] : entries_) n += pool_->ref_count(e.block) == 1;
+  for (const auto& [key, e] : entries_) {
+    for (KvBlockId b : e.blocks) n += b != KvSequence::kNoBlock && pool_->ref_count(b) == 1;
+  }
   return n;
 }
 
@@ -95,14 +138,14 @@ bool PrefixCache::ReclaimOne() {
   auto victim = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     const Entry& e = it->second;
-    if (pool_->ref_count(e.block) != 1) continue;
+    if (!Unused(e)) continue;
     if (victim == entries_.end() || e.last_used < victim->second.last_used ||
         (e.last_used == victim->second.last_used && e.depth > victim->second.depth)) {
       victim = it;
     }
   }
   if (victim == entries_.end()) return false;
-  pool_->Release(victim->second.block);
+  ReleaseBlocks(victim->second);
   entries_.erase(victim);
   ++evictions_;
   return true;

@@ -11,6 +11,14 @@
 // run); sequences copy it before writing into it (KvSequence::Reserve), so the
 // cache's blocks are never modified.
 //
+// With windowed layers (KvLayout) an entry holds one block per layer slice,
+// and a windowed slice's block only while some sequence still had it when the
+// entry was inserted or refreshed: a prefix longer than the window keeps its
+// windowed rows for the last window positions only, which is all a sequence
+// continuing from its end reads. A match is used only up to a length whose
+// window is complete; a longer one found without it is cut back (and says so:
+// PrefixMatch::window_cut), since a sequence cannot attend to rows nobody kept.
+//
 // The cache holds one reference to each of its blocks. A block whose only
 // reference is the cache's is unused; when the pool runs dry it asks the cache
 // (as its KvReclaimer) to evict unused entries, least recently used first and,
@@ -27,8 +35,11 @@
 namespace valet {
 
 struct PrefixMatch {
-  std::vector<KvBlockId> blocks;  // holding positions [0, n_tokens)
+  std::vector<KvBlockId> blocks;  // holding positions [0, n_tokens), in KvSequence::blocks()' order
   int32_t n_tokens = 0;
+  // Tokens found after n_tokens but left out: the windowed layers' rows their
+  // continuation would read were not kept.
+  int32_t window_cut = 0;
 };
 
 class PrefixCache : public KvReclaimer {
@@ -40,12 +51,14 @@ class PrefixCache : public KvReclaimer {
   PrefixCache& operator=(const PrefixCache&) = delete;
 
   // The longest cached run of whole blocks of `tokens`, followed by the cached
-  // partial block that ends `tokens` exactly, if any. Marks them recently used.
+  // partial block that ends `tokens` exactly, if any, and cut back to where
+  // the windowed slices' blocks cover the window. Marks them recently used.
   PrefixMatch Match(std::span<const int32_t> tokens);
 
   // Caches seq's blocks for positions [0, tokens.size()), which must hold the
   // KV of `tokens` (seq->n_tokens() >= tokens.size()). Blocks already cached
-  // stay as they are. Returns how many leading tokens are now cached.
+  // stay as they are; windowed blocks an entry lacks are taken from seq when
+  // it has them. Returns how many leading tokens are now cached.
   int32_t Insert(std::span<const int32_t> tokens, const KvSequence& seq);
 
   bool ReclaimOne() override;
@@ -59,12 +72,15 @@ class PrefixCache : public KvReclaimer {
   struct Entry {
     uint64_t parent = 0;
     std::vector<int32_t> tokens;
-    KvBlockId block = -1;
+    std::vector<KvBlockId> blocks;  // one per layer slice; KvSequence::kNoBlock for a windowed block not kept
     int32_t depth = 0;
     uint64_t last_used = 0;
   };
 
   static uint64_t ChainKey(uint64_t parent, std::span<const int32_t> tokens);
+  // Whether every block of `e` is referenced by the cache alone.
+  bool Unused(const Entry& e) const;
+  void ReleaseBlocks(const Entry& e);
   // The entry for `tokens` after `parent`, or nullptr.
   Entry* Find(uint64_t parent, std::span<const int32_t> tokens, uint64_t* key);
 

@@ -129,7 +129,26 @@ void RopeHead(float* h, const float* cs, int32_t rope_dim, RopeStyle style) {
   }
 }
 
+// A pool may keep every position of a windowed layer, never fewer than its window.
+bool KeepsWhatLayersRead(const KvLayout& layout, const ModelConfig& c) {
+  if (layout.window == 0) return true;
+  if (layout.window < c.n_swa) return false;
+  for (int32_t il = 0; il < c.n_layer; ++il) {
+    if (layout.windowed(il) && !c.sliding(il)) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+KvLayout ModelKvLayout(const ModelConfig& c, int32_t n_ctx, int32_t block_tokens, KvType type) {
+  KvLayout l{c.n_layer, c.n_head_kv, c.head_dim, block_tokens, type};
+  if (c.n_swa > 0 && c.n_swa < n_ctx) {
+    l.window = c.n_swa;
+    l.window_period = c.arch->swa_period;
+  }
+  return l;
+}
 
 LlamaContext::LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options)
     : model_(std::move(model)),
@@ -181,6 +200,9 @@ Status LlamaContext::Validate(std::span<const BatchItem> batch, int32_t* n_token
     const KvLayout& layout = item.seq->pool().layout();
     if (layout.n_layer != c.n_layer || layout.n_kv_head != c.n_head_kv || layout.head_dim != c.head_dim) {
       return InvalidArgument("sequence belongs to a KV pool laid out for another model");
+    }
+    if (!KeepsWhatLayersRead(layout, c)) {
+      return InvalidArgument("sequence's KV pool drops positions this model's layers still attend to");
     }
     if (!seen.insert(item.seq).second) return InvalidArgument("a sequence appears twice in one batch");
     if (item.tokens.empty()) return InvalidArgument("batch item without tokens");

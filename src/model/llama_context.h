@@ -45,6 +45,10 @@ struct ForwardStats {
   double seconds = 0.0;
 };
 
+// The KV layout for sequences of up to n_ctx positions of `config`'s model:
+// its sliding-window layers keep only their window when that is shorter.
+KvLayout ModelKvLayout(const ModelConfig& config, int32_t n_ctx, int32_t block_tokens, KvType type);
+
 class LlamaContext {
  public:
   static Result<std::unique_ptr<LlamaContext>> Create(std::shared_ptr<const LlamaModel> model,

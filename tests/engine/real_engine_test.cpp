@@ -381,6 +381,46 @@ TEST_P(RealEngineMiscTest, LogprobsAreTheRawDistribution) {
 INSTANTIATE_TEST_SUITE_P(SharedModels, RealEngineMiscTest, ::testing::Values("synth-tiny-q8_0.gguf"),
                          [](const auto&) { return std::string("q8x0"); });
 
+// A windowed layer's KV is a ring: the pool holds every position of the full
+// layers and only the window of the windowed ones, parks snapshot that much,
+// and a resumed sequence goes on from it.
+class RealEngineWindowTest : public RealEngineTest {};
+
+TEST_P(RealEngineWindowTest, WindowedLayersHoldOnlyTheirWindow) {
+  std::unique_ptr<RealEngine> e = Open();
+  ASSERT_TRUE(e);
+  const KvLayout& l = e->engine().kv_pool().layout();
+  ASSERT_GT(l.window, 0);
+  ASSERT_LT(l.window, 64);
+  const std::vector<int32_t> prompt = Tokens(120, 4, e->engine().model().config().n_vocab);
+  SequenceId id = *e->OpenSequence({{}, Greedy()});
+  for (int32_t begin = 0; begin < 120; begin += 24) {
+    StepItem item{id, std::span<const int32_t>(prompt).subspan(begin, 24), 0, false};
+    ASSERT_TRUE(e->Step({&item, 1}).ok());
+    EXPECT_EQ(e->memory().pool_used_bytes, l.sequence_bytes(begin + 24)) << begin + 24;
+  }
+  KvLayout full = l;
+  full.window = 0;
+  EXPECT_LT(l.sequence_bytes(120), full.sequence_bytes(120) * 3 / 4);
+  EXPECT_EQ(e->Info(id)->own_kv_bytes, l.sequence_bytes(120));
+
+  Result<ParkReport> park = e->Park(id, ParkKind::kSnapshotRam);
+  ASSERT_TRUE(park.ok());
+  EXPECT_EQ(e->memory().pool_used_bytes, 0u);
+  EXPECT_GE(park->bytes, l.rows_bytes(0, 120));
+  EXPECT_LT(park->bytes, l.rows_bytes(0, 120) + 4096) << "rows of the window, the history and a header";
+  EXPECT_LT(l.rows_bytes(0, 120), full.rows_bytes(0, 120) * 3 / 4);
+  ASSERT_TRUE(e->Resume(id).ok());
+  EXPECT_EQ(e->memory().pool_used_bytes, l.sequence_bytes(120)) << "a restore takes only the window's blocks";
+  StepItem next{id, std::span<const int32_t>(prompt).first(1), 0, true};
+  ASSERT_TRUE(e->Step({&next, 1}).ok());
+  EXPECT_EQ(e->memory().pool_used_bytes, l.sequence_bytes(121));
+}
+
+INSTANTIATE_TEST_SUITE_P(Gemma, RealEngineWindowTest,
+                         ::testing::Values("gemma3-tiny-q4_0.gguf", "gemma2-tiny-f32.gguf"),
+                         [](const auto& info) { return std::string(info.param).substr(0, 6); });
+
 // The same engine with a Q8_0 KV cache (synth-tiny's head_dim is 32: one
 // block per row; phi3's is 64: two).
 class RealEngineKvQ8Test : public RealEngineTest {

@@ -38,16 +38,14 @@ TEST(SequenceSnapshotTest, Q8_0RowsRoundTripAndOtherKvTypesAreRefused) {
   for (int32_t t = 0; t < 10; ++t) h.history.push_back(100 + t);
   h.sampler.rng.words = {1, 2, 3, 4};
   const std::vector<uint8_t> bytes = EncodeSequenceSnapshot(h, a);
-  EXPECT_EQ(bytes.size(), 80 + 10 * sizeof(int32_t) + 8 * l.token_bytes());  // header, history, rows
+  EXPECT_EQ(bytes.size(), 88 + 10 * sizeof(int32_t) + 8 * l.token_bytes());  // header, history, rows
 
   Result<DecodedSnapshot> d = DecodeSequenceSnapshot(bytes, l);
   ASSERT_TRUE(d.ok()) << d.status().ToString();
   EXPECT_EQ(d->header.history, h.history);
   KvSequence b(*pool);
   b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(1), 2);
-  ASSERT_TRUE(b.Reserve(8).ok());
-  b.ImportRows(8, d->rows);
-  b.Commit(8);
+  ASSERT_TRUE(b.ImportRows(8, d->rows).ok());
   for (int32_t layer = 0; layer < l.n_layer; ++layer)
     for (int32_t kv = 0; kv < 2; ++kv)
       for (int32_t hd = 0; hd < l.n_kv_head; ++hd)
@@ -64,6 +62,11 @@ TEST(SequenceSnapshotTest, Q8_0RowsRoundTripAndOtherKvTypesAreRefused) {
     // The header's kv_type says so before the row bytes are even counted.
     EXPECT_NE(refused.status().message().find("another shape"), std::string::npos) << refused.status().ToString();
   }
+  KvLayout windowed = l;
+  windowed.window = 4;
+  windowed.window_period = 2;
+  EXPECT_EQ(DecodeSequenceSnapshot(bytes, windowed).status().code(), StatusCode::kCorrupt)
+      << "a pool that drops positions cannot take every position's rows";
 }
 
 }  // namespace

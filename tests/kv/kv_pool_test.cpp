@@ -74,14 +74,13 @@ TEST(KvSequenceTest, ExportThenImportReproducesTheRowsInOtherBlocks) {
   ASSERT_TRUE(a.Reserve(11).ok());
   Fill(a, 0, 11, 7.0f);
   a.Commit(11);
-  std::vector<float> rows(a.rows_bytes(8) / sizeof(float));
+  std::vector<float> rows(pool->layout().rows_bytes(3, 11) / sizeof(float));
   a.ExportRows(3, 11, rows.data());
 
   KvSequence b(*pool);
   b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(1), 3);
-  ASSERT_TRUE(b.Reserve(8).ok());
-  b.ImportRows(8, rows.data());
-  b.Commit(8);
+  ASSERT_TRUE(b.ImportRows(8, rows.data()).ok());
+  EXPECT_EQ(b.n_tokens(), 11);
   EXPECT_NE(b.blocks()[0], a.blocks()[0]) << "position 3 fell in the shared block: copied";
   const KvLayout& l = pool->layout();
   for (int32_t layer = 0; layer < l.n_layer; ++layer)
@@ -153,14 +152,12 @@ TEST(KvSequenceTest, Q8_0RowsExportAndImportByteForByte) {
   a.Commit(11);
   // Rows of one slab are adjacent: position p + 1 starts row_bytes() after p.
   EXPECT_EQ(static_cast<uint8_t*>(a.row(1, 1, 1, 2)) + l.row_bytes(), a.row(1, 1, 1, 3));
-  std::vector<uint8_t> rows(a.rows_bytes(8));
+  std::vector<uint8_t> rows(l.rows_bytes(3, 11));
   EXPECT_EQ(rows.size(), 8 * l.token_bytes());
   a.ExportRows(3, 11, rows.data());
   KvSequence b(*pool);
   b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(1), 3);
-  ASSERT_TRUE(b.Reserve(8).ok());
-  b.ImportRows(8, rows.data());
-  b.Commit(8);
+  ASSERT_TRUE(b.ImportRows(8, rows.data()).ok());
   for (int32_t layer = 0; layer < l.n_layer; ++layer)
     for (int32_t kv = 0; kv < 2; ++kv)
       for (int32_t h = 0; h < l.n_kv_head; ++h)
@@ -225,6 +222,134 @@ TEST(KvPoolTest, GrowsUpToWhatWasReservedAndNoFurther) {
   EXPECT_EQ(pool->SetCapacity(6 * o.layout.block_bytes()).code(), StatusCode::kOutOfRange);
   EXPECT_EQ(pool->SetCapacity(o.layout.block_bytes() - 1).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(pool->capacity_blocks(), 5);
+}
+
+// 6 layers, every third one full (2 and 5): slices of gcd(2, 4) = 2 layers,
+// one full slice then two windowed ones.
+KvLayout WindowedLayout() {
+  KvLayout l{6, 1, 4, 4, KvType::kF32};
+  l.window = 6;
+  l.window_period = 3;
+  return l;
+}
+
+std::unique_ptr<KvPool> MakeWindowedPool(int32_t blocks) {
+  KvPoolOptions o;
+  o.layout = WindowedLayout();
+  o.capacity_bytes = blocks * o.layout.block_bytes();
+  return std::move(KvPool::Create(o).value());
+}
+
+// Live (not released) blocks in a sequence's table.
+int32_t LiveBlocks(const KvSequence& seq) {
+  int32_t n = 0;
+  for (KvBlockId id : seq.blocks()) n += id != KvSequence::kNoBlock;
+  return n;
+}
+
+TEST(KvLayoutTest, WindowedLayersGetSlicesOfTheirOwnKind) {
+  const KvLayout l = WindowedLayout();
+  EXPECT_EQ(l.n_full_layers(), 2);
+  EXPECT_EQ(l.slice_layers(), 2);
+  EXPECT_EQ(l.n_slices(), 3);
+  EXPECT_EQ(l.block_bytes(), 2u * 2 * 1 * 4 * 16);
+  const std::pair<int32_t, int32_t> expected[6] = {{1, 0}, {1, 1}, {0, 0}, {2, 0}, {2, 1}, {0, 1}};
+  for (int32_t il = 0; il < 6; ++il) {
+    EXPECT_EQ(l.windowed(il), il % 3 != 2) << il;
+    EXPECT_EQ(l.slot(il).slice, expected[il].first) << il;
+    EXPECT_EQ(l.slot(il).sub, expected[il].second) << il;
+  }
+  EXPECT_EQ(l.window_start(4), 0);
+  EXPECT_EQ(l.window_start(20), 15);  // the query at 20 sees 15..20
+  // 17 positions from 3: full layers all 17, windowed ones 15..19.
+  EXPECT_EQ(l.rows_bytes(3, 20), (2u * 17 + 4u * 5) * 2 * 16);
+  // 20 positions: 5 block runs; windowed slices keep runs 3 and 4.
+  EXPECT_EQ(l.sequence_bytes(20), (5u + 2 * 2) * l.block_bytes());
+  KvLayout full = l;
+  full.window = 0;
+  EXPECT_EQ(full.n_slices(), 1);
+  EXPECT_EQ(full.slot(4).sub, 4);
+  EXPECT_EQ(full.sequence_bytes(20), 5 * full.block_bytes());
+  EXPECT_EQ(full.rows_bytes(3, 20), 17 * full.token_bytes());
+}
+
+TEST(KvSequenceTest, WindowedSlicesReleaseWhatNoLaterQueryCanSee) {
+  auto pool = MakeWindowedPool(64);
+  const KvLayout& l = pool->layout();
+  KvSequence a(*pool);
+  for (int32_t step : {3, 9, 8}) {  // 20 positions in uneven steps
+    const int32_t from = a.n_tokens();
+    ASSERT_TRUE(a.Reserve(step).ok());
+    Fill(a, from, from + step, 1.0f);
+    a.Commit(step);
+    EXPECT_EQ(static_cast<size_t>(pool->used_blocks()) * l.block_bytes(), l.sequence_bytes(a.n_tokens()))
+        << a.n_tokens();
+  }
+  for (int32_t i = 0; i < 5; ++i) {
+    for (int32_t s = 0; s < 3; ++s) {
+      EXPECT_EQ(a.blocks()[i * 3 + s] == KvSequence::kNoBlock, s > 0 && i < 3) << "run " << i << " slice " << s;
+    }
+  }
+  for (int32_t p = l.window_start(20); p < 20; ++p) {  // what the window keeps is intact
+    EXPECT_EQ(Row(a, 0, 1, 0, p)[2], 1.0f + 100 + p + 0.02f) << p;
+  }
+  EXPECT_EQ(Row(a, 2, 0, 0, 0)[0], 1.0f + 2000) << "full layers keep every position";
+  a.Clear();
+  EXPECT_EQ(pool->used_blocks(), 0);
+}
+
+TEST(KvSequenceTest, WindowedRowsExportAndImportOnlyTheWindow) {
+  auto pool = MakeWindowedPool(64);
+  const KvLayout& l = pool->layout();
+  KvSequence a(*pool);
+  a.PinWindow(3);  // keeps run 0's windowed blocks for b's shared start
+  ASSERT_TRUE(a.Reserve(20).ok());
+  Fill(a, 0, 20, 3.0f);
+  a.Commit(20);
+  std::vector<float> rows(l.rows_bytes(3, 20) / sizeof(float));
+  a.ExportRows(3, 20, rows.data());
+
+  KvSequence b(*pool);
+  b.AttachShared(std::span<const KvBlockId>(a.blocks()).first(3), 3);
+  const int32_t used = pool->used_blocks();
+  ASSERT_TRUE(b.ImportRows(17, rows.data()).ok());
+  EXPECT_EQ(b.n_tokens(), 20);
+  // b copied run 0 of the full slice (its windowed rows at 3 are out of the
+  // window) and took runs 1-4 of the full slice and 3-4 of the windowed ones.
+  EXPECT_EQ(pool->used_blocks() - used, 1 + 4 + 2 * 2);
+  EXPECT_EQ(LiveBlocks(b), 5 + 2 * 2);
+  for (int32_t layer = 0; layer < l.n_layer; ++layer) {
+    for (int32_t p = l.windowed(layer) ? l.window_start(20) : 0; p < 20; ++p) {
+      for (int32_t kv = 0; kv < 2; ++kv) {
+        ASSERT_EQ(0, std::memcmp(Row(a, layer, kv, 0, p), Row(b, layer, kv, 0, p), l.row_bytes()))
+            << layer << kv << " pos " << p;
+      }
+    }
+  }
+}
+
+TEST(KvSequenceTest, APinnedWindowOutlivesTheStepUntilUnpinned) {
+  auto pool = MakeWindowedPool(64);
+  KvSequence a(*pool);
+  a.PinWindow(10);  // a continuation from 10 reads 5..9: runs 1 and 2
+  ASSERT_TRUE(a.Reserve(24).ok());
+  a.Commit(24);
+  EXPECT_EQ(a.blocks()[0 * 3 + 1], KvSequence::kNoBlock);
+  EXPECT_NE(a.blocks()[1 * 3 + 1], KvSequence::kNoBlock);
+  EXPECT_NE(a.blocks()[2 * 3 + 2], KvSequence::kNoBlock);
+  a.UnpinWindow();  // the query at 24 sees 19..24: runs 4 and 5
+  EXPECT_EQ(a.blocks()[3 * 3 + 1], KvSequence::kNoBlock);
+  EXPECT_NE(a.blocks()[4 * 3 + 1], KvSequence::kNoBlock);
+  EXPECT_EQ(static_cast<size_t>(pool->used_blocks()) * pool->layout().block_bytes(),
+            pool->layout().sequence_bytes(24));
+}
+
+TEST(KvPoolTest, RefusesAWindowWithoutAPeriod) {
+  KvPoolOptions o;
+  o.layout = WindowedLayout();
+  o.layout.window_period = 1;
+  o.capacity_bytes = 1 << 20;
+  EXPECT_EQ(KvPool::Create(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

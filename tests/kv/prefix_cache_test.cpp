@@ -103,5 +103,61 @@ TEST(PrefixCacheTest, EvictsTheEndOfAChainBeforeItsStart) {
   EXPECT_EQ(cache.Match(p).n_tokens, 8) << "the last block went first";
 }
 
+// Layers 0, 1 windowed (window 6), layer 2 full: one slice each.
+std::unique_ptr<KvPool> MakeWindowedPool(int32_t blocks) {
+  KvPoolOptions o;
+  o.layout = KvLayout{3, 1, 2, 4};
+  o.layout.window = 6;
+  o.layout.window_period = 3;
+  o.capacity_bytes = blocks * o.layout.block_bytes();
+  return std::move(KvPool::Create(o).value());
+}
+
+TEST(PrefixCacheTest, APrefixWhoseWindowWasNotKeptIsCutBackAndSaysSo) {
+  auto pool = MakeWindowedPool(64);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> prompt = Tokens(12, 1);
+  KvSequence a(*pool);
+  Prefill(a, 20);  // the query at 20 sees 15..19: runs 0-2 of the windowed layers are gone
+  EXPECT_EQ(cache.Insert(prompt, a), 12);
+  PrefixMatch m = cache.Match(prompt);
+  EXPECT_EQ(m.n_tokens, 0);
+  EXPECT_EQ(m.window_cut, 12);
+  EXPECT_TRUE(m.blocks.empty());
+}
+
+TEST(PrefixCacheTest, APinnedWindowMakesALongPrefixReusable) {
+  auto pool = MakeWindowedPool(64);
+  const KvLayout& l = pool->layout();
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> prompt = Tokens(12, 1);
+  KvSequence a(*pool);
+  a.PinWindow(12);  // the prefix and a turn after it in one step, as the engine runs them
+  Prefill(a, 20);
+  EXPECT_EQ(cache.Insert(prompt, a), 12);
+  a.UnpinWindow();
+  PrefixMatch m = cache.Match(prompt);
+  EXPECT_EQ(m.n_tokens, 12);
+  EXPECT_EQ(m.window_cut, 0);
+  ASSERT_EQ(m.blocks.size(), 3u * l.n_slices());
+  // A continuation from 12 reads 7..11: runs 1 and 2; run 0 is kept by no one.
+  EXPECT_EQ(m.blocks[0 * 3 + 1], KvSequence::kNoBlock);
+  EXPECT_NE(m.blocks[1 * 3 + 1], KvSequence::kNoBlock);
+  KvSequence b(*pool);
+  b.AttachShared(m.blocks, m.n_tokens);
+  Prefill(b, 1);  // position 12 starts run 3
+  EXPECT_EQ(b.n_tokens(), 13);
+
+  // A sequence that still has the windowed rows of a shorter prefix fills
+  // them in, so that prefix is reusable too.
+  const std::vector<int32_t> shorter = Tokens(8, 1);
+  EXPECT_EQ(cache.Match(shorter).window_cut, 8);
+  KvSequence c(*pool);
+  Prefill(c, 8);
+  EXPECT_EQ(cache.Insert(shorter, c), 8);
+  EXPECT_EQ(cache.Match(shorter).n_tokens, 8);
+  EXPECT_EQ(cache.Match(shorter).blocks[0 * 3 + 1], c.blocks()[0 * 3 + 1]);
+}
+
 }  // namespace
 }  // namespace valet

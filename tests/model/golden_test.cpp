@@ -149,7 +149,8 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     KvPoolOptions po;
     // The README's tolerances allow F16 KV for the quantized models only.
     const KvType kv_type = GetParam().tolerance >= 0.15 ? KvType::kF16 : KvType::kF32;
-    po.layout = KvLayout{c.n_layer, c.n_head_kv, c.head_dim, 16, kv_type};
+    // As the engine lays it out: Gemma's windowed layers keep only their window.
+    po.layout = ModelKvLayout(c, c.n_ctx_train, 16, kv_type);
     po.capacity_bytes = 64u << 20;
     Result<std::unique_ptr<KvPool>> pool = KvPool::Create(po);
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
