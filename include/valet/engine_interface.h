@@ -207,7 +207,9 @@ class VALET_API EngineInterface {
   // A pool smaller than what is in use takes effect as blocks are released;
   // InvalidArgument under one block, OutOfRange over what was reserved at start-up.
   virtual Status SetMemoryBudgets(const MemoryBudgets& budgets) = 0;
-  // Pool bytes a sequence of `n_tokens` positions takes (whole blocks).
+  // Pool bytes a sequence of `n_tokens` positions takes (whole blocks), at
+  // most: while its last step runs (sliding-window layers hold that step's
+  // positions beside their window until it ends).
   virtual size_t KvBytesFor(int32_t n_tokens) const = 0;
   // Moves every RAM-tier snapshot to the disk tier (none without one); returns
   // the bytes moved. Parked sequences stay parked, their snapshots intact.

@@ -441,7 +441,7 @@ Status RealEngine::SetMemoryBudgets(const MemoryBudgets& budgets) {
 }
 
 size_t RealEngine::KvBytesFor(int32_t n_tokens) const {
-  return engine_->kv_pool().layout().sequence_bytes(n_tokens);
+  return engine_->kv_pool().layout().sequence_bytes(n_tokens, max_step_tokens());
 }
 
 size_t RealEngine::DemoteSnapshots() {

@@ -123,11 +123,14 @@ struct KvLayout {
   }
   // Pool bytes one sequence of `n_tokens` positions holds once they are
   // computed: every block of the full slices, and a windowed slice's blocks
-  // from window_start(n_tokens) on.
-  size_t sequence_bytes(int32_t n_tokens) const {
+  // from window_start(n_tokens) on; with `step_tokens`, the most it holds
+  // while its last step of that many positions runs (the window before the
+  // step and the step's own positions).
+  size_t sequence_bytes(int32_t n_tokens, int32_t step_tokens = 0) const {
     if (n_tokens <= 0) return 0;
     const size_t blocks = static_cast<size_t>((n_tokens + block_tokens - 1) / block_tokens);
-    const size_t windowed_blocks = blocks - static_cast<size_t>(window_start(n_tokens) / block_tokens);
+    const int32_t before_step = std::max(0, n_tokens - step_tokens);
+    const size_t windowed_blocks = blocks - static_cast<size_t>(window_start(before_step) / block_tokens);
     return block_bytes() * (blocks * n_full_slices() + windowed_blocks * (n_slices() - n_full_slices()));
   }
 };

@@ -265,6 +265,8 @@ TEST(KvLayoutTest, WindowedLayersGetSlicesOfTheirOwnKind) {
   EXPECT_EQ(l.rows_bytes(3, 20), (2u * 17 + 4u * 5) * 2 * 16);
   // 20 positions: 5 block runs; windowed slices keep runs 3 and 4.
   EXPECT_EQ(l.sequence_bytes(20), (5u + 2 * 2) * l.block_bytes());
+  // A last step of 8 positions (12..19) ran with the window of 12 (7..11): runs 1-4.
+  EXPECT_EQ(l.sequence_bytes(20, 8), (5u + 2 * 4) * l.block_bytes());
   KvLayout full = l;
   full.window = 0;
   EXPECT_EQ(full.n_slices(), 1);
