@@ -17,6 +17,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/private_files.h"
 #include "kv/checksum.h"
 
 // CMake passes the project version, the string valet_version() returns (that
@@ -351,7 +352,7 @@ Result<uint64_t> ReadHeader(int fd, uint64_t file_size, const std::string& path,
     return Unsupported(path + " was written for model \"" + model + "\", the model now is \"" +
                        expected.model_fingerprint + "\"");
   }
-  VALET_RETURN_IF_ERROR(CheckTaskKey(task_key));
+  if (!CheckTaskKey(task_key).ok()) return Corrupt(path + " has a malformed task key");
   return static_cast<uint64_t>(body + kChecksumBytes);
 }
 
@@ -660,7 +661,7 @@ Result<TaskJournal> TaskJournal::Reopen(const JournalContents& contents,
                      static_cast<int64_t>(contents.tokens.size()), contents.finished());
 }
 
-Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload, FileSync sync) {
+Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload) {
   if (broken_) return IoError(path_ + " is unusable after a write that could not be undone");
   std::vector<uint8_t> record;
   record.reserve(kRecordPrefixBytes + payload.size() + kChecksumBytes);
@@ -678,7 +679,6 @@ Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload, FileS
   }
   size_ += record.size();
   unsynced_ = true;
-  if (sync == FileSync::kFsync) return Sync();
   return Status::Ok();
 }
 
@@ -696,11 +696,11 @@ Status TaskJournal::AppendTokens(std::span<const int32_t> tokens, const RngState
   e.U64(static_cast<uint64_t>(tokens_));
   e.I32s(tokens);
   e.Rng(rng_after);
-  const FileSync sync =
-      options_.sync == JournalSync::kEveryRecord ? FileSync::kFsync : FileSync::kNone;
-  VALET_RETURN_IF_ERROR(Append(kTokens, e.bytes(), sync));
+  VALET_RETURN_IF_ERROR(Append(kTokens, e.bytes()));
+  // Counted even if the sync below fails: the record is in the file, and the
+  // next one must start after it.
   tokens_ += static_cast<int64_t>(tokens.size());
-  return Status::Ok();
+  return options_.sync == JournalSync::kEveryRecord ? Sync() : Status::Ok();
 }
 
 Status TaskJournal::MarkDone(const JournalEnd& end) {
@@ -713,9 +713,9 @@ Status TaskJournal::MarkDone(const JournalEnd& end) {
   e.I32(static_cast<int32_t>(end.stop_reason));
   e.U64(static_cast<uint64_t>(tokens_));
   e.Str(end.error.substr(0, kMaxErrorBytes));
-  VALET_RETURN_IF_ERROR(Append(kDone, e.bytes(), FileSync::kFsync));
+  VALET_RETURN_IF_ERROR(Append(kDone, e.bytes()));
   finished_ = true;
-  return Status::Ok();
+  return Sync();
 }
 
 Status TaskJournal::Sync() {

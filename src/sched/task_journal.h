@@ -41,7 +41,6 @@
 #include <string_view>
 #include <vector>
 
-#include "common/private_files.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 #include "valet/sampling.h"
@@ -177,7 +176,8 @@ class TaskJournal {
   // to record. InvalidArgument after MarkDone, for negative ids or an
   // all-zero RNG state. A failed write is cut back off the file, so the
   // journal stays readable; if even that fails the writer refuses all further
-  // records.
+  // records. A failed sync is reported, but the record stays written (and
+  // counted): a kill cannot lose it, a power loss might.
   [[nodiscard]] Status AppendTokens(std::span<const int32_t> tokens, const RngState& rng_after);
 
   // Records how the task ended and syncs. InvalidArgument for a state that
@@ -195,7 +195,8 @@ class TaskJournal {
  private:
   TaskJournal(std::string path, int fd, const TaskJournalOptions& options, uint64_t size,
               int64_t tokens, bool finished);
-  Status Append(uint8_t type, std::span<const uint8_t> payload, FileSync sync);
+  // Writes one record (no sync); a failed write is cut back off.
+  Status Append(uint8_t type, std::span<const uint8_t> payload);
   void Close();
 
   std::string path_;

@@ -5,6 +5,7 @@
 #include "sched/task_journal.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "common/private_files.h"
 #include "kv/checksum.h"
 #include "sampling/sampler.h"
 
@@ -547,6 +549,31 @@ TEST_F(TaskJournalTest, MisuseIsRefused) {
   ASSERT_TRUE(RemoveJournal(j.path()).ok());
   EXPECT_FALSE(fs::exists(j.path()));
   EXPECT_EQ(RemoveJournal(j.path()).code(), StatusCode::kNotFound);
+}
+
+// A file size limit makes the kernel accept only part of a record, as a full
+// disk would: the part is cut off again, and the journal carries on.
+TEST_F(TaskJournalTest, AFailedAppendLeavesNoPartialRecord) {
+  TaskJournal j = Create("full", FullRequest(), {JournalSync::kOnDemand});
+  ASSERT_TRUE(j.AppendTokens(std::vector<int32_t>{1}, FakeRng(0)).ok());
+  const uint64_t good = j.size_bytes();
+  struct rlimit old_limit {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit limit = old_limit;
+  limit.rlim_cur = good + 10;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const Status full = j.AppendTokens(std::vector<int32_t>{2, 3, 4}, FakeRng(1));
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_EQ(full.code(), StatusCode::kIo) << full.ToString();
+  EXPECT_EQ(fs::file_size(j.path()), good) << "the partial record was cut off";
+  EXPECT_EQ(j.tokens(), 1);
+  ASSERT_TRUE(j.AppendTokens(std::vector<int32_t>{2, 3, 4}, FakeRng(1)).ok());
+  Result<JournalContents> c = ReadJournal(j.path(), identity_);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->tokens, (std::vector<int32_t>{1, 2, 3, 4}));
+  EXPECT_EQ(c->tail, JournalTail::kClean);
 }
 
 TEST(JournalFault, ParsesOnlyTheDocumentedForm) {
