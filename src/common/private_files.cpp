@@ -21,12 +21,19 @@ Status MakePrivateDirectory(const std::string& path) {
   const std::filesystem::path dir(path);
   std::error_code ec;
   if (std::filesystem::is_directory(dir, ec)) return Status::Ok();
-  if (dir.has_parent_path() && !dir.parent_path().empty()) {
-    std::filesystem::create_directories(dir.parent_path(), ec);
-    if (ec) return IoError("cannot create " + dir.parent_path().string() + ": " + ec.message());
+  // One component at a time, so missing parents are 0700 too (create_directories
+  // would make them 0777 minus the umask, world-readable under umask 0).
+  std::filesystem::path partial;
+  for (const std::filesystem::path& part : dir) {
+    partial /= part;
+    if (part.empty() || std::filesystem::is_directory(partial, ec)) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+      return IoError("cannot create " + partial.string() + ": " + Errno());
+    }
+    if (!std::filesystem::is_directory(partial, ec)) {
+      return IoError(partial.string() + " is not a directory");
+    }
   }
-  if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) return IoError("cannot create " + path + ": " + Errno());
-  if (!std::filesystem::is_directory(dir, ec)) return IoError(path + " is not a directory");
   return Status::Ok();
 }
 
@@ -40,7 +47,8 @@ Result<std::string> MakeScratchDirectory(std::string_view prefix) {
   return std::string(buf.data());
 }
 
-Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes) {
+Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes,
+                                  FileSync sync) {
   const std::string tmp = path + ".tmp";
   constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), kFlags, 0600);
@@ -62,6 +70,12 @@ Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8
     }
     done += static_cast<size_t>(n);
   }
+  if (sync == FileSync::kFsync && ::fsync(fd) != 0) {
+    const std::string why = Errno();
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return IoError("cannot sync " + tmp + ": " + why);
+  }
   if (::close(fd) != 0) {
     const std::string why = Errno();
     ::unlink(tmp.c_str());
@@ -72,9 +86,27 @@ Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8
     ::unlink(tmp.c_str());
     return IoError("cannot rename " + tmp + ": " + why);
   }
+  if (sync == FileSync::kFsync) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
+  }
+  return Status::Ok();
+}
+
+Status SyncDirectory(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open directory " + path + ": " + Errno());
+  const int rc = ::fsync(fd);
+  const std::string why = rc != 0 ? Errno() : std::string();
+  ::close(fd);
+  if (rc != 0) return IoError("cannot sync directory " + path + ": " + why);
   return Status::Ok();
 }
 
 int OpenNoFollow(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC); }
+
+int OpenForAppendNoFollow(const std::string& path) {
+  return ::open(path.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+}
 
 }  // namespace valet

@@ -12,10 +12,15 @@
 
 namespace valet {
 
-// Creates `path` (and missing parents) if absent; a directory created here is
-// 0700 whatever the umask. An existing directory keeps its mode: it is the
+// Creates `path` (and missing parents) if absent; every directory created here
+// is 0700 whatever the umask. An existing directory keeps its mode: it is the
 // app's (a cache directory it chose).
 Status MakePrivateDirectory(const std::string& path);
+
+// Whether a write must reach the storage device before it returns. A process
+// kill (Android's low-memory killer) loses nothing the kernel has accepted, so
+// only what must also survive a power loss or a kernel crash pays for kFsync.
+enum class FileSync { kNone, kFsync };
 
 // A new directory "<system temp>/<prefix>XXXXXX" (mkdtemp: unique, 0700).
 Result<std::string> MakeScratchDirectory(std::string_view prefix);
@@ -23,10 +28,19 @@ Result<std::string> MakeScratchDirectory(std::string_view prefix);
 // Writes `bytes` to `path` through a new 0600 file at `path + ".tmp"`
 // (O_CREAT | O_EXCL | O_NOFOLLOW: a file or link already there is removed,
 // never followed) renamed into place, so `path` holds either its old content
-// or all of the new.
-Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes);
+// or all of the new. kFsync also flushes the file before the rename and the
+// directory after it, so the new content survives a power loss once this returns.
+Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes,
+                                  FileSync sync = FileSync::kNone);
+
+// Flushes a directory's entries (a file created, renamed or removed in it).
+Status SyncDirectory(const std::string& path);
 
 // Opens `path` for reading without following a final symbolic link; -1 and errno on failure.
 int OpenNoFollow(const std::string& path);
+
+// Opens an existing file `path` for appending (O_APPEND: every write lands at
+// the end) without following a final symbolic link; -1 and errno on failure.
+int OpenForAppendNoFollow(const std::string& path);
 
 }  // namespace valet

@@ -63,6 +63,7 @@ TEST_F(PrivateFilesTest, NewDirectoriesArePrivateAndExistingOnesKeepTheirMode) {
   const fs::path nested = dir_ / "a" / "snapshots";
   ASSERT_TRUE(MakePrivateDirectory(nested.string()).ok());
   EXPECT_EQ(Mode(nested), 0700u);
+  EXPECT_EQ(Mode(dir_ / "a"), 0700u) << "a missing parent is private too";
   const fs::path shared = dir_ / "app-cache";
   fs::create_directory(shared);
   fs::permissions(shared, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec);
@@ -101,6 +102,24 @@ TEST_F(PrivateFilesTest, APlantedLinkIsRemovedNeverFollowed) {
   const int fd = OpenNoFollow(path.string());
   EXPECT_GE(fd, 0);
   ::close(fd);
+}
+
+TEST_F(PrivateFilesTest, SyncedWritesAndAppendsStayPrivate) {
+  const fs::path path = dir_ / "journal";
+  const std::vector<uint8_t> bytes = {'a', 'b'};
+  ASSERT_TRUE(WritePrivateFileAtomically(path.string(), bytes, FileSync::kFsync).ok());
+  EXPECT_EQ(Mode(path), 0600u);
+  EXPECT_TRUE(SyncDirectory(dir_.string()).ok());
+  EXPECT_FALSE(SyncDirectory((dir_ / "missing").string()).ok());
+  const int fd = OpenForAppendNoFollow(path.string());
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::write(fd, "c", 1), 1);
+  ::close(fd);
+  EXPECT_EQ(Read(path), "abc");
+  EXPECT_LT(OpenForAppendNoFollow((dir_ / "missing").string()), 0) << "never creates";
+  fs::create_symlink(path, dir_ / "link");
+  EXPECT_LT(OpenForAppendNoFollow((dir_ / "link").string()), 0);
+  EXPECT_EQ(errno, ELOOP);
 }
 
 TEST_F(PrivateFilesTest, AnUnwritablePlaceIsAnError) {

@@ -1,0 +1,753 @@
+#include "sched/task_journal.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <utility>
+
+#include "common/private_files.h"
+#include "kv/checksum.h"
+
+// CMake passes the project version, the string valet_version() returns (that
+// function lives in libvalet.so's own source, out of this library's reach).
+// The fallback only serves standalone syntax checks: every real build refuses
+// a journal it wrote.
+#ifndef VALET_VERSION_STRING
+#define VALET_VERSION_STRING "unversioned"
+#endif
+
+namespace valet {
+namespace {
+
+constexpr char kMagic[8] = {'V', 'A', 'L', 'E', 'T', 'J', 'N', 'L'};
+constexpr size_t kHeaderFixedBytes = 16;  // magic, format version, identity length
+constexpr uint32_t kMaxHeaderPayloadBytes = 64u << 10;
+constexpr size_t kMaxIdentityStringBytes = 4096;
+constexpr size_t kMaxTaskKeyBytes = 128;
+constexpr size_t kMaxErrorBytes = 4096;
+constexpr size_t kRecordPrefixBytes = 5;  // u32 length, u8 type
+constexpr size_t kChecksumBytes = 8;
+
+enum RecordType : uint8_t { kSubmit = 1, kTokens = 2, kDone = 3 };
+
+std::string Errno() { return std::strerror(errno); }
+
+// Little-endian fixed-width values, written byte by byte so the format never
+// depends on the host's layout or padding.
+class Encoder {
+ public:
+  void U8(uint8_t v) { out_.push_back(v); }
+  void U32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void I32(int32_t v) { U32(static_cast<uint32_t>(v)); }
+  void F32(float v) { U32(std::bit_cast<uint32_t>(v)); }
+  void Bytes(std::span<const uint8_t> b) { out_.insert(out_.end(), b.begin(), b.end()); }
+  // Strings are byte strings (UTF-8 with U+0000 included): length, then bytes.
+  void Str(std::string_view s) {
+    U32(static_cast<uint32_t>(s.size()));
+    out_.insert(out_.end(), s.begin(), s.end());
+  }
+  void I32s(std::span<const int32_t> v) {
+    U32(static_cast<uint32_t>(v.size()));
+    for (int32_t x : v) I32(x);
+  }
+  void Rng(const RngState& rng) {
+    for (uint64_t w : rng.words) U64(w);
+  }
+
+  size_t size() const { return out_.size(); }
+  std::vector<uint8_t>& bytes() { return out_; }
+
+ private:
+  std::vector<uint8_t> out_;
+};
+
+// Reads what Encoder wrote; the first read past the end fails the decoder for
+// good (every later read yields zeros), so callers check ok() once at the end.
+// Every count is checked against the bytes left before anything is allocated.
+class Decoder {
+ public:
+  explicit Decoder(std::span<const uint8_t> in) : in_(in) {}
+
+  bool ok() const { return ok_; }
+  bool at_end() const { return ok_ && pos_ == in_.size(); }
+  size_t left() const { return in_.size() - pos_; }
+
+  uint8_t U8() { return Take(1) ? in_[pos_ - 1] : 0; }
+  uint32_t U32() {
+    if (!Take(4)) return 0;
+    uint32_t v = 0;
+    for (int i = 0; i < 4; ++i) v |= static_cast<uint32_t>(in_[pos_ - 4 + i]) << (8 * i);
+    return v;
+  }
+  uint64_t U64() {
+    if (!Take(8)) return 0;
+    uint64_t v = 0;
+    for (int i = 0; i < 8; ++i) v |= static_cast<uint64_t>(in_[pos_ - 8 + i]) << (8 * i);
+    return v;
+  }
+  int32_t I32() { return static_cast<int32_t>(U32()); }
+  float F32() { return std::bit_cast<float>(U32()); }
+  std::string Str() {
+    const uint32_t n = U32();
+    if (!Take(n)) return {};
+    return std::string(reinterpret_cast<const char*>(in_.data() + pos_ - n), n);
+  }
+  std::vector<int32_t> I32s() {
+    const uint32_t n = Count(4);
+    std::vector<int32_t> v;
+    v.reserve(n);
+    for (uint32_t i = 0; i < n; ++i) v.push_back(I32());
+    return v;
+  }
+  // A count of items that each take at least `min_item_bytes`; 0 (and failed)
+  // when the bytes left cannot hold that many.
+  uint32_t Count(size_t min_item_bytes) {
+    const uint32_t n = U32();
+    if (n > left() / min_item_bytes) Fail();
+    return ok_ ? n : 0;
+  }
+  RngState Rng() {
+    RngState r;
+    for (uint64_t& w : r.words) w = U64();
+    return r;
+  }
+
+ private:
+  bool Take(size_t n) {
+    if (!ok_ || n > left()) {
+      Fail();
+      return false;
+    }
+    pos_ += n;
+    return true;
+  }
+  void Fail() { ok_ = false; }
+
+  std::span<const uint8_t> in_;
+  size_t pos_ = 0;
+  bool ok_ = true;
+};
+
+bool AllZero(const RngState& rng) {
+  return (rng.words[0] | rng.words[1] | rng.words[2] | rng.words[3]) == 0;
+}
+
+Status CheckTaskKey(std::string_view key) {
+  const bool chars_ok = std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+  if (key.empty() || key.size() > kMaxTaskKeyBytes || key.front() == '.' || !chars_ok) {
+    return InvalidArgument("task key \"" + std::string(key) + "\" is not 1.." +
+                           std::to_string(kMaxTaskKeyBytes) +
+                           " of [A-Za-z0-9_.-] not starting with '.'");
+  }
+  return Status::Ok();
+}
+
+// Appends one whole record to `out`.
+void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<uint8_t>& out) {
+  Encoder e;
+  e.U32(static_cast<uint32_t>(payload.size()));
+  e.U8(type);
+  e.Bytes(payload);
+  e.U64(Checksum64(e.bytes()));
+  out.insert(out.end(), e.bytes().begin(), e.bytes().end());
+}
+
+// The structured bindings are a tripwire: a field added to TaskRequest (or
+// SamplingParams, ChatMessage) stops this from compiling until the journal
+// stores it too (with kJournalFormatVersion bumped) or says here why not.
+std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
+  [[maybe_unused]] const auto& [tier, system_prompt, messages, prompt, prompt_tokens, max_tokens,
+                                sampling, top_logprobs, stop, callbacks] = request;
+  // Callbacks are code, not data: the app attaches them again on recovery.
+  const auto& [temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
+               frequency_penalty, seed] = sampling;
+  Encoder e;
+  e.I32(static_cast<int32_t>(tier));
+  e.Str(system_prompt);
+  e.U32(static_cast<uint32_t>(messages.size()));
+  for (const ChatMessage& m : messages) {
+    const auto& [role, content] = m;
+    e.Str(role);
+    e.Str(content);
+  }
+  e.Str(prompt);
+  e.I32s(prompt_tokens);
+  e.I32(max_tokens);
+  e.F32(temperature);
+  e.I32(top_k);
+  e.F32(top_p);
+  e.F32(min_p);
+  e.F32(repeat_penalty);
+  e.I32(repeat_last_n);
+  e.F32(presence_penalty);
+  e.F32(frequency_penalty);
+  e.U64(seed);
+  e.I32(top_logprobs);
+  e.U32(static_cast<uint32_t>(stop.size()));
+  for (const std::string& s : stop) e.Str(s);
+  return std::move(e.bytes());
+}
+
+bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
+  Decoder d(payload);
+  Result<Tier> tier = TierFromInt(d.I32());
+  if (!tier.ok()) return false;
+  r.tier = *tier;
+  r.system_prompt = d.Str();
+  const uint32_t n_messages = d.Count(8);
+  r.messages.reserve(n_messages);
+  for (uint32_t i = 0; i < n_messages && d.ok(); ++i) {
+    ChatMessage m;
+    m.role = d.Str();
+    m.content = d.Str();
+    r.messages.push_back(std::move(m));
+  }
+  r.prompt = d.Str();
+  r.prompt_tokens = d.I32s();
+  r.max_tokens = d.I32();
+  SamplingParams& s = r.sampling;
+  s.temperature = d.F32();
+  s.top_k = d.I32();
+  s.top_p = d.F32();
+  s.min_p = d.F32();
+  s.repeat_penalty = d.F32();
+  s.repeat_last_n = d.I32();
+  s.presence_penalty = d.F32();
+  s.frequency_penalty = d.F32();
+  s.seed = d.U64();
+  r.top_logprobs = d.I32();
+  const uint32_t n_stop = d.Count(4);
+  r.stop.reserve(n_stop);
+  for (uint32_t i = 0; i < n_stop && d.ok(); ++i) r.stop.push_back(d.Str());
+  return d.at_end();
+}
+
+// ---- The fault switch of the kill soak. ----
+
+std::once_flag g_fault_env_once;
+std::atomic<int64_t> g_fault_countdown{0};  // appends until the fatal one; 0: disarmed
+std::atomic<uint32_t> g_fault_after_bytes{0};
+
+void ReadFaultFromEnvironment() {
+  std::call_once(g_fault_env_once, [] {
+    const char* spec = std::getenv("VALET_FAULT");
+    if (spec == nullptr || *spec == '\0') return;
+    const std::optional<JournalFault> fault = ParseJournalFault(spec);
+    if (!fault) {
+      std::fprintf(stderr, "valet: warning: VALET_FAULT=%s is not journal-append:<n>:<bytes>\n",
+                   spec);
+      return;
+    }
+    g_fault_after_bytes.store(fault->after_bytes);
+    g_fault_countdown.store(fault->append);
+  });
+}
+
+// How many bytes of this append to write before dying; nullopt: no fault here.
+std::optional<size_t> FaultBytesForThisAppend() {
+  ReadFaultFromEnvironment();
+  int64_t left = g_fault_countdown.load();
+  while (left > 0 && !g_fault_countdown.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left != 1) return std::nullopt;
+  return g_fault_after_bytes.load();
+}
+
+Status WriteAll(int fd, std::span<const uint8_t> bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return IoError(n < 0 ? Errno() : "no progress");
+    done += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+// Up to `n` bytes at `offset`; fewer only at the end of the file.
+Result<size_t> ReadAt(int fd, uint64_t offset, uint8_t* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    const ssize_t got = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return IoError(Errno());
+    if (got == 0) break;
+    done += static_cast<size_t>(got);
+  }
+  return done;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
+
+ private:
+  int fd_;
+};
+
+// Reads and checks the header; returns where the records start.
+Result<uint64_t> ReadHeader(int fd, uint64_t file_size, const std::string& path,
+                            const JournalIdentity& expected, std::string& task_key) {
+  uint8_t fixed[kHeaderFixedBytes];
+  VALET_ASSIGN_OR_RETURN(size_t got, ReadAt(fd, 0, fixed, sizeof(fixed)));
+  if (got < sizeof(fixed) || std::memcmp(fixed, kMagic, sizeof(kMagic)) != 0) {
+    return Corrupt(path + " is not a valet task journal");
+  }
+  Decoder d(std::span<const uint8_t>(fixed).subspan(sizeof(kMagic)));
+  const uint32_t version = d.U32();
+  const uint32_t n = d.U32();
+  if (version != kJournalFormatVersion) {
+    return Unsupported(path + " has journal format version " + std::to_string(version) +
+                       "; this valet reads version " + std::to_string(kJournalFormatVersion));
+  }
+  if (n > kMaxHeaderPayloadBytes || kHeaderFixedBytes + n + kChecksumBytes > file_size) {
+    return Corrupt(path + " has a damaged or truncated journal header");
+  }
+  std::vector<uint8_t> header(kHeaderFixedBytes + n + kChecksumBytes);
+  VALET_ASSIGN_OR_RETURN(got, ReadAt(fd, 0, header.data(), header.size()));
+  if (got < header.size()) return Corrupt(path + " has a truncated journal header");
+  const size_t body = kHeaderFixedBytes + n;
+  Decoder sum(std::span<const uint8_t>(header).subspan(body));
+  if (sum.U64() != Checksum64(std::span<const uint8_t>(header).first(body))) {
+    return Corrupt(path + " has a damaged journal header (checksum mismatch)");
+  }
+  Decoder id(std::span<const uint8_t>(header).subspan(kHeaderFixedBytes, n));
+  const std::string valet_version = id.Str();
+  const std::string model = id.Str();
+  task_key = id.Str();
+  if (!id.at_end()) return Corrupt(path + " has a malformed journal header");
+  if (valet_version != expected.valet_version) {
+    return Unsupported(path + " was written by valet " + valet_version + ", this is valet " +
+                       expected.valet_version +
+                       ": a task resumes only in the version that began it");
+  }
+  if (model != expected.model_fingerprint) {
+    return Unsupported(path + " was written for model \"" + model + "\", the model now is \"" +
+                       expected.model_fingerprint + "\"");
+  }
+  if (!CheckTaskKey(task_key).ok()) return Corrupt(path + " has a malformed task key");
+  return static_cast<uint64_t>(body + kChecksumBytes);
+}
+
+// Applies one intact record to `c`; false (with `why`) when it does not fit
+// where it stands.
+bool ApplyRecord(uint8_t type, std::span<const uint8_t> payload, bool first, JournalContents& c,
+                 std::string& why) {
+  if (first != (type == kSubmit)) {
+    why = first ? "the first record is not Submit" : "a second Submit record";
+    return false;
+  }
+  if (c.finished()) {
+    why = "a record after Done";
+    return false;
+  }
+  Decoder d(payload);
+  switch (type) {
+    case kSubmit:
+      if (!DecodeSubmit(payload, c.request)) {
+        why = "a malformed Submit record";
+        return false;
+      }
+      c.rng = Rng(c.request.sampling.seed).state();
+      return true;
+    case kTokens: {
+      const uint64_t first_index = d.U64();
+      std::vector<int32_t> tokens = d.I32s();
+      const RngState rng = d.Rng();
+      const bool ids_ok =
+          std::all_of(tokens.begin(), tokens.end(), [](int32_t t) { return t >= 0; });
+      if (!d.at_end() || tokens.empty() || !ids_ok || AllZero(rng)) {
+        why = "a malformed Tokens record";
+        return false;
+      }
+      if (first_index != c.tokens.size()) {
+        why = "a Tokens record starting at token " + std::to_string(first_index) + " after " +
+              std::to_string(c.tokens.size());
+        return false;
+      }
+      c.tokens.insert(c.tokens.end(), tokens.begin(), tokens.end());
+      c.rng = rng;
+      return true;
+    }
+    case kDone: {
+      JournalEnd end;
+      const int32_t state = d.I32();
+      const int32_t stop_reason = d.I32();
+      const uint64_t generated = d.U64();
+      end.error = d.Str();
+      if (!d.at_end() || state < static_cast<int32_t>(TaskState::kDone) ||
+          state > static_cast<int32_t>(TaskState::kFailed) || stop_reason < 0 ||
+          stop_reason > static_cast<int32_t>(StopReason::kStopString) ||
+          generated != c.tokens.size()) {
+        why = "a malformed Done record";
+        return false;
+      }
+      end.state = static_cast<TaskState>(state);
+      end.stop_reason = static_cast<StopReason>(stop_reason);
+      c.end = std::move(end);
+      return true;
+    }
+    default:
+      why = "a record of unknown type " + std::to_string(type);
+      return false;
+  }
+}
+
+}  // namespace
+
+const char* ValetVersionString() { return VALET_VERSION_STRING; }
+
+std::string JournalPath(const std::string& dir, std::string_view task_key) {
+  return (std::filesystem::path(dir) / (std::string(task_key) + ".journal")).string();
+}
+
+Result<JournalContents> ReadJournal(const std::string& path, const JournalIdentity& expected) {
+  Fd fd(OpenNoFollow(path));
+  if (fd.get() < 0) {
+    const int err = errno;
+    if (err == ENOENT) return NotFound("no journal " + path);
+    const std::string why = std::strerror(err);
+    return IoError("cannot open " + path + ": " + why);
+  }
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return IoError("cannot stat " + path + ": " + Errno());
+  if (!S_ISREG(st.st_mode)) return Corrupt(path + " is not a regular file");
+  const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+
+  JournalContents c;
+  c.path = path;
+  VALET_ASSIGN_OR_RETURN(uint64_t offset,
+                         ReadHeader(fd.get(), file_size, path, expected, c.task_key));
+  std::vector<uint8_t> record;
+  for (bool first = true;; first = false) {
+    std::string why;
+    const uint64_t left = file_size - offset;
+    if (left == 0) {
+      if (first) return Corrupt(path + " has no Submit record");
+      break;
+    }
+    uint8_t prefix[kRecordPrefixBytes];
+    if (left < sizeof(prefix)) {
+      c.tail = JournalTail::kTorn;
+      why = "the file ends inside a record's length";
+    } else {
+      VALET_ASSIGN_OR_RETURN(size_t got, ReadAt(fd.get(), offset, prefix, sizeof(prefix)));
+      if (got < sizeof(prefix)) return IoError(path + " shrank while it was read");
+      const uint32_t length = Decoder(prefix).U32();
+      if (length > kMaxJournalRecordBytes) {
+        c.tail = JournalTail::kCorrupt;
+        why = "a record declares " + std::to_string(length) + " bytes, over the limit of " +
+              std::to_string(kMaxJournalRecordBytes);
+      } else if (sizeof(prefix) + length + kChecksumBytes > left) {
+        // Bounded by the file's size, so nothing is allocated for a length the file cannot back.
+        c.tail = JournalTail::kTorn;
+        why = "the file ends inside a record of " + std::to_string(length) + " bytes";
+      } else {
+        record.resize(sizeof(prefix) + length + kChecksumBytes);
+        VALET_ASSIGN_OR_RETURN(got, ReadAt(fd.get(), offset, record.data(), record.size()));
+        if (got < record.size()) return IoError(path + " shrank while it was read");
+        const std::span<const uint8_t> body =
+            std::span<const uint8_t>(record).first(sizeof(prefix) + length);
+        if (Decoder(std::span<const uint8_t>(record).subspan(body.size())).U64() !=
+            Checksum64(body)) {
+          c.tail = JournalTail::kCorrupt;
+          why = "a record's checksum does not match";
+        } else if (!ApplyRecord(record[4], body.subspan(sizeof(prefix)), first, c, why)) {
+          c.tail = JournalTail::kCorrupt;
+        } else {
+          offset += record.size();
+          continue;
+        }
+      }
+    }
+    if (first) {
+      return Corrupt(path + " has no intact Submit record (" + why + ")");
+    }
+    c.tail_problem = why + " at byte " + std::to_string(offset);
+    break;
+  }
+  c.good_bytes = offset;
+  c.dropped_bytes = file_size - offset;
+  return c;
+}
+
+Result<JournalScan> ListJournals(const std::string& dir, const JournalIdentity& expected) {
+  JournalScan scan;
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) return scan;
+  std::vector<std::filesystem::directory_entry> entries;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  if (ec) return IoError("cannot list " + dir + ": " + ec.message());
+  std::sort(entries.begin(), entries.end(),
+            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
+  for (const auto& entry : entries) {
+    const std::string path = entry.path().string();
+    const std::string name = entry.path().filename().string();
+    constexpr std::string_view kSuffix = ".journal";
+    if (!name.ends_with(kSuffix)) {
+      scan.skipped.push_back({path, InvalidArgument(path + " is not named <task key>.journal")});
+      continue;
+    }
+    Result<JournalContents> c = ReadJournal(path, expected);
+    if (!c.ok()) {
+      scan.skipped.push_back({path, c.status()});
+    } else if (c->task_key + std::string(kSuffix) != name) {
+      scan.skipped.push_back({path, Corrupt(path + " holds the journal of task " + c->task_key +
+                                            " under another name")});
+    } else {
+      scan.journals.push_back(std::move(c).value());
+    }
+  }
+  return scan;
+}
+
+Status RemoveJournal(const std::string& path) {
+  if (::unlink(path.c_str()) != 0) {
+    const int err = errno;
+    if (err == ENOENT) return NotFound("no journal " + path);
+    const std::string why = std::strerror(err);
+    return IoError("cannot remove " + path + ": " + why);
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
+}
+
+SamplerState ResumedSamplerState(const JournalContents& contents, std::span<const int32_t> fed) {
+  SamplerState s;
+  const size_t window = static_cast<size_t>(std::max(contents.request.sampling.repeat_last_n, 0));
+  const size_t total = fed.size() + contents.tokens.size();
+  for (size_t i = total - std::min(window, total); i < total; ++i) {
+    s.recent_tokens.push_back(i < fed.size() ? fed[i] : contents.tokens[i - fed.size()]);
+  }
+  s.generated = contents.tokens;
+  s.rng = contents.rng;
+  return s;
+}
+
+// ---- The writer. ----
+
+TaskJournal::TaskJournal(std::string path, int fd, const TaskJournalOptions& options, uint64_t size,
+                         int64_t tokens, bool finished)
+    : path_(std::move(path)),
+      fd_(fd),
+      options_(options),
+      size_(size),
+      tokens_(tokens),
+      finished_(finished) {}
+
+TaskJournal::TaskJournal(TaskJournal&& other) noexcept
+    : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
+      options_(other.options_),
+      size_(other.size_),
+      tokens_(other.tokens_),
+      finished_(other.finished_),
+      unsynced_(other.unsynced_),
+      broken_(other.broken_) {}
+
+TaskJournal& TaskJournal::operator=(TaskJournal&& other) noexcept {
+  if (this != &other) {
+    Close();
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    options_ = other.options_;
+    size_ = other.size_;
+    tokens_ = other.tokens_;
+    finished_ = other.finished_;
+    unsynced_ = other.unsynced_;
+    broken_ = other.broken_;
+  }
+  return *this;
+}
+
+TaskJournal::~TaskJournal() { Close(); }
+
+void TaskJournal::Close() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+Result<TaskJournal> TaskJournal::Create(const std::string& dir, std::string_view task_key,
+                                        const JournalIdentity& identity, const TaskRequest& request,
+                                        const TaskJournalOptions& options) {
+  VALET_RETURN_IF_ERROR(CheckTaskKey(task_key));
+  if (identity.model_fingerprint.empty()) {
+    return InvalidArgument("a journal needs the model's fingerprint");
+  }
+  if (identity.model_fingerprint.size() > kMaxIdentityStringBytes ||
+      identity.valet_version.size() > kMaxIdentityStringBytes) {
+    return InvalidArgument("a journal identity string is over " +
+                           std::to_string(kMaxIdentityStringBytes) + " bytes");
+  }
+  const std::vector<uint8_t> submit = EncodeSubmit(request);
+  if (submit.size() > kMaxJournalRecordBytes) {
+    return InvalidArgument("the request takes " + std::to_string(submit.size()) +
+                           " bytes, over the journal's record limit of " +
+                           std::to_string(kMaxJournalRecordBytes));
+  }
+  Encoder id;
+  id.Str(identity.valet_version);
+  id.Str(identity.model_fingerprint);
+  id.Str(task_key);
+  Encoder header;
+  header.Bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kMagic), sizeof(kMagic)));
+  header.U32(kJournalFormatVersion);
+  header.U32(static_cast<uint32_t>(id.size()));
+  header.Bytes(id.bytes());
+  header.U64(Checksum64(header.bytes()));
+  std::vector<uint8_t> bytes = std::move(header.bytes());
+  EncodeRecord(kSubmit, submit, bytes);
+
+  VALET_RETURN_IF_ERROR(MakePrivateDirectory(dir));
+  const std::string path = JournalPath(dir, task_key);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0) {
+    return InvalidArgument("a journal for task " + std::string(task_key) + " already exists");
+  }
+  VALET_RETURN_IF_ERROR(WritePrivateFileAtomically(path, bytes, FileSync::kFsync));
+  const int fd = OpenForAppendNoFollow(path);
+  if (fd < 0) return IoError("cannot open " + path + " for appending: " + Errno());
+  return TaskJournal(path, fd, options, bytes.size(), 0, false);
+}
+
+Result<TaskJournal> TaskJournal::Reopen(const JournalContents& contents,
+                                        const TaskJournalOptions& options) {
+  Fd fd(OpenForAppendNoFollow(contents.path));
+  if (fd.get() < 0) return IoError("cannot open " + contents.path + " for appending: " + Errno());
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return IoError("cannot stat " + contents.path + ": " + Errno());
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (size != contents.good_bytes + contents.dropped_bytes) {
+    return Corrupt(contents.path + " changed since it was read (" + std::to_string(size) +
+                   " bytes, then " + std::to_string(contents.good_bytes + contents.dropped_bytes) +
+                   ")");
+  }
+  if (contents.dropped_bytes > 0) {
+    if (::ftruncate(fd.get(), static_cast<off_t>(contents.good_bytes)) != 0 ||
+        ::fdatasync(fd.get()) != 0) {
+      return IoError("cannot cut the damaged tail off " + contents.path + ": " + Errno());
+    }
+  }
+  return TaskJournal(contents.path, fd.release(), options, contents.good_bytes,
+                     static_cast<int64_t>(contents.tokens.size()), contents.finished());
+}
+
+Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload) {
+  if (broken_) return IoError(path_ + " is unusable after a write that could not be undone");
+  std::vector<uint8_t> record;
+  record.reserve(kRecordPrefixBytes + payload.size() + kChecksumBytes);
+  EncodeRecord(type, payload, record);
+  if (std::optional<size_t> cut = FaultBytesForThisAppend()) {
+    const size_t n = std::min(*cut, record.size());
+    (void)WriteAll(fd_, std::span<const uint8_t>(record).first(n));
+    std::raise(SIGKILL);
+  }
+  Status written = WriteAll(fd_, record);
+  if (!written.ok()) {
+    // A partial record would hide every later one from readers: cut it off.
+    if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) broken_ = true;
+    return IoError("cannot append to " + path_ + ": " + written.message());
+  }
+  size_ += record.size();
+  unsynced_ = true;
+  return Status::Ok();
+}
+
+Status TaskJournal::AppendTokens(std::span<const int32_t> tokens, const RngState& rng_after) {
+  if (finished_) return InvalidArgument("task journal " + path_ + " is already finished");
+  if (tokens.empty()) return Status::Ok();
+  if (AllZero(rng_after)) return InvalidArgument("an all-zero RNG state is no sampler's");
+  for (int32_t t : tokens) {
+    if (t < 0) return InvalidArgument("token id " + std::to_string(t) + " is negative");
+  }
+  if (tokens.size() > (kMaxJournalRecordBytes - 48) / 4) {
+    return InvalidArgument(std::to_string(tokens.size()) + " tokens are too many for one record");
+  }
+  Encoder e;
+  e.U64(static_cast<uint64_t>(tokens_));
+  e.I32s(tokens);
+  e.Rng(rng_after);
+  VALET_RETURN_IF_ERROR(Append(kTokens, e.bytes()));
+  // Counted even if the sync below fails: the record is in the file, and the
+  // next one must start after it.
+  tokens_ += static_cast<int64_t>(tokens.size());
+  return options_.sync == JournalSync::kEveryRecord ? Sync() : Status::Ok();
+}
+
+Status TaskJournal::MarkDone(const JournalEnd& end) {
+  if (finished_) return InvalidArgument("task journal " + path_ + " is already finished");
+  if (!IsTerminal(end.state)) {
+    return InvalidArgument(std::string("a task does not end in state ") + TaskStateName(end.state));
+  }
+  Encoder e;
+  e.I32(static_cast<int32_t>(end.state));
+  e.I32(static_cast<int32_t>(end.stop_reason));
+  e.U64(static_cast<uint64_t>(tokens_));
+  e.Str(end.error.substr(0, kMaxErrorBytes));
+  VALET_RETURN_IF_ERROR(Append(kDone, e.bytes()));
+  finished_ = true;
+  return Sync();
+}
+
+Status TaskJournal::Sync() {
+  if (!unsynced_) return Status::Ok();
+  if (::fdatasync(fd_) != 0) return IoError("cannot sync " + path_ + ": " + Errno());
+  unsynced_ = false;
+  return Status::Ok();
+}
+
+std::optional<JournalFault> ParseJournalFault(std::string_view spec) {
+  constexpr std::string_view kPrefix = "journal-append:";
+  if (!spec.starts_with(kPrefix)) return std::nullopt;
+  spec.remove_prefix(kPrefix.size());
+  const size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  JournalFault fault;
+  const std::string_view append = spec.substr(0, colon), after = spec.substr(colon + 1);
+  const auto [a_end, a_err] =
+      std::from_chars(append.data(), append.data() + append.size(), fault.append);
+  const auto [b_end, b_err] =
+      std::from_chars(after.data(), after.data() + after.size(), fault.after_bytes);
+  if (a_err != std::errc() || a_end != append.data() + append.size() || fault.append < 0 ||
+      b_err != std::errc() || b_end != after.data() + after.size()) {
+    return std::nullopt;
+  }
+  return fault;
+}
+
+void ArmJournalFaultForTesting(const JournalFault& fault) {
+  ReadFaultFromEnvironment();  // so a later first use cannot overwrite this
+  g_fault_after_bytes.store(fault.after_bytes);
+  g_fault_countdown.store(std::max<int64_t>(fault.append, 0));
+}
+
+}  // namespace valet
