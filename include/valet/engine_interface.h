@@ -15,6 +15,7 @@
 // (never the history), so a parked sequence can always be resumed exactly.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,12 @@ struct SequenceSpec {
   // 0..kMaxTopLogprobs: every sampled token's StepOutput carries its
   // log-probability and the top_logprobs most likely tokens'; -1: none.
   int32_t top_logprobs = -1;
+  // A task recovered from its journal (docs/durable.md) goes on with the
+  // sampler it had: the tokens it had drawn (the presence and frequency
+  // penalties count them) and the random state after the last. Its fed
+  // tokens rebuild the repeat-penalty window as they are fed again.
+  std::vector<int32_t> resume_generated{};
+  std::optional<std::array<uint64_t, 4>> resume_rng{};
 };
 
 // One sequence's share of a step. Exactly one of `tokens` (new input: a
@@ -76,6 +83,9 @@ struct StepOutput {
   SequenceId seq = 0;
   int32_t token = -1;  // the sampled token, for items with sample = true
   std::optional<TokenLogprobs> logprobs;  // when the sequence asked for them (SequenceSpec::top_logprobs)
+  // The sampler's random state after drawing `token` (a durable task's
+  // journal keeps it); zero where the engine has none.
+  std::array<uint64_t, 4> rng_state{};
 };
 
 struct StepResult {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "valet/engine_interface.h"
@@ -202,6 +203,15 @@ struct SchedulerOptions {
   // content too, as tokenizing the whole rendered prompt with special tokens
   // parsed does (llama.cpp's server). Raw prompts are always parsed.
   bool parse_special_in_messages = false;
+  // Where durable tasks (TaskRequest::durable) keep their journals
+  // (docs/durable.md); empty: durable tasks are refused. One scheduler at a
+  // time may own the directory.
+  std::string durable_dir;
+  // Names the model, its tokenizer and template and
+  // parse_special_in_messages in every journal, so a directory written by
+  // another model (or valet version) is refused, never misread. Required
+  // with durable_dir.
+  std::string model_fingerprint;
   // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
   // pass the fake engine's virtual clock. Must be callable from any thread.
   std::function<double()> clock;
@@ -255,6 +265,14 @@ struct TaskRequest {
   // TaskResult::logprobs); -1: none, at no cost.
   int32_t top_logprobs = -1;
   std::vector<std::string> stop;
+  // Journaled in SchedulerOptions::durable_dir as it runs, so that after the
+  // process dies SchedulerCore::Recover (valet_recover) finds it with its
+  // output so far and resumes it token-identically; kept after it ends until
+  // acknowledged (Ack). durable_key names it across restarts: 1-128 of
+  // [A-Za-z0-9_.-], unique in the directory; empty: one is made up
+  // (TaskResult::durable_key).
+  bool durable = false;
+  std::string durable_key{};
   TaskCallbacks callbacks;
 };
 
@@ -289,6 +307,27 @@ struct TaskResult {
   std::string text;
   std::vector<TokenLogprobs> logprobs;  // one per token, with TaskRequest::top_logprobs >= 0
   TaskMetrics metrics;
+  std::string durable_key;  // a durable task's name (TaskRequest::durable_key)
+};
+
+// A durable task found in SchedulerOptions::durable_dir at start-up.
+struct RecoveredTask {
+  std::string durable_key{};
+  Tier tier = Tier::kForegroundChat;
+  std::vector<int32_t> tokens;  // generated before the process ended
+  // Resumed under this id; 0 when it had ended before (state says how) and
+  // waits for its acknowledgement.
+  TaskId id = 0;
+  TaskState state = TaskState::kQueued;
+  StopReason stop_reason = StopReason::kNone;
+  std::string error;  // a failed task's reason
+};
+
+struct RecoveryReport {
+  std::vector<RecoveredTask> tasks;
+  // Files in the directory that are not journals this scheduler may read
+  // (another model or version, damage), with the reason; left in place.
+  std::vector<std::pair<std::string, Status>> skipped;
 };
 
 enum class TimelineKind : int32_t {
@@ -335,6 +374,9 @@ struct SchedulerStats {
   ThermalStatus thermal = ThermalStatus::kNone;  // effective (headroom applied)
   int64_t submitted = 0;
   int64_t rejected = 0;  // failed validation
+  // Durable tasks that went on without their journal after it could not be
+  // written (a full or failing disk): no longer recoverable.
+  int64_t journal_errors = 0;
   int64_t done = 0;
   int64_t cancelled = 0;
   int64_t failed = 0;

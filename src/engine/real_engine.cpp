@@ -138,6 +138,13 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
   s->prefix = spec.shared_prefix;
   s->history = spec.shared_prefix;
   for (int32_t t : s->history) s->sampler.Accept(t);
+  if (spec.resume_rng) {
+    SamplerState resumed = s->sampler.state();
+    resumed.generated = spec.resume_generated;
+    resumed.rng.words = *spec.resume_rng;
+    if (resumed.rng == RngState{}) return InvalidArgument("a resumed sampler's random state cannot be all zero");
+    s->sampler.set_state(resumed);
+  }
   if (!s->prefix.empty()) AttachPrefix(*s, cache_->Match(s->prefix));
   const SequenceId id = next_id_++;
   seqs_.emplace(id, std::move(s));
@@ -241,7 +248,7 @@ Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
     std::span<const float> l(logits_.data() + row * n_vocab, n_vocab);
     ++row;
     if (options_.keep_logits) s.logits.assign(l.begin(), l.end());
-    StepOutput out{items[i].seq, s.sampler.Sample(l), std::nullopt};
+    StepOutput out{items[i].seq, s.sampler.Sample(l), std::nullopt, s.sampler.rng_state().words};
     // The raw logits, before the sampler's penalties and filters (sampling.h).
     if (s.top_logprobs >= 0) out.logprobs = ComputeLogprobs(l, out.token, s.top_logprobs);
     result.outputs.push_back(std::move(out));

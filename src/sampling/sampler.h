@@ -42,6 +42,8 @@ class Sampler {
   void Accept(int32_t token);
 
   SamplerState state() const;
+  // state().rng without copying the token lists.
+  RngState rng_state() const { return rng_.state(); }
   // Keeps the newest repeat_last_n of state.recent_tokens.
   void set_state(const SamplerState& state);
 

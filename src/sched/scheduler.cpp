@@ -189,6 +189,8 @@ void Scheduler::Impl::CancelUnfinished() {
   }
   // Admitting the last submits lets one path cancel every task.
   for (Command& command : rest) Apply(command);
+  // Stopping is not the app's cancel: durable tasks stay in their journals.
+  core.DetachJournals();
   std::vector<TaskId> ids;
   {
     std::lock_guard<std::mutex> lock(mu);

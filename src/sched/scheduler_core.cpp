@@ -34,25 +34,29 @@ SchedulerCore::~SchedulerCore() { (void)RestorePool(); }
 Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
   Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
   Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
-  if (!max_tokens.ok()) {
+  Result<std::optional<TaskJournal>> journal =
+      max_tokens.ok() ? StartJournal(prepared->request) : Result<std::optional<TaskJournal>>(max_tokens.status());
+  if (!journal.ok()) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.rejected; });
-    return max_tokens.status();
+    return journal.status();
   }
   const TaskId id = recorder_.Register(prepared->request.tier, Now());
-  Enqueue(id, std::move(prepared).value(), *max_tokens);
+  Enqueue(id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
   Deliver();
   return id;
 }
 
 Status SchedulerCore::Admit(TaskId id, PreparedTask prepared) {
   Result<int32_t> max_tokens = FitPool(prepared);
-  if (max_tokens.ok()) {
-    Enqueue(id, std::move(prepared), *max_tokens);
+  Result<std::optional<TaskJournal>> journal =
+      max_tokens.ok() ? StartJournal(prepared.request) : Result<std::optional<TaskJournal>>(max_tokens.status());
+  if (journal.ok()) {
+    Enqueue(id, std::move(prepared), *max_tokens, std::move(journal).value());
     Deliver();
     return Status::Ok();
   }
-  // Found too large after an id was handed out: the task ends FAILED, visibly.
-  const Status status = max_tokens.status();
+  // Found too large (or not journaled) after an id was handed out: the task ends FAILED, visibly.
+  const Status status = journal.status();
   const TaskCallbacks& callbacks = prepared.request.callbacks;
   recorder_.Event(id, TimelineKind::kFailed, Now());
   recorder_.SetState(id, TaskState::kFailed);
@@ -67,9 +71,11 @@ Status SchedulerCore::Admit(TaskId id, PreparedTask prepared) {
   return status;
 }
 
-void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens) {
+void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal) {
   auto task = std::make_unique<Task>();
   task->id = id;
+  task->durable_key = prepared.request.durable_key;
+  task->journal = std::move(journal);
   task->tier = prepared.request.tier;
   task->ticket = next_ticket_++;
   task->callbacks = std::move(prepared.request.callbacks);
@@ -121,6 +127,9 @@ Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
   ReleaseHeld();
   if (governor_.state() == LifecycleState::kDestroyed) ParkEverythingToDisk();
+  // In the background the process may be killed at any moment: what durable
+  // tasks generated so far goes to the device now.
+  if (event == LifecycleEvent::kOnStop) SyncJournals();
   // Back in front of the user: a trim's reductions end.
   if (event == LifecycleEvent::kOnStart && trimmed_) (void)RestorePool();
   Deliver();
@@ -228,6 +237,7 @@ void SchedulerCore::SetState(Task& task, TaskState state) {
 }
 
 void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReason reason) {
+  JournalEnd(task, state, status, reason);
   if (task.seq_open) {
     // The task is over either way; a close error only leaks engine state.
     (void)engine_.CloseSequence(task.seq).ok();
@@ -253,6 +263,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   result.tokens = std::move(task.tokens);
   result.text = std::move(task.text);
   result.logprobs = std::move(task.logprobs);
+  result.durable_key = task.durable_key;
   if (Result<TaskMetrics> m = recorder_.Metrics(task.id); m.ok()) result.metrics = *m;
   if (task.callbacks.on_done) {
     outbox_.push_back([cb = task.callbacks.on_done, id = task.id, r = std::move(result)] { cb(id, r); });

@@ -58,8 +58,19 @@ class SchedulerCore {
   // pool even alone ends FAILED here, with on_done called, and the error is
   // returned.
   Status Admit(TaskId id, PreparedTask prepared);
-  // NotFound for an unknown id, InvalidArgument for a finished task.
+  // NotFound for an unknown id, InvalidArgument for a finished task. A
+  // cancelled durable task's journal is removed.
   Status Cancel(TaskId id);
+  // Durable tasks (docs/durable.md). Recover reads SchedulerOptions::durable_dir
+  // and resumes every unfinished task found there (with callbacks_for's
+  // callbacks, if given) where its journal ends; ended ones wait for Ack,
+  // which removes a journal (NotFound when there is none, InvalidArgument
+  // while its task runs). DetachJournals lets every live task go on without
+  // its journal: the scheduler is stopping, and what the journals hold is
+  // for the next one to recover.
+  Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {});
+  Status Ack(const std::string& durable_key);
+  void DetachJournals();
   Status OnLifecycleEvent(LifecycleEvent event);
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
@@ -109,7 +120,20 @@ class SchedulerCore {
   // The task's max_tokens if the pool holds it alone (or for a task without
   // a limit, the most that fit); ResourceExhausted otherwise.
   Result<int32_t> FitPool(const PreparedTask& task) const;
-  void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens);
+  void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal = {});
+  // A new journal for a durable request (its key made up when empty); none otherwise.
+  Result<std::optional<TaskJournal>> StartJournal(TaskRequest& request) const;
+  JournalIdentity journal_identity() const { return {ValetVersionString(), options_.model_fingerprint}; }
+  // Enqueues an unfinished journaled task where its journal ends (r.id, r.state).
+  Status ResumeJournaled(JournalContents& contents,
+                         const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for, RecoveredTask& r);
+  // Feeds a recovered task the tokens it had generated; false if they ended it.
+  bool Replay(Task& task, const std::vector<int32_t>& tokens);
+  // Appends to, or ends, a task's journal; a write error detaches it (the
+  // task goes on, no longer durable) and is counted.
+  void JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng);
+  void JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason);
+  void SyncJournals();
   Task* Find(TaskId id);
 
   // The queue key: (tier, ticket), or (one tier, ticket) under kFifo.

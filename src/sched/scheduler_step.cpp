@@ -196,6 +196,7 @@ Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders
 void SchedulerCore::OnToken(Task& task, StepOutput& output, double now) {
   const int32_t token = output.token;
   task.tokens.push_back(token);
+  JournalToken(task, token, output.rng_state);
   if (output.logprobs) DeliverLogprobs(task, std::move(*output.logprobs));
   ++task.turn_generated;
   governor_.Charge(task.tier, 1);

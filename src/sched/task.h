@@ -9,6 +9,7 @@
 
 #include "engine/engine_interface.h"
 #include "sampling/stop_condition.h"
+#include "sched/task_journal.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -40,6 +41,8 @@ struct Task {
   std::string text;             // shown so far
   std::vector<TokenLogprobs> logprobs;  // per token, when the request asked for them
   bool first_token_seen = false;
+  std::string durable_key;
+  std::optional<TaskJournal> journal;  // a durable task's, while it can be written
 
   bool prompt_done() const { return prompt_pos >= static_cast<int32_t>(prompt.size()); }
   // Its next step would be one decode token (no prompt or recompute left).

@@ -149,19 +149,6 @@ bool AllZero(const RngState& rng) {
   return (rng.words[0] | rng.words[1] | rng.words[2] | rng.words[3]) == 0;
 }
 
-Status CheckTaskKey(std::string_view key) {
-  const bool chars_ok = std::all_of(key.begin(), key.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  });
-  if (key.empty() || key.size() > kMaxTaskKeyBytes || key.front() == '.' || !chars_ok) {
-    return InvalidArgument("task key \"" + std::string(key) + "\" is not 1.." +
-                           std::to_string(kMaxTaskKeyBytes) +
-                           " of [A-Za-z0-9_.-] not starting with '.'");
-  }
-  return Status::Ok();
-}
-
 // Appends one whole record to `out`.
 void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<uint8_t>& out) {
   Encoder e;
@@ -177,8 +164,9 @@ void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<ui
 // stores it too (with kJournalFormatVersion bumped) or says here why not.
 std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   [[maybe_unused]] const auto& [tier, system_prompt, messages, prompt, prompt_tokens, max_tokens,
-                                sampling, top_logprobs, stop, callbacks] = request;
+                                sampling, top_logprobs, stop, durable, durable_key, callbacks] = request;
   // Callbacks are code, not data: the app attaches them again on recovery.
+  // durable is true and durable_key is the file's name: both are implied.
   const auto& [temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
                frequency_penalty, seed] = sampling;
   Encoder e;
@@ -423,6 +411,19 @@ bool ApplyRecord(uint8_t type, std::span<const uint8_t> payload, bool first, Jou
 }  // namespace
 
 const char* ValetVersionString() { return VALET_VERSION_STRING; }
+
+Status CheckTaskKey(std::string_view key) {
+  const bool chars_ok = std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.';
+  });
+  if (key.empty() || key.size() > kMaxTaskKeyBytes || key.front() == '.' || !chars_ok) {
+    return InvalidArgument("task key \"" + std::string(key) + "\" is not 1.." +
+                           std::to_string(kMaxTaskKeyBytes) +
+                           " of [A-Za-z0-9_.-] not starting with '.'");
+  }
+  return Status::Ok();
+}
 
 std::string JournalPath(const std::string& dir, std::string_view task_key) {
   return (std::filesystem::path(dir) / (std::string(task_key) + ".journal")).string();

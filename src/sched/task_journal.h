@@ -111,6 +111,8 @@ struct JournalContents {
 // "<dir>/<task_key>.journal". Task keys are 1..128 of [A-Za-z0-9_.-], not
 // starting with '.', so a key never names a path outside `dir`.
 std::string JournalPath(const std::string& dir, std::string_view task_key);
+// InvalidArgument unless `key` is such a key.
+Status CheckTaskKey(std::string_view key);
 
 // Reads a journal written for `expected`. Corrupt when it is no journal or its
 // header or Submit record is damaged; Unsupported, naming both sides, when it

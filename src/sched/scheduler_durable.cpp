@@ -1,0 +1,151 @@
+// SchedulerCore and durable tasks: journaling as they run, recovery after the
+// process ended, acknowledgement (docs/durable.md).
+#include <algorithm>
+#include <cstdio>
+#include <random>
+#include <utility>
+
+#include "sched/scheduler_core.h"
+
+namespace valet {
+namespace {
+
+// Unique across restarts without coordination: 64 random bits.
+std::string NewDurableKey() {
+  std::random_device device;
+  const uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
+  char key[24];
+  std::snprintf(key, sizeof(key), "task-%016llx", static_cast<unsigned long long>(bits));
+  return key;
+}
+
+}  // namespace
+
+Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& request) const {
+  if (!request.durable) return std::optional<TaskJournal>();
+  if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
+    return InvalidArgument("a durable task needs the scheduler's durable_dir and model_fingerprint");
+  }
+  if (request.durable_key.empty()) request.durable_key = NewDurableKey();
+  // Tokens only need to survive a killed process, which the page cache
+  // ensures; MarkDone and lifecycle stops sync to the device.
+  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Create(options_.durable_dir, request.durable_key,
+                                                                  journal_identity(), request,
+                                                                  {JournalSync::kOnDemand}));
+  return std::optional<TaskJournal>(std::move(journal));
+}
+
+void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng) {
+  if (!task.journal) return;
+  RngState state;
+  state.words = rng;
+  if (task.journal->AppendTokens({&token, 1}, state).ok()) return;
+  task.journal.reset();
+  recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+}
+
+void SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
+  if (!task.journal) return;
+  std::optional<TaskJournal> journal = std::exchange(task.journal, std::nullopt);
+  // A cancelled task is forgotten; a finished or failed one waits for its Ack.
+  const Status written = state == TaskState::kCancelled ? RemoveJournal(journal->path())
+                                                        : journal->MarkDone({state, reason, status.message()});
+  if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+}
+
+void SchedulerCore::SyncJournals() {
+  for (auto& [id, task] : tasks_) {
+    if (task->journal && !task->journal->Sync().ok()) {
+      recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    }
+  }
+}
+
+void SchedulerCore::DetachJournals() {
+  SyncJournals();
+  for (auto& [id, task] : tasks_) task->journal.reset();
+}
+
+bool SchedulerCore::Replay(Task& task, const std::vector<int32_t>& tokens) {
+  for (int32_t token : tokens) {
+    task.tokens.push_back(token);
+    const StopDecision decision = task.stop->Feed(token, engine_.TokenPiece(token));
+    task.text += decision.text;
+    if (decision.stopped()) {
+      // Killed between its last token and the record of its end.
+      Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
+  if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
+    return InvalidArgument("recovering durable tasks needs the scheduler's durable_dir and model_fingerprint");
+  }
+  VALET_ASSIGN_OR_RETURN(JournalScan scan, ListJournals(options_.durable_dir, journal_identity()));
+  RecoveryReport report;
+  for (SkippedJournalFile& skipped : scan.skipped) report.skipped.emplace_back(skipped.path, skipped.why);
+  for (JournalContents& c : scan.journals) {
+    RecoveredTask r;
+    r.durable_key = c.task_key;
+    r.tier = c.request.tier;
+    r.tokens = c.tokens;
+    const bool live = std::any_of(tasks_.begin(), tasks_.end(),
+                                  [&](const auto& t) { return t.second->durable_key == c.task_key; });
+    if (live) continue;  // recovered already
+    if (c.finished()) {
+      r.state = c.end->state;
+      r.stop_reason = c.end->stop_reason;
+      r.error = c.end->error;
+      report.tasks.push_back(std::move(r));
+      continue;
+    }
+    Status resumed = ResumeJournaled(c, callbacks_for, r);
+    if (!resumed.ok()) {
+      report.skipped.emplace_back(c.path, resumed);
+      continue;
+    }
+    report.tasks.push_back(std::move(r));
+  }
+  Deliver();
+  return report;
+}
+
+Status SchedulerCore::ResumeJournaled(JournalContents& c,
+                                      const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for,
+                                      RecoveredTask& r) {
+  TaskRequest request = c.request;
+  request.durable = true;
+  request.durable_key = c.task_key;
+  if (callbacks_for) request.callbacks = callbacks_for(r);
+  VALET_ASSIGN_OR_RETURN(PreparedTask prepared, preparer_.Prepare(std::move(request)));
+  VALET_ASSIGN_OR_RETURN(int32_t max_tokens, FitPool(prepared));
+  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Reopen(c));
+  // The tokens it had generated are fed again as prompt; the sampler goes on
+  // from the state the journal kept after the last of them.
+  if (!c.tokens.empty()) {
+    prepared.spec.resume_generated = c.tokens;
+    prepared.spec.resume_rng = c.rng.words;
+    prepared.prompt.insert(prepared.prompt.end(), c.tokens.begin(), c.tokens.end());
+  }
+  const TaskId id = recorder_.Register(prepared.request.tier, Now());
+  Enqueue(id, std::move(prepared), max_tokens, std::move(journal));
+  r.id = id;
+  if (!Replay(*Find(id), c.tokens)) r.state = TaskState::kDone;
+  return Status::Ok();
+}
+
+Status SchedulerCore::Ack(const std::string& durable_key) {
+  if (options_.durable_dir.empty()) return InvalidArgument("the scheduler has no durable_dir");
+  for (const auto& [id, task] : tasks_) {
+    if (task->durable_key == durable_key) {
+      return InvalidArgument("durable task '" + durable_key + "' is still running (task " + std::to_string(id) + ")");
+    }
+  }
+  VALET_RETURN_IF_ERROR(CheckTaskKey(durable_key));
+  return RemoveJournal(JournalPath(options_.durable_dir, durable_key));
+}
+
+}  // namespace valet

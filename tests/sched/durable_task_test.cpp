@@ -1,0 +1,205 @@
+// Durable tasks on the real engine: a task whose scheduler and engine are
+// dropped mid-generation (as a killed process drops them) is found again by
+// a new scheduler on a new engine and finishes with exactly the tokens of an
+// uninterrupted run, seeded sampling and penalties included; also from a
+// journal whose last record was torn. Finished tasks wait for their Ack.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/real_engine.h"
+#include "sched/scheduler_core.h"
+
+namespace valet {
+namespace {
+
+namespace fs = std::filesystem;
+
+class DurableTaskTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    model_ = std::string(VALET_SHARED_DIR) + "/models/" + GetParam();
+    if (!fs::exists(model_)) GTEST_SKIP() << "needs " << model_ << " (../shared)";
+    dir_ = ::testing::TempDir() + "/valet_durable_" + std::to_string(::getpid());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override {
+    if (!dir_.empty()) fs::remove_all(dir_);
+  }
+
+  // A new engine, as a restarted process has.
+  std::unique_ptr<RealEngine> OpenEngine() {
+    RealEngineOptions o;
+    o.engine.model_path = model_;
+    o.engine.n_threads = 1;
+    o.engine.kv_capacity_bytes = 8u << 20;
+    o.store.disk_dir = dir_ + "/snapshots";
+    o.calibrate = false;
+    Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(o);
+    EXPECT_TRUE(engine.ok()) << engine.status().ToString();
+    return engine.ok() ? std::move(*engine) : nullptr;
+  }
+
+  SchedulerOptions Options(const std::string& fingerprint = "model-a") const {
+    SchedulerOptions o;
+    o.durable_dir = dir_ + "/tasks";
+    o.model_fingerprint = fingerprint;
+    for (LifecycleState state : {LifecycleState::kCreated, LifecycleState::kStarted, LifecycleState::kResumed}) {
+      o.budgets.at(state, Tier::kOfflineIndexing).prefill_chunk = 7;  // odd chunks: recovery re-prefills differently
+    }
+    return o;
+  }
+
+  static TaskRequest Request() {
+    TaskRequest r;
+    r.tier = Tier::kOfflineIndexing;
+    r.prompt = "Once upon a time, in a small village by the sea, there lived";
+    r.max_tokens = 48;
+    r.sampling.temperature = 0.9f;
+    r.sampling.top_k = 40;
+    r.sampling.repeat_penalty = 1.1f;
+    r.sampling.presence_penalty = 0.3f;
+    r.sampling.seed = 4242;
+    r.durable = true;
+    r.durable_key = "story-1";
+    return r;
+  }
+
+  std::string model_, dir_;
+};
+
+// Steps until the task has generated `n` tokens (or is done).
+std::vector<int32_t> RunUntilTokens(SchedulerCore& core, TaskRequest request, size_t n) {
+  std::vector<int32_t> tokens;
+  request.callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { tokens.push_back(token); };
+  EXPECT_TRUE(core.Submit(std::move(request)).ok());
+  while (tokens.size() < n && core.RunOneStep()) {
+  }
+  return tokens;
+}
+
+TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
+  std::vector<int32_t> reference;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    ASSERT_TRUE(engine);
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_FALSE(core.HasRunnableWork());
+    ASSERT_GT(reference.size(), 20u);
+    // Ended, it waits for the app: found as DONE, then acknowledged.
+    Result<RecoveryReport> found = core.Recover();
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    ASSERT_EQ(found->tasks.size(), 1u);
+    EXPECT_EQ(found->tasks[0].state, TaskState::kDone);
+    EXPECT_EQ(found->tasks[0].tokens, reference);
+    EXPECT_EQ(found->tasks[0].id, 0);
+    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kOk);
+    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kNotFound);
+    EXPECT_EQ(core.Ack("../story-1").code(), StatusCode::kInvalidArgument);
+  }
+  for (size_t kill_after : {size_t{1}, size_t{9}, reference.size() - 1}) {
+    SCOPED_TRACE("killed after " + std::to_string(kill_after) + " tokens");
+    std::vector<int32_t> before;
+    {
+      std::unique_ptr<RealEngine> engine = OpenEngine();
+      SchedulerCore core(*engine, Options());
+      before = RunUntilTokens(core, Request(), kill_after);
+      ASSERT_EQ(before.size(), kill_after);
+      // Scheduler and engine go without finishing anything, as a killed process does.
+    }
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    std::vector<int32_t> after;
+    TaskResult result;
+    Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask& t) {
+      EXPECT_EQ(t.durable_key, "story-1");
+      TaskCallbacks callbacks;
+      callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { after.push_back(token); };
+      callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
+      return callbacks;
+    });
+    ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+    ASSERT_EQ(recovered->tasks.size(), 1u);
+    EXPECT_EQ(recovered->tasks[0].tokens, before);
+    EXPECT_NE(recovered->tasks[0].id, 0);
+    core.RunUntilIdle();
+    std::vector<int32_t> whole = before;
+    whole.insert(whole.end(), after.begin(), after.end());
+    EXPECT_EQ(whole, reference);
+    EXPECT_EQ(result.tokens, reference) << "the result holds the tokens from before the restart too";
+    EXPECT_EQ(result.durable_key, "story-1");
+    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kOk);
+  }
+}
+
+TEST_P(DurableTaskTest, ATornLastRecordResumesFromTheOneBefore) {
+  std::vector<int32_t> reference;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    ASSERT_EQ(RunUntilTokens(core, Request(), 12).size(), 12u);
+  }
+  const std::string path = JournalPath(dir_ + "/tasks", "story-1");
+  fs::resize_file(path, fs::file_size(path) - 5);  // the 12th token's record, torn
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  SchedulerCore core(*engine, Options());
+  TaskResult result;
+  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+    TaskCallbacks callbacks;
+    callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
+    return callbacks;
+  });
+  ASSERT_TRUE(recovered.ok());
+  ASSERT_EQ(recovered->tasks.size(), 1u);
+  EXPECT_EQ(recovered->tasks[0].tokens.size(), 11u);
+  core.RunUntilIdle();
+  EXPECT_EQ(result.tokens, reference);
+}
+
+TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    ASSERT_EQ(RunUntilTokens(core, Request(), 3).size(), 3u);
+  }
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  {
+    SchedulerCore core(*engine, Options("model-b"));
+    Result<RecoveryReport> other = core.Recover();
+    ASSERT_TRUE(other.ok());
+    EXPECT_TRUE(other->tasks.empty());
+    ASSERT_EQ(other->skipped.size(), 1u);
+    EXPECT_EQ(other->skipped[0].second.code(), StatusCode::kUnsupported) << other->skipped[0].second.ToString();
+    EXPECT_TRUE(fs::exists(JournalPath(dir_ + "/tasks", "story-1"))) << "never deleted for being foreign";
+  }
+  SchedulerCore core(*engine, Options());
+  Result<RecoveryReport> mine = core.Recover();
+  ASSERT_TRUE(mine.ok());
+  ASSERT_EQ(mine->tasks.size(), 1u);
+  EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kInvalidArgument) << "still running";
+  EXPECT_TRUE(core.Recover()->tasks.empty()) << "a running task is not recovered twice";
+  ASSERT_TRUE(core.Cancel(mine->tasks[0].id).ok());
+  EXPECT_FALSE(fs::exists(JournalPath(dir_ + "/tasks", "story-1")));
+
+  SchedulerOptions no_dir;
+  SchedulerCore plain(*engine, no_dir);
+  EXPECT_EQ(plain.Submit(Request()).status().code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, DurableTaskTest, ::testing::Values("synth-tiny-q8_0.gguf"),
+                         [](const auto&) { return std::string("synth_tiny_q8_0"); });
+
+}  // namespace
+}  // namespace valet
