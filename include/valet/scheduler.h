@@ -463,6 +463,15 @@ class VALET_API Scheduler {
   Status SetMemoryBudgets(const MemoryBudgets& budgets);
   MemoryBudgets memory_budgets() const;
 
+  // Durable tasks (TaskRequest::durable, docs/durable.md). Recover resumes
+  // every unfinished task journaled in SchedulerOptions::durable_dir where
+  // its journal ends, each with the callbacks callbacks_for gives it, and
+  // lists the ended ones; Ack removes an ended task's journal (NotFound
+  // when there is none, InvalidArgument while it runs). Both wait for the
+  // inference thread (at most one step).
+  Result<RecoveryReport> Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for = {});
+  Status Ack(const std::string& durable_key);
+
   // Blocks until every task submitted so far is finished (no timeout). Not
   // from a task callback (OnCallbackThread()): it would wait for itself.
   void WaitIdle();

@@ -28,7 +28,7 @@ thread_local const void* t_stopping = nullptr;
 }  // namespace
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kBudgets };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kBudgets, kCall };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -39,6 +39,7 @@ struct Scheduler::Impl {
     TrimLevel trim = TrimLevel::kRunningModerate;
     MemoryBudgets budgets;
     std::shared_ptr<std::promise<Status>> reply;  // kBudgets: the caller waits for the result
+    std::function<void()> call;                   // kCall
   };
 
   Impl(EngineInterface& engine, SchedulerOptions options)
@@ -63,6 +64,13 @@ struct Scheduler::Impl {
     return true;
   }
   Status ApplyBudgets(const MemoryBudgets& budgets);
+  // Runs fn on the inference thread (at once from a task callback) and
+  // returns its result; Aborted once the scheduler is stopping.
+  template <typename Fn>
+  auto Call(Fn fn) -> decltype(fn());
+  // On the inference thread: the core's Recover, with the recovered tasks
+  // counted and tracked like submitted ones.
+  Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for);
   // Wraps the task's callbacks to keep the per-tier counts and to finish
   // the task's bookkeeping after its on_done.
   void Track(TaskRequest& request);
@@ -223,7 +231,53 @@ void Scheduler::Impl::Apply(Command& command) {
     case CommandKind::kBudgets:
       command.reply->set_value(ApplyBudgets(command.budgets));
       break;
+    case CommandKind::kCall:
+      command.call();
+      break;
   }
+}
+
+template <typename Fn>
+auto Scheduler::Impl::Call(Fn fn) -> decltype(fn()) {
+  using R = decltype(fn());
+  if (t_inference_of == this) return fn();
+  auto reply = std::make_shared<std::promise<R>>();
+  std::future<R> result = reply->get_future();
+  Command command;
+  command.kind = CommandKind::kCall;
+  command.call = [fn = std::move(fn), reply] { reply->set_value(fn()); };
+  if (!Post(std::move(command))) return R(Aborted("the scheduler is stopped"));
+  return result.get();
+}
+
+Result<RecoveryReport> Scheduler::Impl::Recover(
+    const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
+  // Counted before the core may finish one (a journal whose last token had
+  // ended it), uncounted again for those it could not resume.
+  std::vector<std::pair<std::string, Tier>> counted;
+  Result<RecoveryReport> report = core.Recover([&](const RecoveredTask& t) {
+    TaskRequest holder;
+    holder.tier = t.tier;
+    if (callbacks_for) holder.callbacks = callbacks_for(t);
+    Track(holder);
+    std::lock_guard<std::mutex> lock(mu);
+    ++outstanding;
+    ++tier_counts[static_cast<size_t>(t.tier)].active;
+    counted.emplace_back(t.durable_key, t.tier);
+    return std::move(holder.callbacks);
+  });
+  std::lock_guard<std::mutex> lock(mu);
+  for (const auto& [key, tier] : counted) {
+    const RecoveredTask* t = nullptr;
+    for (const RecoveredTask& r : report.ok() ? report->tasks : std::vector<RecoveredTask>{}) {
+      if (r.durable_key == key && r.id != 0) t = &r;
+    }
+    if (t != nullptr && t->state == TaskState::kQueued) unfinished.insert(t->id);
+    if (t != nullptr) continue;
+    --tier_counts[static_cast<size_t>(tier)].active;
+    if (--outstanding == 0) idle_cv.notify_all();
+  }
+  return report;
 }
 
 Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {
@@ -282,7 +336,9 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
   // Preparation is part of the wait the caller sees (TTFT counts it).
   const double submitted = impl_->core.Now();
   // Here, on the caller's thread: the inference thread only queues the result.
-  Result<PreparedTask> prepared = impl_->core.preparer().Prepare(std::move(request));
+  const Status durable = impl_->core.CheckDurable(request);
+  Result<PreparedTask> prepared =
+      durable.ok() ? impl_->core.preparer().Prepare(std::move(request)) : Result<PreparedTask>(durable);
   if (!prepared.ok()) {
     impl_->core.recorder().UpdateStats([](SchedulerStats& st) { ++st.rejected; });
     return prepared.status();
@@ -374,6 +430,16 @@ Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
   command.reply = reply;
   if (!impl_->Post(std::move(command))) return Aborted("the scheduler is stopped");
   return result.get();
+}
+
+Result<RecoveryReport> Scheduler::Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for) {
+  Impl* impl = impl_.get();
+  return impl->Call([impl, callbacks_for = std::move(callbacks_for)] { return impl->Recover(callbacks_for); });
+}
+
+Status Scheduler::Ack(const std::string& durable_key) {
+  Impl* impl = impl_.get();
+  return impl->Call([impl, durable_key] { return impl->core.Ack(durable_key); });
 }
 
 MemoryBudgets Scheduler::memory_budgets() const {

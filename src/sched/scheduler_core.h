@@ -71,6 +71,9 @@ class SchedulerCore {
   Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {});
   Status Ack(const std::string& durable_key);
   void DetachJournals();
+  // Whether a durable request can be journaled here (its key made up when
+  // empty); any thread (it reads only the options).
+  Status CheckDurable(TaskRequest& request) const;
   Status OnLifecycleEvent(LifecycleEvent event);
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.

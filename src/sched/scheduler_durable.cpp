@@ -21,12 +21,18 @@ std::string NewDurableKey() {
 
 }  // namespace
 
-Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& request) const {
-  if (!request.durable) return std::optional<TaskJournal>();
+Status SchedulerCore::CheckDurable(TaskRequest& request) const {
+  if (!request.durable) return Status::Ok();
   if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
     return InvalidArgument("a durable task needs the scheduler's durable_dir and model_fingerprint");
   }
   if (request.durable_key.empty()) request.durable_key = NewDurableKey();
+  return CheckTaskKey(request.durable_key);
+}
+
+Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& request) const {
+  VALET_RETURN_IF_ERROR(CheckDurable(request));
+  if (!request.durable) return std::optional<TaskJournal>();
   // Tokens only need to survive a killed process, which the page cache
   // ensures; MarkDone and lifecycle stops sync to the device.
   VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Create(options_.durable_dir, request.durable_key,
