@@ -26,7 +26,7 @@ struct GoldenModel {
   // and the model is written by the test. nullptr: both are ../shared's.
   const char* synth_arch = nullptr;
   GgmlType synth_type = GgmlType::kF32;
-  bool gemma3_vocab = false;  // synthesized with Gemma 3's real vocabulary (--vocab)
+  const char* vocab = nullptr;  // synthesized with this real vocabulary (--vocab), else the built-in one
 };
 
 // Every file in ../shared/golden/, with the tolerances of its README (F32 1e-4,
@@ -49,8 +49,10 @@ constexpr GoldenModel kModels[] = {
     {"gemma3-tiny-q8_0.json", 0.15, "gemma3", GgmlType::kQ8_0},
     {"gemma3-tiny-q4_0.json", 0.15, "gemma3", GgmlType::kQ4_0},
     {"gemma3-tiny-q4_k_m.json", 0.15, "gemma3", GgmlType::kQ4_K},
-    // --vocab with tests/tokenizer/gemma3's vocabulary; chat-formatted prompts (16 steps, sparse logits).
-    {"gemma3-tiny-vocab-q8_0.json", 0.15, "gemma3", GgmlType::kQ8_0, true},
+    // --vocab with tests/tokenizer/gemma2's or gemma3's vocabulary; chat-formatted prompts (16 steps,
+    // sparse logits: llama-golden M PROMPTS 16 32), the same prompts for both.
+    {"gemma2-tiny-vocab-q8_0.json", 0.15, "gemma2", GgmlType::kQ8_0, VALET_GEMMA2_VOCAB},
+    {"gemma3-tiny-vocab-q8_0.json", 0.15, "gemma3", GgmlType::kQ8_0, VALET_GEMMA3_VOCAB},
 };
 
 std::string SharedPath(const std::string& rel) { return std::string(VALET_SHARED_DIR) + "/" + rel; }
@@ -137,7 +139,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
       SynthModelOptions o;
       o.arch = m.synth_arch;
       o.type = m.synth_type;
-      if (m.gemma3_vocab) o.vocab_path = VALET_GEMMA3_VOCAB;
+      if (m.vocab != nullptr) o.vocab_path = m.vocab;
       ASSERT_TRUE(WriteSyntheticModel(o, model_path_).ok());
     } else {
       model_path_ = SharedPath("models/" + golden_.at("model").get<std::string>());

@@ -139,20 +139,47 @@ TEST_P(VocabVectorsTest, EncodeMatchesAndDecodeRestoresTheInput) {
   ExpectVectors(gguf, stem);
 }
 
-// Gemma 3's 262,144-piece SentencePiece vocabulary (the repository's own
-// copy, tests/tokenizer/gemma3): llama-spm's inputs plus chat markup, HTML
-// (user-defined pieces, matched without special parsing), scripts, emoji
-// and whitespace runs. The expected ids are llama-golden's on a model
-// synthesized with this vocabulary (valet synth-model --vocab).
-TEST(TokenizerVectorsTest, Gemma3VocabularyMatchesLlamaCpp) {
-  ExpectVectors(VALET_GEMMA3_VOCAB, VALET_GEMMA3_VECTORS);
-  std::shared_ptr<const Vocabulary> vocab = LoadVocabulary(VALET_GEMMA3_VOCAB);
+// Gemma's real SentencePiece vocabularies, kept in the repository
+// (tests/tokenizer/gemma2, gemma3; scripts/gemma-vocab.py): llama-spm's
+// inputs plus chat markup, HTML (user-defined pieces, matched without special
+// parsing), scripts, emoji and whitespace runs; Gemma 2's add its own
+// user-defined pieces (HTML tags, [toxicity=0], tab runs) and "</s>", which
+// valet, like llama.cpp, turns into a control token. The expected ids are
+// llama-golden's on a model synthesized with the vocabulary (valet
+// synth-model --vocab).
+struct RepoVocabCase {
+  const char* name;
+  const char* vocab;    // the vocabulary-only GGUF the test build unpacked
+  const char* vectors;  // the stem of its .inp/.out
+  int32_t n_tokens;
+  // As llama.cpp's load log lists them: <eos>, <end_of_turn>, and </s> by its text.
+  std::vector<int32_t> eog;
+};
+
+void PrintTo(const RepoVocabCase& c, std::ostream* os) { *os << c.name; }
+
+class RepoVocabularyTest : public ::testing::TestWithParam<RepoVocabCase> {};
+
+TEST_P(RepoVocabularyTest, MatchesLlamaCpp) {
+  const RepoVocabCase& c = GetParam();
+  ExpectVectors(c.vocab, c.vectors);
+  std::shared_ptr<const Vocabulary> vocab = LoadVocabulary(c.vocab);
   ASSERT_NE(vocab, nullptr);
+  EXPECT_EQ(vocab->size(), c.n_tokens);
   EXPECT_FALSE(vocab->add_space_prefix());
   const std::span<const int32_t> eog = vocab->eog_ids();
-  // As llama.cpp's load log lists them: <eos>, <end_of_turn>, and </s> by its text.
-  EXPECT_EQ(std::vector<int32_t>(eog.begin(), eog.end()), (std::vector<int32_t>{1, 106, 212}));
+  EXPECT_EQ(std::vector<int32_t>(eog.begin(), eog.end()), c.eog);
+  // "</s>", user-defined in the file, becomes a control token as in llama.cpp
+  // (the vectors then leave it in text when special tokens are not parsed).
+  for (int32_t id : c.eog) EXPECT_EQ(vocab->Type(id), TokenType::kControl) << id;
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Gemma, RepoVocabularyTest,
+    ::testing::Values(
+        RepoVocabCase{"gemma2", VALET_GEMMA2_VOCAB, VALET_GEMMA2_VECTORS, 256000, {1, 107, 213}},
+        RepoVocabCase{"gemma3", VALET_GEMMA3_VOCAB, VALET_GEMMA3_VECTORS, 262144, {1, 106, 212}}),
+    [](const ::testing::TestParamInfo<RepoVocabCase>& info) { return std::string(info.param.name); });
 
 INSTANTIATE_TEST_SUITE_P(
     Shared, VocabVectorsTest,
