@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -196,6 +197,59 @@ TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
   SchedulerOptions no_dir;
   SchedulerCore plain(*engine, no_dir);
   EXPECT_EQ(plain.Submit(Request()).status().code(), StatusCode::kInvalidArgument);
+}
+
+// The threaded Scheduler: Stop keeps durable tasks in their journals (their
+// run here ends CANCELLED), and a new Scheduler's Recover finishes them.
+TEST_P(DurableTaskTest, StoppingTheThreadedSchedulerKeepsDurableTasksForTheNext) {
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  std::vector<int32_t> reference;
+  {
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+  std::vector<int32_t> before;
+  {
+    std::unique_ptr<Scheduler> scheduler = std::move(Scheduler::Create(*engine, Options()).value());
+    std::promise<void> some;
+    TaskRequest request = Request();
+    request.callbacks.on_token = [&](TaskId, int32_t token, std::string_view) {
+      before.push_back(token);
+      if (before.size() == 5) some.set_value();
+    };
+    TaskResult stopped;
+    request.callbacks.on_done = [&](TaskId, const TaskResult& r) { stopped = r; };
+    ASSERT_TRUE(scheduler->Submit(std::move(request)).ok());
+    some.get_future().wait();
+    ASSERT_TRUE(scheduler->Stop().ok());
+    EXPECT_EQ(stopped.durable_key, "story-1");
+    // Almost always stopped mid-way; on a starved test thread it may have ended first.
+    EXPECT_EQ(stopped.state, before.size() < reference.size() ? TaskState::kCancelled : TaskState::kDone);
+  }
+  std::unique_ptr<Scheduler> scheduler = std::move(Scheduler::Create(*engine, Options()).value());
+  TaskResult result;
+  if (before.size() == reference.size()) {
+    Result<RecoveryReport> ended = scheduler->Recover();
+    ASSERT_TRUE(ended.ok());
+    ASSERT_EQ(ended->tasks.size(), 1u);
+    EXPECT_EQ(ended->tasks[0].state, TaskState::kDone);
+    EXPECT_EQ(ended->tasks[0].tokens, reference);
+    return;
+  }
+  Result<RecoveryReport> recovered = scheduler->Recover([&](const RecoveredTask&) {
+    TaskCallbacks callbacks;
+    callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
+    return callbacks;
+  });
+  ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  ASSERT_EQ(recovered->tasks.size(), 1u);
+  EXPECT_EQ(recovered->tasks[0].tokens, before);
+  scheduler->WaitIdle();
+  EXPECT_EQ(result.tokens, reference);
+  EXPECT_EQ(scheduler->Stats().tasks_by_tier[static_cast<size_t>(Tier::kOfflineIndexing)].done, 1);
+  EXPECT_TRUE(scheduler->Ack("story-1").ok());
+  EXPECT_EQ(scheduler->Ack("story-1").code(), StatusCode::kNotFound);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, DurableTaskTest, ::testing::Values("synth-tiny-q8_0.gguf"),
