@@ -315,9 +315,12 @@ struct RecoveredTask {
   std::string durable_key{};
   Tier tier = Tier::kForegroundChat;
   std::vector<int32_t> tokens;  // generated before the process ended
-  // Resumed under this id; 0 when it had ended before (state says how) and
-  // waits for its acknowledgement.
+  // Resumed under this id (the callbacks it is given already see it); 0 when
+  // it had ended before (state says how) and waits for its acknowledgement.
   TaskId id = 0;
+  // kQueued: resumed. Else it ended: before (id 0), right away (the last
+  // journaled token had ended it: kDone), or it could not be resumed
+  // (kFailed, with its on_done; the journal stays for the app to see).
   TaskState state = TaskState::kQueued;
   StopReason stop_reason = StopReason::kNone;
   std::string error;  // a failed task's reason

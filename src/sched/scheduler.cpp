@@ -252,32 +252,19 @@ auto Scheduler::Impl::Call(Fn fn) -> decltype(fn()) {
 
 Result<RecoveryReport> Scheduler::Impl::Recover(
     const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
-  // Counted before the core may finish one (a journal whose last token had
-  // ended it), uncounted again for those it could not resume.
-  std::vector<std::pair<std::string, Tier>> counted;
-  Result<RecoveryReport> report = core.Recover([&](const RecoveredTask& t) {
+  // Every task the core asks callbacks for gets exactly one on_done, like a
+  // submitted one: counted here, uncounted by Track's wrapper.
+  return core.Recover([&](const RecoveredTask& t) {
     TaskRequest holder;
     holder.tier = t.tier;
     if (callbacks_for) holder.callbacks = callbacks_for(t);
     Track(holder);
     std::lock_guard<std::mutex> lock(mu);
     ++outstanding;
+    unfinished.insert(t.id);
     ++tier_counts[static_cast<size_t>(t.tier)].active;
-    counted.emplace_back(t.durable_key, t.tier);
     return std::move(holder.callbacks);
   });
-  std::lock_guard<std::mutex> lock(mu);
-  for (const auto& [key, tier] : counted) {
-    const RecoveredTask* t = nullptr;
-    for (const RecoveredTask& r : report.ok() ? report->tasks : std::vector<RecoveredTask>{}) {
-      if (r.durable_key == key && r.id != 0) t = &r;
-    }
-    if (t != nullptr && t->state == TaskState::kQueued) unfinished.insert(t->id);
-    if (t != nullptr) continue;
-    --tier_counts[static_cast<size_t>(tier)].active;
-    if (--outstanding == 0) idle_cv.notify_all();
-  }
-  return report;
 }
 
 Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {

@@ -56,19 +56,23 @@ Status SchedulerCore::Admit(TaskId id, PreparedTask prepared) {
     return Status::Ok();
   }
   // Found too large (or not journaled) after an id was handed out: the task ends FAILED, visibly.
-  const Status status = journal.status();
-  const TaskCallbacks& callbacks = prepared.request.callbacks;
+  FailRegistered(id, prepared.request.callbacks, journal.status(), prepared.request.durable_key);
+  Deliver();
+  return journal.status();
+}
+
+void SchedulerCore::FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status,
+                                   const std::string& durable_key) {
   recorder_.Event(id, TimelineKind::kFailed, Now());
   recorder_.SetState(id, TaskState::kFailed);
   recorder_.UpdateStats([](SchedulerStats& s) { ++s.failed; });
   TaskResult result;
   result.state = TaskState::kFailed;
   result.status = status;
+  result.durable_key = durable_key;
   if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) result.metrics = *m;
   if (callbacks.on_state) outbox_.push_back([cb = callbacks.on_state, id] { cb(id, TaskState::kFailed); });
   if (callbacks.on_done) outbox_.push_back([cb = callbacks.on_done, id, result] { cb(id, result); });
-  Deliver();
-  return status;
 }
 
 void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal) {

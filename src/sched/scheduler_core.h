@@ -124,12 +124,15 @@ class SchedulerCore {
   // a limit, the most that fit); ResourceExhausted otherwise.
   Result<int32_t> FitPool(const PreparedTask& task) const;
   void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal = {});
+  // Ends a registered task that never ran: FAILED, through its callbacks.
+  void FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
   // A new journal for a durable request (its key made up when empty); none otherwise.
   Result<std::optional<TaskJournal>> StartJournal(TaskRequest& request) const;
   JournalIdentity journal_identity() const { return {ValetVersionString(), options_.model_fingerprint}; }
-  // Enqueues an unfinished journaled task where its journal ends (r.id, r.state).
-  Status ResumeJournaled(JournalContents& contents,
-                         const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for, RecoveredTask& r);
+  // Registers an unfinished journaled task (r.id) and enqueues it where its
+  // journal ends; one it cannot resume ends FAILED (r.state, r.error).
+  void ResumeJournaled(JournalContents& contents,
+                       const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for, RecoveredTask& r);
   // Feeds a recovered task the tokens it had generated; false if they ended it.
   bool Replay(Task& task, const std::vector<int32_t>& tokens);
   // Appends to, or ends, a task's journal; a write error detaches it (the

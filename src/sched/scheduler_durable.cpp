@@ -108,39 +108,42 @@ Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(
       report.tasks.push_back(std::move(r));
       continue;
     }
-    Status resumed = ResumeJournaled(c, callbacks_for, r);
-    if (!resumed.ok()) {
-      report.skipped.emplace_back(c.path, resumed);
-      continue;
-    }
+    ResumeJournaled(c, callbacks_for, r);
     report.tasks.push_back(std::move(r));
   }
   Deliver();
   return report;
 }
 
-Status SchedulerCore::ResumeJournaled(JournalContents& c,
-                                      const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for,
-                                      RecoveredTask& r) {
+void SchedulerCore::ResumeJournaled(JournalContents& c,
+                                    const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for,
+                                    RecoveredTask& r) {
+  // Registered first, so the callbacks know the task by the id it runs under.
+  r.id = recorder_.Register(c.request.tier, Now());
   TaskRequest request = c.request;
   request.durable = true;
   request.durable_key = c.task_key;
   if (callbacks_for) request.callbacks = callbacks_for(r);
-  VALET_ASSIGN_OR_RETURN(PreparedTask prepared, preparer_.Prepare(std::move(request)));
-  VALET_ASSIGN_OR_RETURN(int32_t max_tokens, FitPool(prepared));
-  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Reopen(c));
+  const TaskCallbacks callbacks = request.callbacks;
+  Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
+  Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
+  Result<TaskJournal> journal = max_tokens.ok() ? TaskJournal::Reopen(c) : Result<TaskJournal>(max_tokens.status());
+  if (!journal.ok()) {
+    // Kept for the app to see and acknowledge (a model that changed its context, say).
+    FailRegistered(r.id, callbacks, journal.status(), c.task_key);
+    r.state = TaskState::kFailed;
+    r.error = journal.status().ToString();
+    return;
+  }
   // The tokens it had generated are fed again as prompt; the sampler goes on
   // from the state the journal kept after the last of them.
   if (!c.tokens.empty()) {
-    prepared.spec.resume_generated = c.tokens;
-    prepared.spec.resume_rng = c.rng.words;
-    prepared.prompt.insert(prepared.prompt.end(), c.tokens.begin(), c.tokens.end());
+    prepared->spec.resume_generated = c.tokens;
+    prepared->spec.resume_rng = c.rng.words;
+    prepared->prompt.insert(prepared->prompt.end(), c.tokens.begin(), c.tokens.end());
   }
-  const TaskId id = recorder_.Register(prepared.request.tier, Now());
-  Enqueue(id, std::move(prepared), max_tokens, std::move(journal));
-  r.id = id;
-  if (!Replay(*Find(id), c.tokens)) r.state = TaskState::kDone;
-  return Status::Ok();
+  Enqueue(r.id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
+  if (!Replay(*Find(r.id), c.tokens)) r.state = TaskState::kDone;
 }
 
 Status SchedulerCore::Ack(const std::string& durable_key) {

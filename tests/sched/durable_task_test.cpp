@@ -120,6 +120,7 @@ TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
     TaskResult result;
     Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask& t) {
       EXPECT_EQ(t.durable_key, "story-1");
+      EXPECT_NE(t.id, 0) << "callbacks are made for the id the task runs under";
       TaskCallbacks callbacks;
       callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { after.push_back(token); };
       callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
