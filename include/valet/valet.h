@@ -51,7 +51,7 @@ extern "C" {
 
 /* 3: valet_stop, valet_tokenize, text lengths in valet_task_params, models
  * read from a file descriptor (valet_params.model_fd). */
-#define VALET_API_VERSION 3
+#define VALET_API_VERSION 4
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -195,6 +195,7 @@ typedef struct valet_task_result {
   const char* text;         /* the generated text */
   int32_t n_tokens;         /* generated tokens */
   valet_task_metrics metrics;
+  const char* durable_key;  /* a durable task's key, else "" (within struct_size from v4) */
 } valet_task_result;
 
 /* `text` is NUL-terminated and valid only during the call. */
@@ -230,7 +231,34 @@ typedef struct valet_task_params {
   /* v3. n_messages byte counts of the messages' contents, which may then hold
    * NUL bytes (a 0 entry: up to its NUL); NULL: every content up to its NUL. */
   const size_t* message_lengths;
+  /* v4. Non-zero: a durable task (needs valet_params.snapshot_dir): journaled
+   * in <snapshot_dir>/tasks as it runs, so that after the process dies
+   * valet_recover resumes it token-identically; its journal stays after it
+   * ends until valet_task_ack. A cancel forgets it; valet_stop/valet_destroy
+   * keep it for the next valet_recover. */
+  int32_t durable;
+  /* v4. Names a durable task across restarts: 1-128 of [A-Za-z0-9_.-], not
+   * starting with '.'; NULL: one is made up (valet_task_result.durable_key). */
+  const char* durable_key;
 } valet_task_params;
+
+/* A durable task found by valet_recover; valid only during the call. */
+typedef struct valet_recovered_task {
+  size_t struct_size;       /* the library's sizeof */
+  const char* durable_key;
+  int32_t tier;
+  const int32_t* tokens;    /* generated before the process ended */
+  int32_t n_tokens;
+  valet_task_id id;         /* resumed under this id; 0: it had ended before */
+  valet_task_state state;   /* QUEUED: resumed; DONE or FAILED: ended, waiting for valet_task_ack */
+  const char* message;      /* why a FAILED one failed, else "" */
+} valet_recovered_task;
+
+/* For a resumed task (`callbacks` non-NULL) sets the callbacks it runs with:
+ * on_token, on_state, on_done and user_data of *callbacks (the other fields
+ * are ignored); called on the scheduler's thread before the task runs. For an
+ * ended one `callbacks` is NULL, on valet_recover's thread. */
+typedef void (*valet_recover_fn)(void* user_data, const valet_recovered_task* task, valet_task_params* callbacks);
 
 typedef struct valet_tier_stats {
   int64_t active;    /* accepted, not finished */
@@ -297,6 +325,15 @@ void valet_destroy(valet_scheduler* scheduler);
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
 /* VALET_NOT_FOUND for an unknown id, VALET_INVALID_ARGUMENT for a finished task. */
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);
+/* Durable tasks (docs/durable.md): resumes every unfinished task journaled in
+ * <snapshot_dir>/tasks where its journal ends and reports every one found to
+ * `fn`. Journals of another model or valet version are left alone (not an
+ * error). Waits for the scheduler's thread (at most one step).
+ * VALET_INVALID_ARGUMENT without a snapshot_dir. */
+valet_status valet_recover(valet_scheduler* scheduler, valet_recover_fn fn, void* user_data);
+/* Forgets an ended durable task: removes its journal. VALET_NOT_FOUND when
+ * there is none, VALET_INVALID_ARGUMENT while it runs. */
+valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key);
 /* VALET_INVALID_ARGUMENT when out of order (the state is then unchanged). */
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event);
 /* PowerManager's thermal status (0..6, else VALET_INVALID_ARGUMENT) and

@@ -123,7 +123,8 @@ constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, n_stop),      VALET_END(valet_task_params, on_token),
     VALET_END(valet_task_params, on_state),    VALET_END(valet_task_params, on_done),
     VALET_END(valet_task_params, user_data),   VALET_END(valet_task_params, prompt_length),
-    VALET_END(valet_task_params, message_lengths), sizeof(valet_task_params)};
+    VALET_END(valet_task_params, message_lengths), VALET_END(valet_task_params, durable_key),
+    sizeof(valet_task_params)};
 constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, struct_size), VALET_END(valet_stats, rejected),
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
@@ -232,6 +233,7 @@ valet_task_result ResultToC(const valet::TaskResult& r) {
   c.text = r.text.c_str();
   c.n_tokens = static_cast<int32_t>(r.tokens.size());
   c.metrics = MetricsToC(r.metrics);
+  c.durable_key = r.durable_key.c_str();
   return c;
 }
 
@@ -283,8 +285,27 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
     VALET_ASSIGN_OR_RETURN(std::string stop, Text(p.stop[i], 0, "a stop string"));
     r.stop.push_back(std::move(stop));
   }
+  r.durable = p.durable != 0;
+  if (p.durable_key != nullptr) {
+    VALET_ASSIGN_OR_RETURN(r.durable_key, Text(p.durable_key, 0, "durable_key"));
+  }
   r.callbacks = CallbacksFrom(p);
   return r;
+}
+
+// Points into `t`: valid while `t` is.
+valet_recovered_task RecoveredToC(const valet::RecoveredTask& t) {
+  valet_recovered_task c;
+  std::memset(&c, 0, sizeof c);
+  c.struct_size = sizeof c;
+  c.durable_key = t.durable_key.c_str();
+  c.tier = static_cast<int32_t>(t.tier);
+  c.tokens = t.tokens.data();
+  c.n_tokens = static_cast<int32_t>(t.tokens.size());
+  c.id = t.id;
+  c.state = static_cast<valet_task_state>(t.state);
+  c.message = t.error.c_str();
+  return c;
 }
 
 valet_stats StatsToC(const valet::SchedulerStats& s, valet::LifecycleState lifecycle) {
@@ -394,6 +415,10 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     eo.store.disk_dir = *snapshot_dir;
     valet::Result<std::unique_ptr<valet::RealEngine>> engine = valet::RealEngine::Open(eo);
     if (!engine.ok()) return Report(engine.status());
+    if (!snapshot_dir->empty()) {
+      options->durable_dir = *snapshot_dir + "/tasks";
+      options->model_fingerprint = (*engine)->engine().fingerprint();
+    }
     auto handle = std::make_unique<valet_scheduler>();
     handle->engine = std::move(engine).value();
     valet::Result<std::unique_ptr<valet::Scheduler>> scheduler =
@@ -445,6 +470,36 @@ valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id) {
   return Guard([&]() -> valet_status {
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     return Report(scheduler->scheduler->Cancel(id));
+  });
+}
+
+valet_status valet_recover(valet_scheduler* scheduler, valet_recover_fn fn, void* user_data) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (fn == nullptr) return Fail(VALET_INVALID_ARGUMENT, "fn is required");
+    valet::Result<valet::RecoveryReport> report =
+        scheduler->scheduler->Recover([fn, user_data](const valet::RecoveredTask& t) {
+          valet_task_params callbacks = valet_default_task_params();
+          const valet_recovered_task task = RecoveredToC(t);
+          fn(user_data, &task, &callbacks);
+          return CallbacksFrom(callbacks);
+        });
+    if (!report.ok()) return Report(report.status());
+    for (const valet::RecoveredTask& t : report->tasks) {
+      if (t.id != 0) continue;  // resumed: reported as its callbacks were made
+      const valet_recovered_task task = RecoveredToC(t);
+      fn(user_data, &task, nullptr);
+    }
+    return Report(valet::Status::Ok());
+  });
+}
+
+valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    valet::Result<std::string> key = Text(durable_key, 0, "durable_key");
+    if (!key.ok()) return Report(key.status());
+    return Report(scheduler->scheduler->Ack(*key));
   });
 }
 

@@ -1,5 +1,10 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+#include <cstdio>
+
+#include "kv/checksum.h"
+
 namespace valet {
 namespace {
 
@@ -65,6 +70,22 @@ std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, const Tokeniz
     tokens.insert(tokens.begin(), bos);
   }
   return tokens;
+}
+
+std::string Engine::fingerprint() const {
+  const std::span<const uint8_t> bytes = model_->file().bytes();
+  const size_t header = model_->file().data_offset();
+  uint64_t h = Checksum64(bytes.first(header));
+  constexpr size_t kPages = 16, kPage = 4096;
+  const size_t data = bytes.size() - header;
+  for (size_t i = 0; i < kPages && data > 0; ++i) {
+    const size_t at = header + data / kPages * i;
+    h = h * 0x100000001b3ULL ^ Checksum64(bytes.subspan(at, std::min(kPage, bytes.size() - at)));
+  }
+  char text[48];
+  std::snprintf(text, sizeof(text), "gguf-%016llx-%llu", static_cast<unsigned long long>(h),
+                static_cast<unsigned long long>(bytes.size()));
+  return text;
 }
 
 ChatFormat Engine::chat_format() const {

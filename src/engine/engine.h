@@ -54,6 +54,11 @@ class Engine {
   std::vector<int32_t> TokenizePrompt(std::string_view text, const TokenizeOptions& options) const;
   // The file's chat template and the texts of its BOS/EOS tokens.
   ChatFormat chat_format() const;
+  // Names the model file for durable-task journals (SchedulerOptions::
+  // model_fingerprint): a checksum of its whole header (every metadata key,
+  // the tokenizer and chat template among them, and every tensor's
+  // description), of 16 pages spread over its tensor data, and its size.
+  std::string fingerprint() const;
 
  private:
   Engine() = default;

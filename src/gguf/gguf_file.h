@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,8 @@ class GgufFile {
   size_t file_size() const { return bytes_.size(); }
   // Offset of the tensor data section from the start of the file.
   size_t data_offset() const { return data_offset_; }
+  // The file's bytes (header, metadata, tensor descriptions, then data).
+  std::span<const uint8_t> bytes() const { return {bytes_.data(), bytes_.size()}; }
 
   size_t metadata_count() const { return metadata_.size(); }
   // In file order.
