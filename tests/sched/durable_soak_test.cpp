@@ -1,0 +1,130 @@
+// The kill soak of durable tasks: three seeded background tasks run in a
+// child process that kills itself (SIGKILL, the fault switch) in the middle
+// of a random journal append, again and again, each new child recovering
+// what the last one journaled; at the end every task holds exactly the tokens
+// of an uninterrupted run. Nothing is timed: the kills come from the switch.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/real_engine.h"
+#include "sched/scheduler_core.h"
+
+namespace valet {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kTasks = 3;
+
+std::unique_ptr<RealEngine> OpenEngine(const std::string& model) {
+  RealEngineOptions o;
+  o.engine.model_path = model;
+  o.engine.n_threads = 1;
+  o.engine.kv_capacity_bytes = 8u << 20;
+  o.calibrate = false;
+  Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(o);
+  return engine.ok() ? std::move(*engine) : nullptr;
+}
+
+SchedulerOptions Options(const std::string& dir) {
+  SchedulerOptions o;
+  o.durable_dir = dir;
+  o.model_fingerprint = "soak-model";
+  return o;
+}
+
+TaskRequest Task(int i) {
+  TaskRequest r;
+  r.tier = i == 0 ? Tier::kBackgroundSummary : Tier::kOfflineIndexing;
+  r.prompt = i == 1 ? "The dog ran to the park and" : "Once upon a time, there was a little";
+  r.max_tokens = 24 + 4 * i;
+  r.sampling.temperature = 0.8f;
+  r.sampling.repeat_penalty = 1.1f;
+  r.sampling.seed = 100 + static_cast<uint64_t>(i);
+  r.durable = true;
+  r.durable_key = "soak-" + std::to_string(i);
+  return r;
+}
+
+// Submits (first run) or recovers the tasks and runs them to the end.
+void RunTasks(const std::string& model, const std::string& dir, bool first) {
+  std::unique_ptr<RealEngine> engine = OpenEngine(model);
+  if (!engine) _exit(3);
+  SchedulerCore core(*engine, Options(dir));
+  if (first) {
+    for (int i = 0; i < kTasks; ++i) {
+      if (!core.Submit(Task(i)).ok()) _exit(4);
+    }
+  } else if (!core.Recover().ok()) {
+    _exit(5);
+  }
+  core.RunUntilIdle();
+}
+
+std::map<std::string, std::vector<int32_t>> Finished(const std::string& dir) {
+  std::map<std::string, std::vector<int32_t>> out;
+  Result<JournalScan> scan = ListJournals(dir, {ValetVersionString(), "soak-model"});
+  EXPECT_TRUE(scan.ok()) << scan.status().ToString();
+  if (!scan.ok()) return out;
+  EXPECT_TRUE(scan->skipped.empty());
+  for (const JournalContents& c : scan->journals) {
+    EXPECT_TRUE(c.finished()) << c.task_key;
+    out[c.task_key] = c.tokens;
+  }
+  return out;
+}
+
+TEST(DurableSoakTest, RandomKillsMidAppendLoseAndChangeNothing) {
+  const std::string model = std::string(VALET_SHARED_DIR) + "/models/synth-tiny-q8_0.gguf";
+  if (!fs::exists(model)) GTEST_SKIP() << "needs " << model << " (../shared)";
+  const std::string root = ::testing::TempDir() + "/valet_soak_" + std::to_string(::getpid());
+  fs::remove_all(root);
+  // The uninterrupted run, in this process (its engine is gone before any fork).
+  RunTasks(model, root + "/reference", true);
+  const std::map<std::string, std::vector<int32_t>> reference = Finished(root + "/reference");
+  ASSERT_EQ(reference.size(), static_cast<size_t>(kTasks));
+
+  std::mt19937 rng(2026);
+  int kills = 0;
+  for (int round = 0;; ++round) {
+    ASSERT_LT(round, 500) << "no progress";
+    // Dies during the 2nd-5th append from here, after 0-63 of its bytes, so
+    // every life journals something and dies before the tasks can all end.
+    const JournalFault fault{2 + static_cast<int64_t>(rng() % 4), static_cast<uint32_t>(rng() % 64)};
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ArmJournalFaultForTesting(fault);
+      RunTasks(model, root + "/killed", round == 0);
+      _exit(0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    if (WIFEXITED(status)) {
+      ASSERT_EQ(WEXITSTATUS(status), 0);
+      break;  // a life long enough to finish every task
+    }
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
+    ++kills;
+  }
+  EXPECT_GE(kills, 20);
+  std::printf("%d kills\n", kills);
+  const std::map<std::string, std::vector<int32_t>> survived = Finished(root + "/killed");
+  EXPECT_EQ(survived.size(), reference.size()) << "lost tasks";
+  for (const auto& [key, tokens] : reference) {
+    EXPECT_EQ(survived.count(key) ? survived.at(key) : std::vector<int32_t>{}, tokens) << "mismatched " << key;
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace valet
