@@ -42,7 +42,7 @@ SchedulerOptions Options(const std::string& dir) {
   return o;
 }
 
-TaskRequest Task(int i) {
+TaskRequest SoakRequest(int i) {
   TaskRequest r;
   r.tier = i == 0 ? Tier::kBackgroundSummary : Tier::kOfflineIndexing;
   r.prompt = i == 1 ? "The dog ran to the park and" : "Once upon a time, there was a little";
@@ -62,7 +62,7 @@ void RunTasks(const std::string& model, const std::string& dir, bool first) {
   SchedulerCore core(*engine, Options(dir));
   if (first) {
     for (int i = 0; i < kTasks; ++i) {
-      if (!core.Submit(Task(i)).ok()) _exit(4);
+      if (!core.Submit(SoakRequest(i)).ok()) _exit(4);
     }
   } else if (!core.Recover().ok()) {
     _exit(5);
