@@ -57,6 +57,11 @@ bool Init(JavaVM* vm, JNIEnv* env) {
   if (env->ExceptionCheck()) return false;
   g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(JII[B[BI[D[I)V");
   if (env->ExceptionCheck()) return false;
+  if (!Cache(env, &g_refs.recovery, "dev/valet/Recovery")) return false;
+  g_refs.recovery_resumed = env->GetMethodID(g_refs.recovery, "onNativeResumed", "([BI[IJ)Ldev/valet/Task;");
+  if (env->ExceptionCheck()) return false;
+  g_refs.recovery_ended = env->GetMethodID(g_refs.recovery, "onNativeEnded", "([BI[II[B)V");
+  if (env->ExceptionCheck()) return false;
   if (!Cache(env, &g_refs.log, "dev/valet/ValetLog")) return false;
   g_refs.log_from_native = env->GetStaticMethodID(g_refs.log, "fromNative", "(I[BLjava/lang/Throwable;)V");
   if (env->ExceptionCheck()) return false;

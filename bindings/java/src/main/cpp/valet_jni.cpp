@@ -61,6 +61,48 @@ uint32_t FloatBits(float f) {
   return bits;
 }
 
+// valet_recover's report for dev.valet.Recovery: a resumed task (callbacks
+// set) on the scheduler's thread, before it runs; an ended one on the thread
+// calling recover.
+void OnRecovered(void* user, const valet_recovered_task* t, valet_task_params* callbacks) {
+  JNIEnv* env = valet_jni::CallbackEnv();
+  if (env == nullptr) return;
+  const valet_jni::LocalFrame frame(env, 8);
+  if (!frame.ok()) {
+    valet_jni::ReportPending(env, "a recovered task");
+    return;
+  }
+  auto collector = static_cast<jobject>(user);
+  jbyteArray key = NewBytes(env, t->durable_key);
+  if (key == nullptr) {
+    valet_jni::ReportPending(env, "a recovered task");
+    return;
+  }
+  jintArray tokens = env->NewIntArray(t->n_tokens);
+  if (env->ExceptionCheck()) {
+    valet_jni::ReportPending(env, "a recovered task");
+    return;
+  }
+  env->SetIntArrayRegion(tokens, 0, t->n_tokens, reinterpret_cast<const jint*>(t->tokens));
+  if (valet_jni::ReportPending(env, "a recovered task")) return;
+  if (callbacks == nullptr) {
+    jbyteArray message = NewBytes(env, t->message);
+    if (message == nullptr) {
+      valet_jni::ReportPending(env, "a recovered task");
+      return;
+    }
+    env->CallVoidMethod(collector, valet_jni::Refs().recovery_ended, key, static_cast<jint>(t->tier), tokens,
+                        static_cast<jint>(t->state), message);
+    valet_jni::ReportPending(env, "Recovery.onNativeEnded");
+    return;
+  }
+  jobject task = env->CallObjectMethod(collector, valet_jni::Refs().recovery_resumed, key, static_cast<jint>(t->tier),
+                                       tokens, static_cast<jlong>(t->id));
+  if (valet_jni::ReportPending(env, "Recovery.onNativeResumed") || task == nullptr) return;
+  // The Java task receives the resumed task's callbacks (a global reference, released in on_done).
+  if (valet_jni::AttachCallbacks(env, task, callbacks) == nullptr) valet_jni::ReportPending(env, "a recovered task");
+}
+
 }  // namespace
 
 extern "C" {
@@ -112,8 +154,10 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
                                                         jbyteArray system_prompt, jobjectArray roles,
                                                         jobjectArray contents, jbyteArray prompt, jobjectArray stops,
                                                         jint max_tokens, jfloat temperature, jint top_k, jfloat top_p,
-                                                        jfloat min_p, jfloat repeat_penalty, jlong seed) {
-  std::string system, text;
+                                                        jfloat min_p, jfloat repeat_penalty, jlong seed,
+                                                        jboolean durable, jbyteArray durable_key) {
+  std::string system, text, key;
+  if (!ReadBytes(env, durable_key, &key)) return -1;
   std::vector<std::string> role_texts, content_texts, stop_texts;
   if (!ReadBytes(env, system_prompt, &system) || !ReadBytes(env, prompt, &text) ||
       !ReadByteArrays(env, roles, &role_texts) || !ReadByteArrays(env, contents, &content_texts) ||
@@ -149,6 +193,8 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
   t.seed = static_cast<uint64_t>(seed);
   t.stop = stop_strings.data();
   t.n_stop = stop_strings.size();
+  t.durable = durable ? 1 : 0;
+  t.durable_key = durable_key == nullptr ? nullptr : key.c_str();
   jobject ref = valet_jni::AttachCallbacks(env, task, &t);
   if (ref == nullptr) return -1;
   valet_task_id id = 0;
@@ -159,6 +205,30 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
     return -1;
   }
   return id;
+}
+
+JNIEXPORT void JNICALL Java_dev_valet_NativeLib_recover(JNIEnv* env, jclass, jlong handle, jobject collector) {
+  jobject ref = env->NewGlobalRef(collector);
+  if (ref == nullptr) {
+    ThrowNew(env, "java/lang/OutOfMemoryError", "valet: no JNI global reference left for recover");
+    return;
+  }
+  const valet_status status = valet_recover(Handle(handle), OnRecovered, ref);
+  env->DeleteGlobalRef(ref);
+  Check(env, status);
+}
+
+// False when there was no journal under that key; other failures throw.
+JNIEXPORT jboolean JNICALL Java_dev_valet_NativeLib_ack(JNIEnv* env, jclass, jlong handle, jbyteArray durable_key) {
+  std::string key;
+  if (!ReadBytes(env, durable_key, &key)) return JNI_FALSE;
+  if (key.find('\0') != std::string::npos) {
+    ThrowNew(env, "java/lang/IllegalArgumentException", "valet: a durable key cannot hold U+0000");
+    return JNI_FALSE;
+  }
+  const valet_status status = valet_task_ack(Handle(handle), key.c_str());
+  if (status == VALET_NOT_FOUND) return JNI_FALSE;
+  return Check(env, status) ? JNI_TRUE : JNI_FALSE;
 }
 
 // False for a task that had finished; other failures throw.

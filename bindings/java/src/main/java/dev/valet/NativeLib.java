@@ -46,7 +46,15 @@ final class NativeLib {
       float topP,
       float minP,
       float repeatPenalty,
-      long seed);
+      long seed,
+      boolean durable,
+      byte[] durableKey);
+
+  /** valet_recover: reports every durable task found to the collector (Recovery). */
+  static native void recover(long handle, Recovery collector);
+
+  /** False when there was no journal under that key. */
+  static native boolean ack(long handle, byte[] durableKey);
 
   /** False when the task had finished. */
   static native boolean cancel(long handle, long id);

@@ -57,6 +57,8 @@ public final class Request {
   private final float minP;
   private final float repeatPenalty;
   private final long seed;
+  private final boolean durable;
+  private final String durableKey;
 
   private Request(Builder b) {
     tier = b.tier;
@@ -71,6 +73,8 @@ public final class Request {
     minP = b.minP;
     repeatPenalty = b.repeatPenalty;
     seed = b.seed;
+    durable = b.durable;
+    durableKey = b.durableKey;
   }
 
   public static Builder builder() {
@@ -127,6 +131,16 @@ public final class Request {
     return seed;
   }
 
+  /** Journaled so that it survives the process (see {@link Valet#recover}). */
+  public boolean durable() {
+    return durable;
+  }
+
+  /** A durable task's name across restarts (made up by build() when not given); null if not durable. */
+  public String durableKey() {
+    return durableKey;
+  }
+
   /**
    * Collects a request. Chat messages and a raw prompt are exclusive. Text is UTF-8 on its way to
    * native code; a prompt or a message may hold U+0000, while the system prompt, roles and stop
@@ -145,6 +159,8 @@ public final class Request {
     private float minP = DEFAULT_MIN_P;
     private float repeatPenalty = DEFAULT_REPEAT_PENALTY;
     private long seed = DEFAULT_SEED;
+    private boolean durable;
+    private String durableKey;
 
     private Builder() {}
 
@@ -222,6 +238,23 @@ public final class Request {
       return this;
     }
 
+    /**
+     * A durable task (needs {@link Valet.Options#snapshotDir}): journaled as it runs, so that after
+     * the process dies {@link Valet#recover} resumes it with the tokens an uninterrupted run gives;
+     * its journal stays after it ends until {@link Valet#ack}. cancel() forgets it; close() keeps it.
+     */
+    public Builder durable(boolean d) {
+      durable = d;
+      return this;
+    }
+
+    /** Names a durable task across restarts: 1-128 of [A-Za-z0-9_.-], not starting with '.'. */
+    public Builder durableKey(String key) {
+      durableKey = key;
+      durable = durable || key != null;
+      return this;
+    }
+
     /** IllegalArgumentException for a request valet.h cannot carry; the rest is checked on submit. */
     public Request build() {
       if ((prompt != null) == !messages.isEmpty()) {
@@ -230,6 +263,9 @@ public final class Request {
       noNul(systemPrompt, "the system prompt");
       for (Message m : messages) noNul(m.role, "a message role");
       for (String s : stop) noNul(s, "a stop string");
+      noNul(durableKey, "a durable key");
+      // Named here, so the app knows what to recover and acknowledge.
+      if (durable && durableKey == null) durableKey = "task-" + java.util.UUID.randomUUID();
       return new Request(this);
     }
 

@@ -175,7 +175,9 @@ public final class Valet implements AutoCloseable {
               request.topP(),
               request.minP(),
               request.repeatPenalty(),
-              request.seed()));
+              request.seed(),
+              request.durable(),
+              utf8(request.durableKey())));
     } catch (ValetException e) {
       // Refused because close() stopped the scheduler meanwhile.
       if (scheduler.isClosing()) throw new IllegalStateException("Valet is closed", e);
@@ -189,6 +191,28 @@ public final class Valet implements AutoCloseable {
   /** A raw prompt at the given tier with the default sampling. */
   public Task submit(Tier tier, String prompt, int maxTokens, TokenListener listener) {
     return submit(Request.builder().tier(tier).prompt(prompt).maxTokens(maxTokens).build(), listener);
+  }
+
+  /**
+   * Finds the durable tasks journaled in the snapshot directory (by this model and valet version):
+   * each unfinished one is resumed where its journal ends, with the listener {@code listener} gives
+   * it (called on the scheduler's thread before the task runs; its {@link RecoveredTask#task()}
+   * is the running task), and each ended one is listed for {@link #ack}. ValetException
+   * (INVALID_ARGUMENT) without a snapshot directory.
+   */
+  public List<RecoveredTask> recover(RecoveryListener listener) {
+    final Recovery collector = new Recovery(this, scheduler, listener);
+    call(h -> {
+      NativeLib.recover(h, collector);
+      return null;
+    });
+    return collector.found();
+  }
+
+  /** Forgets an ended durable task (removes its journal); false when there is none. */
+  public boolean ack(String durableKey) {
+    final byte[] key = utf8(durableKey);
+    return call(h -> NativeLib.ack(h, key));
   }
 
   /** False when the task had already finished, or belongs to another Valet. */

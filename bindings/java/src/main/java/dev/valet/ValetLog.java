@@ -21,10 +21,14 @@ final class ValetLog {
   }
 
   static void listenerThrew(Task task, String callback, Throwable error) {
+    listenerThrew(task.knownId(), callback, error);
+  }
+
+  static void listenerThrew(long taskId, String callback, Throwable error) {
     droppedListenerExceptions.incrementAndGet();
     log(
         LogHandler.WARN,
-        "the listener of task " + task.knownId() + " threw from " + callback + "; the exception is dropped",
+        "the listener of task " + taskId + " threw from " + callback + "; the exception is dropped",
         error);
   }
 

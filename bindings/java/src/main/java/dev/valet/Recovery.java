@@ -1,0 +1,64 @@
+package dev.valet;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Collects what one valet_recover reports. Native code calls it: onNativeResumed on the scheduler's
+ * thread before the resumed task runs (the Task returned receives its callbacks), onNativeEnded on
+ * the thread calling {@link Valet#recover}.
+ */
+final class Recovery {
+  private final Valet valet;
+  private final NativeScheduler scheduler;
+  private final RecoveryListener listener;
+  private final List<RecoveredTask> found = new ArrayList<>();
+
+  Recovery(Valet valet, NativeScheduler scheduler, RecoveryListener listener) {
+    this.valet = valet;
+    this.scheduler = scheduler;
+    this.listener = listener;
+  }
+
+  Task onNativeResumed(byte[] key, int tier, int[] tokens, long id) {
+    final String name = new String(key, StandardCharsets.UTF_8);
+    final Tier t = Tier.values()[tier];
+    TokenListener tokenListener = null;
+    if (listener != null) {
+      scheduler.enterCallback();
+      try {
+        tokenListener = listener.onResumed(new RecoveredTask(name, t, tokens, TaskState.QUEUED, "", null));
+      } catch (Throwable e) {
+        ValetLog.listenerThrew(id, "onResumed", e);
+      } finally {
+        scheduler.exitCallback();
+      }
+    }
+    final Task task = new Task(valet, scheduler, t, tokenListener);
+    task.setId(id);
+    synchronized (found) {
+      found.add(new RecoveredTask(name, t, tokens, TaskState.QUEUED, "", task));
+    }
+    return task;
+  }
+
+  void onNativeEnded(byte[] key, int tier, int[] tokens, int state, byte[] message) {
+    synchronized (found) {
+      found.add(
+          new RecoveredTask(
+              new String(key, StandardCharsets.UTF_8),
+              Tier.values()[tier],
+              tokens,
+              TaskState.of(state),
+              new String(message, StandardCharsets.UTF_8),
+              null));
+    }
+  }
+
+  List<RecoveredTask> found() {
+    synchronized (found) {
+      return new ArrayList<>(found);
+    }
+  }
+}
