@@ -60,7 +60,7 @@ public final class Request {
   private final boolean durable;
   private final String durableKey;
 
-  private Request(Builder b) {
+  private Request(Builder b, String durableKey) {
     tier = b.tier;
     systemPrompt = b.systemPrompt;
     messages = Collections.unmodifiableList(new ArrayList<>(b.messages));
@@ -74,7 +74,7 @@ public final class Request {
     repeatPenalty = b.repeatPenalty;
     seed = b.seed;
     durable = b.durable;
-    durableKey = b.durableKey;
+    this.durableKey = durableKey;
   }
 
   public static Builder builder() {
@@ -264,9 +264,8 @@ public final class Request {
       for (Message m : messages) noNul(m.role, "a message role");
       for (String s : stop) noNul(s, "a stop string");
       noNul(durableKey, "a durable key");
-      // Named here, so the app knows what to recover and acknowledge.
-      if (durable && durableKey == null) durableKey = "task-" + java.util.UUID.randomUUID();
-      return new Request(this);
+      // Named here, so the app knows what to recover and acknowledge (each build() anew).
+      return new Request(this, durable && durableKey == null ? "task-" + java.util.UUID.randomUUID() : durableKey);
     }
 
     private static <T> T required(T value, String what) {

@@ -99,6 +99,9 @@ class DurableTest {
       assertThrows(ValetException.class, () -> valet.recover(task -> null));
     }
     assertThrows(IllegalArgumentException.class, () -> Request.builder().prompt("p").durableKey("a\0b").build());
-    assertTrue(Request.builder().prompt("p").durable(true).build().durableKey().startsWith("task-"));
+    final Request.Builder unnamed = Request.builder().prompt("p").durable(true);
+    final Request first = unnamed.build();
+    assertTrue(first.durableKey().startsWith("task-"));
+    assertFalse(first.durableKey().equals(unnamed.build().durableKey()), "every build() names its task anew");
   }
 }
