@@ -86,14 +86,12 @@ Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8
     ::unlink(tmp.c_str());
     return IoError("cannot rename " + tmp + ": " + why);
   }
-  if (sync == FileSync::kFsync) {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
-  }
-  return Status::Ok();
+  return sync == FileSync::kFsync ? SyncDirectoryOf(path) : Status::Ok();
 }
 
-Status SyncDirectory(const std::string& path) {
+Status SyncDirectoryOf(const std::string& file) {
+  const std::filesystem::path parent = std::filesystem::path(file).parent_path();
+  const std::string path = parent.empty() ? std::string(".") : parent.string();
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open directory " + path + ": " + Errno());
   const int rc = ::fsync(fd);

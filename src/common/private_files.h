@@ -33,8 +33,9 @@ Result<std::string> MakeScratchDirectory(std::string_view prefix);
 Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes,
                                   FileSync sync = FileSync::kNone);
 
-// Flushes a directory's entries (a file created, renamed or removed in it).
-Status SyncDirectory(const std::string& path);
+// Flushes the entries of the directory holding `file` (the file created,
+// renamed or removed there).
+Status SyncDirectoryOf(const std::string& file);
 
 // Opens `path` for reading without following a final symbolic link; -1 and errno on failure.
 int OpenNoFollow(const std::string& path);

@@ -28,7 +28,7 @@ thread_local const void* t_stopping = nullptr;
 }  // namespace
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kBudgets, kCall };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCall };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -37,9 +37,7 @@ struct Scheduler::Impl {
     ThermalStatus thermal = ThermalStatus::kNone;
     float headroom = -1.0f;
     TrimLevel trim = TrimLevel::kRunningModerate;
-    MemoryBudgets budgets;
-    std::shared_ptr<std::promise<Status>> reply;  // kBudgets: the caller waits for the result
-    std::function<void()> call;                   // kCall
+    std::function<void()> call;  // kCall: Call()'s work, which answers its waiting caller
   };
 
   Impl(EngineInterface& engine, SchedulerOptions options)
@@ -228,9 +226,6 @@ void Scheduler::Impl::Apply(Command& command) {
     case CommandKind::kTrim:
       (void)core.OnTrimMemory(command.trim).ok();
       break;
-    case CommandKind::kBudgets:
-      command.reply->set_value(ApplyBudgets(command.budgets));
-      break;
     case CommandKind::kCall:
       command.call();
       break;
@@ -407,16 +402,9 @@ Status Scheduler::OnTrimMemory(int level) {
 }
 
 Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
-  // From a task callback the inference thread would wait for itself: apply here.
-  if (t_inference_of == impl_.get()) return impl_->ApplyBudgets(budgets);
-  auto reply = std::make_shared<std::promise<Status>>();
-  std::future<Status> result = reply->get_future();
-  Impl::Command command;
-  command.kind = Impl::CommandKind::kBudgets;
-  command.budgets = budgets;
-  command.reply = reply;
-  if (!impl_->Post(std::move(command))) return Aborted("the scheduler is stopped");
-  return result.get();
+  // From a task callback Call applies them at once: the inference thread would wait for itself.
+  Impl* impl = impl_.get();
+  return impl->Call([impl, budgets] { return impl->ApplyBudgets(budgets); });
 }
 
 Result<RecoveryReport> Scheduler::Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for) {

@@ -538,8 +538,7 @@ Status RemoveJournal(const std::string& path) {
     const std::string why = std::strerror(err);
     return IoError("cannot remove " + path + ": " + why);
   }
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  return SyncDirectory(parent.empty() ? std::string(".") : parent.string());
+  return SyncDirectoryOf(path);
 }
 
 SamplerState ResumedSamplerState(const JournalContents& contents, std::span<const int32_t> fed) {

@@ -109,8 +109,8 @@ TEST_F(PrivateFilesTest, SyncedWritesAndAppendsStayPrivate) {
   const std::vector<uint8_t> bytes = {'a', 'b'};
   ASSERT_TRUE(WritePrivateFileAtomically(path.string(), bytes, FileSync::kFsync).ok());
   EXPECT_EQ(Mode(path), 0600u);
-  EXPECT_TRUE(SyncDirectory(dir_.string()).ok());
-  EXPECT_FALSE(SyncDirectory((dir_ / "missing").string()).ok());
+  EXPECT_TRUE(SyncDirectoryOf((dir_ / "file").string()).ok());
+  EXPECT_FALSE(SyncDirectoryOf((dir_ / "missing" / "file").string()).ok());
   const int fd = OpenForAppendNoFollow(path.string());
   ASSERT_GE(fd, 0);
   EXPECT_EQ(::write(fd, "c", 1), 1);
