@@ -67,6 +67,11 @@ struct SequenceSpec {
   // tokens rebuild the repeat-penalty window as they are fed again.
   std::vector<int32_t> resume_generated{};
   std::optional<std::array<uint64_t, 4>> resume_rng{};
+  // How long its shared prefix stays cached once unused: a prefix is evicted
+  // only after every unused one of a higher rank (the scheduler passes the
+  // tier, so the foreground's system prompt goes last); equal ranks go least
+  // recently used first. A prefix shared by several ranks keeps the lowest.
+  int32_t prefix_rank = 0;
 };
 
 // One sequence's share of a step. Exactly one of `tokens` (new input: a
@@ -200,6 +205,27 @@ class VALET_API EngineInterface {
   // resort when the pool or the snapshot store must give everything back.
   virtual Result<ParkReport> Park(SequenceId seq, ParkKind kind) = 0;
   virtual Result<ResumeReport> Resume(SequenceId seq) = 0;
+  // Durable tasks' checkpoints (docs/durable.md): bytes from which a new
+  // process's engine, with the same model, brings the sequence's KV back
+  // without computing it. Export needs every position of the history in the
+  // pool (not parked, or parked resident): InvalidArgument otherwise.
+  // Import goes into a sequence just opened with the same spec and not yet
+  // fed; the exported history must be the first n < expected.size() tokens of
+  // `expected` (the shared prefix, prompt and fed tokens the task will have),
+  // and n is returned. On any error nothing changes and the caller feeds the
+  // tokens instead. Engines without KV answer Unsupported.
+  virtual Result<std::vector<uint8_t>> ExportSequence(SequenceId seq) const {
+    (void)seq;
+    return Unsupported("this engine has no sequence checkpoints");
+  }
+  virtual Result<int32_t> ImportSequence(SequenceId seq, std::span<const uint8_t> bytes,
+                                         std::span<const int32_t> expected) {
+    (void)seq, (void)bytes, (void)expected;
+    return Unsupported("this engine has no sequence checkpoints");
+  }
+  // The most bytes ExportSequence can return (a bound for reading one back).
+  virtual size_t MaxExportBytes() const { return 0; }
+
   // The cheapest way to park `seq` now that keeps `bytes_needed` free in the
   // pool for others (0: no pressure), from measured costs.
   virtual ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const = 0;
@@ -224,9 +250,9 @@ class VALET_API EngineInterface {
   // Moves every RAM-tier snapshot to the disk tier (none without one); returns
   // the bytes moved. Parked sequences stay parked, their snapshots intact.
   virtual size_t DemoteSnapshots() = 0;
-  // Drops cached shared prefixes that no sequence references; returns the
-  // pool bytes freed.
-  virtual size_t DropUnusedPrefixes() = 0;
+  // Drops cached shared prefixes of SequenceSpec::prefix_rank >= min_rank
+  // that no sequence references; returns the pool bytes freed.
+  virtual size_t DropUnusedPrefixes(int32_t min_rank) = 0;
   virtual EngineCosts costs() const = 0;
 };
 

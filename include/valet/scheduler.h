@@ -212,6 +212,11 @@ struct SchedulerOptions {
   // another model (or valet version) is refused, never misread. Required
   // with durable_dir.
   std::string model_fingerprint;
+  // The most bytes durable_dir may hold (journals and KV checkpoints): a
+  // durable task submitted beyond it is refused (ResourceExhausted) until
+  // finished tasks are acknowledged, and a checkpoint that would exceed it is
+  // not written (recovery then recomputes). Nothing already written is dropped.
+  size_t durable_disk_budget_bytes = size_t{1} << 30;
   // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
   // pass the fake engine's virtual clock. Must be callable from any thread.
   std::function<double()> clock;
@@ -380,6 +385,14 @@ struct SchedulerStats {
   // Durable tasks that went on without their journal after it could not be
   // written (a full or failing disk): no longer recoverable.
   int64_t journal_errors = 0;
+  // Durable tasks' KV checkpoints written (when parked, at ON_STOP and on a
+  // memory trim), and the positions recovery took from them instead of
+  // recomputing.
+  int64_t durable_checkpoints = 0;
+  int64_t durable_restored_tokens = 0;
+  // Tokens of the foreground chat's system prompt computed again at ON_START
+  // because memory pressure had taken them in the background.
+  int64_t prefix_warm_tokens = 0;
   int64_t done = 0;
   int64_t cancelled = 0;
   int64_t failed = 0;

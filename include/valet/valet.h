@@ -157,6 +157,11 @@ typedef struct valet_params {
   int32_t model_fd;
   uint64_t model_offset;
   uint64_t model_size;
+  /* v4. The most bytes durable tasks' journals and KV checkpoints may take in
+   * <snapshot_dir>/tasks; beyond it new durable tasks are refused
+   * (VALET_RESOURCE_EXHAUSTED) until finished ones are acknowledged
+   * (valet_task_ack). 0: 1 GiB. */
+  uint64_t durable_disk_budget_bytes;
 } valet_params;
 
 typedef struct valet_chat_message {

@@ -111,7 +111,7 @@ constexpr std::array kParamsEnds = {
     VALET_END(valet_params, batch_mode),        VALET_END(valet_params, fill_max_cost_fraction),
     VALET_END(valet_params, budget_table_json), VALET_END(valet_params, model_fd),
     VALET_END(valet_params, model_offset),      VALET_END(valet_params, model_size),
-    sizeof(valet_params)};
+    VALET_END(valet_params, durable_disk_budget_bytes), sizeof(valet_params)};
 constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, struct_size), VALET_END(valet_task_params, tier),
     VALET_END(valet_task_params, system_prompt), VALET_END(valet_task_params, messages),
@@ -418,6 +418,7 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     if (!snapshot_dir->empty()) {
       options->durable_dir = *snapshot_dir + "/tasks";
       options->model_fingerprint = (*engine)->engine().fingerprint();
+      if (params->durable_disk_budget_bytes > 0) options->durable_disk_budget_bytes = params->durable_disk_budget_bytes;
     }
     auto handle = std::make_unique<valet_scheduler>();
     handle->engine = std::move(engine).value();

@@ -48,7 +48,7 @@ Result<std::string> MakeScratchDirectory(std::string_view prefix) {
 }
 
 Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes,
-                                  FileSync sync) {
+                                  FileSync sync, const std::function<void()>& before_rename) {
   const std::string tmp = path + ".tmp";
   constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   int fd = ::open(tmp.c_str(), kFlags, 0600);
@@ -81,6 +81,7 @@ Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8
     ::unlink(tmp.c_str());
     return IoError("cannot write " + tmp + ": " + why);
   }
+  if (before_rename) before_rename();
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string why = Errno();
     ::unlink(tmp.c_str());

@@ -4,6 +4,7 @@
 // shared temporary directory or a permissive umask exposes nothing.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -30,8 +31,11 @@ Result<std::string> MakeScratchDirectory(std::string_view prefix);
 // never followed) renamed into place, so `path` holds either its old content
 // or all of the new. kFsync also flushes the file before the rename and the
 // directory after it, so the new content survives a power loss once this returns.
+// `before_rename` runs once the temporary file is complete (the kill soak's
+// fault switch dies there).
 Status WritePrivateFileAtomically(const std::string& path, std::span<const uint8_t> bytes,
-                                  FileSync sync = FileSync::kNone);
+                                  FileSync sync = FileSync::kNone,
+                                  const std::function<void()>& before_rename = {});
 
 // Flushes the entries of the directory holding `file` (the file created,
 // renamed or removed there).

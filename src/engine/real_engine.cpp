@@ -26,6 +26,7 @@ struct RealEngine::Seq {
   Seq(KvPool& pool, Sampler s) : kv(pool), sampler(std::move(s)) {}
   std::vector<int32_t> history;  // every token fed, the shared prefix first
   std::vector<int32_t> prefix;   // SequenceSpec::shared_prefix
+  int32_t prefix_rank = 0;       // SequenceSpec::prefix_rank
   KvSequence kv;
   Sampler sampler;
   int32_t n_shared = 0;  // leading positions that are (or were registered as) the cached prefix
@@ -136,6 +137,7 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
   auto s = std::make_unique<Seq>(engine_->kv_pool(), std::move(sampler));
   s->top_logprobs = spec.top_logprobs;
   s->prefix = spec.shared_prefix;
+  s->prefix_rank = spec.prefix_rank;
   s->history = spec.shared_prefix;
   for (int32_t t : s->history) s->sampler.Accept(t);
   if (spec.resume_rng) {
@@ -145,7 +147,7 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
     if (resumed.rng == RngState{}) return InvalidArgument("a resumed sampler's random state cannot be all zero");
     s->sampler.set_state(resumed);
   }
-  if (!s->prefix.empty()) AttachPrefix(*s, cache_->Match(s->prefix));
+  if (!s->prefix.empty()) AttachPrefix(*s, cache_->Match(s->prefix, s->prefix_rank));
   const SequenceId id = next_id_++;
   seqs_.emplace(id, std::move(s));
   return id;
@@ -241,7 +243,7 @@ Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
     }
     if (!s.prefix.empty() && s.n_shared < static_cast<int32_t>(s.prefix.size()) &&
         s.kv.n_tokens() >= static_cast<int32_t>(s.prefix.size())) {
-      s.n_shared = cache_->Insert(s.prefix, s.kv);
+      s.n_shared = cache_->Insert(s.prefix, s.kv, s.prefix_rank);
       s.kv.UnpinWindow();
     }
     if (!items[i].sample) continue;
@@ -265,7 +267,7 @@ Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
 PrefixMatch RealEngine::MatchPrefix(Seq& s) const {
   const int32_t n = std::min(s.n_shared, s.kv.n_tokens());
   if (n <= 0) return {};
-  return cache_->Match(std::span<const int32_t>(s.prefix).first(n));
+  return cache_->Match(std::span<const int32_t>(s.prefix).first(n), s.prefix_rank);
 }
 
 void RealEngine::AttachPrefix(Seq& s, const PrefixMatch& m) {
@@ -344,6 +346,51 @@ ParkReport RealEngine::DropParked(SequenceId id, Seq& s) {
   accounting_.parks[static_cast<int>(r.kind)] += 1;
   accounting_.tokens_dropped += r.tokens_dropped;
   return r;
+}
+
+Result<std::vector<uint8_t>> RealEngine::ExportSequence(SequenceId id) const {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  if ((s->parked && s->park_kind != ParkKind::kResident) || s->pending() != 0) {
+    return InvalidArgument("sequence " + std::to_string(id) + " does not have all its KV in the pool");
+  }
+  // From position 0, the shared prefix's rows included: the new process's
+  // prefix cache starts empty.
+  return EncodeSequenceSnapshot(SnapshotHeader{0, s->kv.n_tokens(), s->history, s->sampler.state()}, s->kv);
+}
+
+Result<int32_t> RealEngine::ImportSequence(SequenceId id, std::span<const uint8_t> bytes,
+                                           std::span<const int32_t> expected) {
+  VALET_ASSIGN_OR_RETURN(Seq * s, Find(id));
+  if (s->parked || s->history != s->prefix) {
+    return InvalidArgument("sequence " + std::to_string(id) + " is not freshly opened");
+  }
+  VALET_ASSIGN_OR_RETURN(DecodedSnapshot d, DecodeSequenceSnapshot(bytes, engine_->kv_pool().layout()));
+  const std::vector<int32_t>& h = d.header.history;
+  if (d.header.kv_begin != 0 || d.header.kv_end != static_cast<int32_t>(h.size())) {
+    return Corrupt("a checkpoint must hold every position of its history");
+  }
+  if (h.size() < s->prefix.size() || h.size() >= expected.size() || !std::equal(h.begin(), h.end(), expected.begin())) {
+    return InvalidArgument("the checkpoint's history is not a beginning of the sequence's tokens");
+  }
+  s->kv.Clear();
+  s->kv.UnpinWindow();
+  Status imported = s->kv.ImportRows(static_cast<int32_t>(h.size()), d.rows);
+  if (!imported.ok()) {
+    AttachPrefix(*s, cache_->Match(s->prefix, s->prefix_rank));
+    return ResourceExhausted(imported.message());
+  }
+  for (size_t i = s->prefix.size(); i < h.size(); ++i) s->sampler.Accept(h[i]);
+  s->history = h;
+  // Its prefix rows are its own now; it neither shares nor registers them.
+  s->prefix.clear();
+  s->n_shared = 0;
+  return static_cast<int32_t>(h.size());
+}
+
+size_t RealEngine::MaxExportBytes() const {
+  const int32_t n_ctx = context_length();
+  // The rows of a full context, and its history, recent and generated tokens.
+  return engine_->kv_pool().layout().rows_bytes(0, n_ctx) + 16 * static_cast<size_t>(n_ctx) + (64u << 10);
 }
 
 Status RealEngine::RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes) {
@@ -466,9 +513,9 @@ void RealEngine::NoteDemotedSnapshots() {
   }
 }
 
-size_t RealEngine::DropUnusedPrefixes() {
+size_t RealEngine::DropUnusedPrefixes(int32_t min_rank) {
   const size_t before = engine_->kv_pool().used_bytes();
-  while (cache_->unused_blocks() > 0 && cache_->ReclaimOne()) {
+  while (cache_->EvictOne(min_rank)) {
   }
   return before - std::min(before, engine_->kv_pool().used_bytes());
 }

@@ -75,6 +75,10 @@ class RealEngine final : public EngineInterface {
   Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
   Result<ResumeReport> Resume(SequenceId seq) override;
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
+  Result<std::vector<uint8_t>> ExportSequence(SequenceId seq) const override;
+  Result<int32_t> ImportSequence(SequenceId seq, std::span<const uint8_t> bytes,
+                                 std::span<const int32_t> expected) override;
+  size_t MaxExportBytes() const override;
   void SetAbortFlag(const std::atomic<bool>* flag) override { engine_->context().set_abort_flag(flag); }
   Status SetThreads(int n_threads) override;
   EngineMemory memory() const override;
@@ -82,7 +86,7 @@ class RealEngine final : public EngineInterface {
   Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
   size_t KvBytesFor(int32_t n_tokens) const override;
   size_t DemoteSnapshots() override;
-  size_t DropUnusedPrefixes() override;
+  size_t DropUnusedPrefixes(int32_t min_rank) override;
   EngineCosts costs() const override;
 
   const ParkAccounting& accounting() const { return accounting_; }

@@ -53,7 +53,7 @@ PrefixCache::Entry* PrefixCache::Find(uint64_t parent, std::span<const int32_t> 
   return &e;
 }
 
-PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens) {
+PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens, int32_t rank) {
   const KvLayout& l = pool_->layout();
   const size_t bt = static_cast<size_t>(l.block_tokens);
   std::vector<const Entry*> chain;
@@ -66,6 +66,7 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens) {
     Entry* e = Find(parent, tokens.subspan(matched, n), &key);
     if (e == nullptr) break;
     e->last_used = clock_;
+    e->rank = std::min(e->rank, rank);
     chain.push_back(e);
     matched += n;
     parent = key;
@@ -92,7 +93,7 @@ PrefixMatch PrefixCache::Match(std::span<const int32_t> tokens) {
   return m;
 }
 
-int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& seq) {
+int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& seq, int32_t rank) {
   const size_t bt = static_cast<size_t>(pool_->layout().block_tokens);
   const size_t n_slices = static_cast<size_t>(pool_->layout().n_slices());
   const size_t limit = std::min(tokens.size(), static_cast<size_t>(seq.n_tokens()));
@@ -108,7 +109,7 @@ int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& s
     if (e == nullptr) {
       if (entries_.count(key) != 0) break;  // the slot is taken by a colliding chain
       Entry fresh{parent, std::vector<int32_t>(run.begin(), run.end()),
-                  std::vector<KvBlockId>(n_slices, KvSequence::kNoBlock), depth, clock_};
+                  std::vector<KvBlockId>(n_slices, KvSequence::kNoBlock), depth, clock_, rank};
       e = &entries_.emplace(key, std::move(fresh)).first->second;
     }
     // Equal tokens at equal positions have equal rows, so a windowed block
@@ -120,6 +121,7 @@ int32_t PrefixCache::Insert(std::span<const int32_t> tokens, const KvSequence& s
       }
     }
     e->last_used = clock_;
+    e->rank = std::min(e->rank, rank);
     parent = key;
     pos += n;
   }
@@ -134,15 +136,18 @@ int32_t PrefixCache::unused_blocks() const {
   return n;
 }
 
-bool PrefixCache::ReclaimOne() {
+bool PrefixCache::EvictOne(int32_t min_rank) {
   auto victim = entries_.end();
+  // Orders entries by how soon they go: higher rank, older, deeper first.
+  auto sooner = [](const Entry& a, const Entry& b) {
+    if (a.rank != b.rank) return a.rank > b.rank;
+    if (a.last_used != b.last_used) return a.last_used < b.last_used;
+    return a.depth > b.depth;
+  };
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     const Entry& e = it->second;
-    if (!Unused(e)) continue;
-    if (victim == entries_.end() || e.last_used < victim->second.last_used ||
-        (e.last_used == victim->second.last_used && e.depth > victim->second.depth)) {
-      victim = it;
-    }
+    if (e.rank < min_rank || !Unused(e)) continue;
+    if (victim == entries_.end() || sooner(e, victim->second)) victim = it;
   }
   if (victim == entries_.end()) return false;
   ReleaseBlocks(victim->second);

@@ -53,15 +53,20 @@ class PrefixCache : public KvReclaimer {
   // The longest cached run of whole blocks of `tokens`, followed by the cached
   // partial block that ends `tokens` exactly, if any, and cut back to where
   // the windowed slices' blocks cover the window. Marks them recently used.
-  PrefixMatch Match(std::span<const int32_t> tokens);
+  // `rank` as SequenceSpec::prefix_rank: entries keep the lowest they were
+  // matched or inserted with.
+  PrefixMatch Match(std::span<const int32_t> tokens, int32_t rank = 0);
 
   // Caches seq's blocks for positions [0, tokens.size()), which must hold the
   // KV of `tokens` (seq->n_tokens() >= tokens.size()). Blocks already cached
   // stay as they are; windowed blocks an entry lacks are taken from seq when
   // it has them. Returns how many leading tokens are now cached.
-  int32_t Insert(std::span<const int32_t> tokens, const KvSequence& seq);
+  int32_t Insert(std::span<const int32_t> tokens, const KvSequence& seq, int32_t rank = 0);
 
-  bool ReclaimOne() override;
+  // Evicts one unused entry of rank >= min_rank: the highest rank, then the
+  // least recently used, then the deepest. False when there is none.
+  bool EvictOne(int32_t min_rank);
+  bool ReclaimOne() override { return EvictOne(0); }
 
   int32_t n_blocks() const { return static_cast<int32_t>(entries_.size()); }
   // Cached blocks that only the cache references.
@@ -75,6 +80,7 @@ class PrefixCache : public KvReclaimer {
     std::vector<KvBlockId> blocks;  // one per layer slice; KvSequence::kNoBlock for a windowed block not kept
     int32_t depth = 0;
     uint64_t last_used = 0;
+    int32_t rank = 0;
   };
 
   static uint64_t ChainKey(uint64_t parent, std::span<const int32_t> tokens);

@@ -125,7 +125,9 @@ Result<SequenceId> FakeEngine::OpenSequence(const SequenceSpec& spec) {
     if (!p) {
       p = std::make_unique<Prefix>();
       p->tokens = spec.shared_prefix;
+      p->rank = spec.prefix_rank;
     }
+    p->rank = std::min(p->rank, spec.prefix_rank);
     ++p->refs;
     s.prefix = p.get();
     if (p->computed) s.n_shared = s.n_cached = static_cast<int32_t>(p->tokens.size());
@@ -203,11 +205,18 @@ void FakeEngine::Publish(Seq& s) {
 Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
   if (step_hook_) VALET_RETURN_IF_ERROR(step_hook_(items));
   if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) return Aborted("fake engine: step aborted");
-  if (Status s = CheckStep(items); !s.ok()) {
-    if (s.code() != StatusCode::kResourceExhausted) return s;
-    DropUnusedPrefixes();  // unreferenced cached prefixes are the first to go
-    VALET_RETURN_IF_ERROR(CheckStep(items));
+  // Unreferenced cached prefixes are the first to go, the highest rank first.
+  Status checked = CheckStep(items);
+  while (checked.code() == StatusCode::kResourceExhausted) {
+    int32_t highest = -1;
+    for (const auto& [tokens, p] : prefixes_) {
+      if (p->refs == 0) highest = std::max(highest, p->rank);
+    }
+    if (highest < 0) break;
+    DropUnusedPrefixes(highest);
+    checked = CheckStep(items);
   }
+  VALET_RETURN_IF_ERROR(checked);
   StepResult result;
   int64_t prefill_tokens = 0;
   int64_t decode_items = 0;
@@ -390,9 +399,9 @@ size_t FakeEngine::DemoteSnapshots() {
   return moved;
 }
 
-size_t FakeEngine::DropUnusedPrefixes() {
+size_t FakeEngine::DropUnusedPrefixes(int32_t min_rank) {
   const size_t before = UsedBytes();
-  std::erase_if(prefixes_, [](const auto& kv) { return kv.second->refs == 0; });
+  std::erase_if(prefixes_, [&](const auto& kv) { return kv.second->refs == 0 && kv.second->rank >= min_rank; });
   return before - UsedBytes();
 }
 

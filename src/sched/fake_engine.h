@@ -84,7 +84,7 @@ class FakeEngine : public EngineInterface {
   Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
   size_t KvBytesFor(int32_t n_tokens) const override;
   size_t DemoteSnapshots() override;
-  size_t DropUnusedPrefixes() override;
+  size_t DropUnusedPrefixes(int32_t min_rank) override;
   EngineCosts costs() const override;
 
   // The token the fake samples after `history` (what a task run alone gets).
@@ -116,6 +116,7 @@ class FakeEngine : public EngineInterface {
     std::vector<int32_t> tokens;
     bool computed = false;  // its KV is in the pool, shared by reference
     int32_t refs = 0;
+    int32_t rank = 0;  // the lowest SequenceSpec::prefix_rank it was opened with
   };
   struct Seq {
     std::vector<int32_t> history;

@@ -133,9 +133,16 @@ Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
   if (governor_.state() == LifecycleState::kDestroyed) ParkEverythingToDisk();
   // In the background the process may be killed at any moment: what durable
   // tasks generated so far goes to the device now.
-  if (event == LifecycleEvent::kOnStop) SyncJournals();
-  // Back in front of the user: a trim's reductions end.
-  if (event == LifecycleEvent::kOnStart && trimmed_) (void)RestorePool();
+  if (event == LifecycleEvent::kOnStop) {
+    CheckpointAll(FileSync::kFsync);
+    SyncJournals();
+  }
+  // Back in front of the user: a trim's reductions end, and the chat's
+  // system prompt is cached again before the user types.
+  if (event == LifecycleEvent::kOnStart) {
+    if (trimmed_) (void)RestorePool();
+    WarmForegroundPrefix();
+  }
   Deliver();
   return Status::Ok();
 }
@@ -202,6 +209,8 @@ size_t SchedulerCore::EstimateBytesNeeded(const Task& incoming) {
 
 void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause) {
   const ParkKind kind = preemption_.Decide(engine_, {task.seq, reason, bytes_needed});
+  // A durable task's KV is about to leave the pool: a copy goes to disk first.
+  if (kind != ParkKind::kResident) Checkpoint(task, FileSync::kNone);
   Result<ParkReport> report = engine_.Park(task.seq, kind);
   // A snapshot the store cannot take: keep the KV, unless memory must be
   // freed, in which case it is dropped down to the prefix (recomputed later).

@@ -29,6 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/private_files.h"
 #include "engine/engine_interface.h"
 #include "sched/batch_policy.h"
 #include "sched/governor.h"
@@ -140,6 +141,17 @@ class SchedulerCore {
   void JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng);
   void JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason);
   void SyncJournals();
+  // Brings the foreground chat's shared prefix back into the prefix cache (a
+  // prefill without a task) if memory pressure took it; on the way back to
+  // the foreground, before the user's next turn needs it.
+  void WarmForegroundPrefix();
+  // Writes the KV checkpoint of a durable task (of every one) that has
+  // computed more since its last; a no-op where the engine cannot export.
+  void Checkpoint(Task& task, FileSync sync);
+  void CheckpointAll(FileSync sync);
+  // A recovered task's sequence, just opened, takes its checkpoint's KV.
+  void RestoreCheckpoint(Task& task);
+  size_t DurableDirBytes() const;
   Task* Find(TaskId id);
 
   // The queue key: (tier, ticket), or (one tier, ticket) under kFifo.
@@ -236,6 +248,9 @@ class SchedulerCore {
   ArrivalSignals arrivals_;
   MemoryBudgets budgets_;  // as the app configured them
   bool trimmed_ = false;   // the engine runs below budgets_ after a trim
+  // The shared prefix (system prompt) of the last foreground chat, computed
+  // again at ON_START if it was given away in the background.
+  std::vector<int32_t> foreground_prefix_;
 };
 
 }  // namespace valet

@@ -2,10 +2,12 @@
 // process ended, acknowledgement (docs/durable.md).
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <random>
 #include <utility>
 
 #include "sched/scheduler_core.h"
+#include "sched/task_checkpoint.h"
 
 namespace valet {
 namespace {
@@ -27,7 +29,24 @@ Status SchedulerCore::CheckDurable(TaskRequest& request) const {
     return InvalidArgument("a durable task needs the scheduler's durable_dir and model_fingerprint");
   }
   if (request.durable_key.empty()) request.durable_key = NewDurableKey();
-  return CheckTaskKey(request.durable_key);
+  VALET_RETURN_IF_ERROR(CheckTaskKey(request.durable_key));
+  const size_t used = DurableDirBytes();
+  if (used >= options_.durable_disk_budget_bytes) {
+    return ResourceExhausted("the durable tasks' directory holds " + std::to_string(used) + " bytes of its budget of " +
+                             std::to_string(options_.durable_disk_budget_bytes) +
+                             ": acknowledge finished tasks (Ack) to make room");
+  }
+  return Status::Ok();
+}
+
+size_t SchedulerCore::DurableDirBytes() const {
+  size_t bytes = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(options_.durable_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const uintmax_t size = it->is_regular_file(ec) ? it->file_size(ec) : 0;
+    if (!ec) bytes += static_cast<size_t>(size);
+  }
+  return bytes;
 }
 
 Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& request) const {
@@ -53,10 +72,52 @@ void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uin
 void SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
   if (!task.journal) return;
   std::optional<TaskJournal> journal = std::exchange(task.journal, std::nullopt);
+  // Its KV is not needed any more. Removed first, so that no checkpoint is
+  // ever left without its journal.
+  Status written = RemoveCheckpoint(CheckpointPath(options_.durable_dir, task.durable_key));
   // A cancelled task is forgotten; a finished or failed one waits for its Ack.
-  const Status written = state == TaskState::kCancelled ? RemoveJournal(journal->path())
-                                                        : journal->MarkDone({state, reason, status.message()});
+  if (written.ok()) {
+    written = state == TaskState::kCancelled ? RemoveJournal(journal->path())
+                                             : journal->MarkDone({state, reason, status.message()});
+  }
   if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+}
+
+void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
+  if (!task.journal || !task.seq_open) return;
+  Result<SequenceInfo> info = engine_.Info(task.seq);
+  if (!info.ok() || info->n_tokens <= task.checkpoint_tokens) return;
+  Result<std::vector<uint8_t>> bytes = engine_.ExportSequence(task.seq);
+  if (!bytes.ok()) return;  // no KV to export (parked without it) or an engine without checkpoints
+  const std::string path = CheckpointPath(options_.durable_dir, task.durable_key);
+  std::error_code ec;
+  const uintmax_t old_size = std::filesystem::file_size(path, ec);
+  const size_t used = DurableDirBytes() - (ec ? 0 : static_cast<size_t>(old_size));
+  if (used + bytes->size() > options_.durable_disk_budget_bytes) return;  // recovery recomputes instead
+  if (!WriteCheckpoint(path, journal_identity(), *bytes, sync).ok()) {
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    return;
+  }
+  task.checkpoint_tokens = info->n_tokens;
+  recorder_.UpdateStats([](SchedulerStats& s) { ++s.durable_checkpoints; });
+}
+
+void SchedulerCore::CheckpointAll(FileSync sync) {
+  for (auto& [id, task] : tasks_) Checkpoint(*task, sync);
+}
+
+void SchedulerCore::RestoreCheckpoint(Task& task) {
+  task.restore_checkpoint = false;
+  const std::string path = CheckpointPath(options_.durable_dir, task.durable_key);
+  Result<std::vector<uint8_t>> bytes = ReadCheckpoint(path, journal_identity(), engine_.MaxExportBytes());
+  if (!bytes.ok()) return;  // none, or damaged: the tokens are fed instead
+  std::vector<int32_t> expected = task.spec.shared_prefix;
+  expected.insert(expected.end(), task.prompt.begin(), task.prompt.end());
+  Result<int32_t> n = engine_.ImportSequence(task.seq, *bytes, expected);
+  if (!n.ok()) return;
+  task.prompt_pos = *n - static_cast<int32_t>(task.spec.shared_prefix.size());
+  task.checkpoint_tokens = *n;
+  recorder_.UpdateStats([&](SchedulerStats& s) { s.durable_restored_tokens += *n; });
 }
 
 void SchedulerCore::SyncJournals() {
@@ -143,7 +204,9 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
     prepared->prompt.insert(prepared->prompt.end(), c.tokens.begin(), c.tokens.end());
   }
   Enqueue(r.id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
-  if (!Replay(*Find(r.id), c.tokens)) r.state = TaskState::kDone;
+  Task& task = *Find(r.id);
+  task.restore_checkpoint = true;
+  if (!Replay(task, c.tokens)) r.state = TaskState::kDone;
 }
 
 Status SchedulerCore::Ack(const std::string& durable_key) {
@@ -154,6 +217,7 @@ Status SchedulerCore::Ack(const std::string& durable_key) {
     }
   }
   VALET_RETURN_IF_ERROR(CheckTaskKey(durable_key));
+  VALET_RETURN_IF_ERROR(RemoveCheckpoint(CheckpointPath(options_.durable_dir, durable_key)));
   return RemoveJournal(JournalPath(options_.durable_dir, durable_key));
 }
 

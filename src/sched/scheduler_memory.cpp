@@ -43,9 +43,36 @@ int64_t SchedulerCore::LargestLiveTask() const {
   return largest;
 }
 
+namespace {
+// Prefixes of background tiers go before the foreground's (SequenceSpec::prefix_rank).
+constexpr int32_t kBackgroundRank = static_cast<int32_t>(Tier::kBackgroundSummary);
+}  // namespace
+
 bool SchedulerCore::RelievePressure(const std::vector<const Task*>& keep, size_t bytes_needed) {
-  return ParkResidentVictim(keep, bytes_needed) || DropParkedPrefix(keep) || engine_.DropUnusedPrefixes() > 0 ||
-         RestorePool();
+  return ParkResidentVictim(keep, bytes_needed) || DropParkedPrefix(keep) ||
+         engine_.DropUnusedPrefixes(kBackgroundRank) > 0 || RestorePool() || engine_.DropUnusedPrefixes(0) > 0;
+}
+
+void SchedulerCore::WarmForegroundPrefix() {
+  if (foreground_prefix_.empty()) return;
+  SequenceSpec spec;
+  spec.shared_prefix = foreground_prefix_;
+  spec.prefix_rank = static_cast<int32_t>(Tier::kForegroundChat);
+  Result<SequenceId> seq = engine_.OpenSequence(spec);
+  if (!seq.ok()) return;
+  // Within the budgets as they are: no parking for it, a full pool skips it.
+  for (;;) {
+    Result<SequenceInfo> info = engine_.Info(*seq);
+    if (!info.ok() || info->pending_recompute == 0) break;
+    const StepItem item{*seq, {}, std::min(info->pending_recompute, engine_.max_step_tokens()), false};
+    Result<StepResult> step = engine_.Step({&item, 1});
+    if (!step.ok()) break;
+    recorder_.UpdateStats([&](SchedulerStats& s) {
+      s.prefix_warm_tokens += step->tokens_computed;
+      s.busy_seconds += step->seconds;
+    });
+  }
+  (void)engine_.CloseSequence(*seq);
 }
 
 bool SchedulerCore::ParkResidentVictim(const std::vector<const Task*>& keep, size_t bytes_needed) {
@@ -159,12 +186,16 @@ void SchedulerCore::ShrinkPool() {
 
 Status SchedulerCore::OnTrimMemory(TrimLevel level) {
   const TrimActions actions = TrimActionsFor(level);
+  // The process may be killed next: durable tasks' KV goes to disk while it is whole.
+  CheckpointAll(FileSync::kFsync);
   if (actions.park_running) ParkAllRunning(ParkReason::kTrim);
   if (actions.demote_snapshots) engine_.DemoteSnapshots();
   if (actions.evict_parked) {
     EvictParked();
     if (actions.drop_parked_prefixes) DropEvictedPrefixes();
-    engine_.DropUnusedPrefixes();
+    // The foreground's system prompt is the last thing to give back: only
+    // when the process is next to be killed.
+    engine_.DropUnusedPrefixes(level >= TrimLevel::kComplete ? 0 : kBackgroundRank);
   }
   if (actions.shrink) ShrinkPool();
   // Demotion moved RAM snapshots to disk under the tasks' feet.

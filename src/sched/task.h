@@ -43,6 +43,8 @@ struct Task {
   bool first_token_seen = false;
   std::string durable_key;
   std::optional<TaskJournal> journal;  // a durable task's, while it can be written
+  int32_t checkpoint_tokens = 0;       // positions in its last KV checkpoint
+  bool restore_checkpoint = false;     // recovered: its sequence starts from the checkpoint
 
   bool prompt_done() const { return prompt_pos >= static_cast<int32_t>(prompt.size()); }
   // Its next step would be one decode token (no prompt or recompute left).

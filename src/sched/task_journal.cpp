@@ -19,6 +19,7 @@
 
 #include "common/private_files.h"
 #include "kv/checksum.h"
+#include "sched/task_checkpoint.h"
 
 // CMake passes the project version, the string valet_version() returns (that
 // function lives in libvalet.so's own source, out of this library's reach).
@@ -241,8 +242,9 @@ void ReadFaultFromEnvironment() {
     const char* spec = std::getenv("VALET_FAULT");
     if (spec == nullptr || *spec == '\0') return;
     const std::optional<JournalFault> fault = ParseJournalFault(spec);
-    if (!fault) {
-      std::fprintf(stderr, "valet: warning: VALET_FAULT=%s is not journal-append:<n>:<bytes>\n",
+    if (!fault && !ParseCheckpointFault(spec)) {
+      std::fprintf(stderr,
+                   "valet: warning: VALET_FAULT=%s is neither journal-append:<n>:<bytes> nor checkpoint-rename:<n>\n",
                    spec);
       return;
     }
@@ -514,6 +516,7 @@ Result<JournalScan> ListJournals(const std::string& dir, const JournalIdentity& 
     const std::string path = entry.path().string();
     const std::string name = entry.path().filename().string();
     constexpr std::string_view kSuffix = ".journal";
+    if (IsCheckpointFileName(name)) continue;
     if (!name.ends_with(kSuffix)) {
       scan.skipped.push_back({path, InvalidArgument(path + " is not named <task key>.journal")});
       continue;

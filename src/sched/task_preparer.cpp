@@ -58,6 +58,7 @@ Status TaskPreparer::Tokenize(const TaskRequest& request, PreparedTask* out) con
   }
   if (!rendered.shared.empty()) {
     out->spec.shared_prefix = engine_.Tokenize(rendered.shared, {.add_bos = true, .literal = rendered.shared_literal});
+    out->spec.prefix_rank = static_cast<int32_t>(request.tier);
   }
   const TokenizeOptions own{.add_bos = out->spec.shared_prefix.empty(), .literal = rendered.own_literal};
   out->prompt = engine_.Tokenize(rendered.own, own);

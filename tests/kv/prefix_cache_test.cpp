@@ -89,6 +89,42 @@ TEST(PrefixCacheTest, EvictsUnusedPrefixesLeastRecentlyUsedFirst) {
   EXPECT_EQ(big.Reserve(4).code(), StatusCode::kResourceExhausted) << "blocks in use are not evicted";
 }
 
+// The foreground's system prompt (rank 0) outlives a background prefix (rank
+// 3) used more recently; eviction below a rank leaves it alone entirely.
+TEST(PrefixCacheTest, EvictsHigherRanksBeforeRecency) {
+  auto pool = MakePool(6);
+  PrefixCache cache(*pool);
+  const std::vector<int32_t> chat = Tokens(8, 1), index = Tokens(8, 50);
+  {
+    KvSequence a(*pool), b(*pool);
+    Prefill(a, 8);
+    Prefill(b, 8);
+    cache.Insert(chat, a, 0);
+    cache.Insert(index, b, 3);
+  }
+  cache.Match(index, 3);  // the background prefix is the more recently used
+  EXPECT_FALSE(cache.EvictOne(4)) << "nothing of rank 4 or more";
+  KvSequence big(*pool);
+  Prefill(big, 16);  // 2 free + 2 evicted: the background prefix's
+  EXPECT_EQ(cache.Match(index, 3).n_tokens, 0);
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 8);
+  big.Clear();
+  // A background task matching the chat's prefix does not demote it.
+  cache.Match(chat, 3);
+  KvSequence c(*pool);
+  Prefill(c, 8);
+  cache.Insert(Tokens(8, 90), c, 2);
+  c.Clear();
+  EXPECT_TRUE(cache.EvictOne(1));
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 8);
+  EXPECT_EQ(cache.Match(Tokens(8, 90), 2).n_tokens, 4) << "the deeper block of rank 2 went first";
+  EXPECT_TRUE(cache.EvictOne(0));
+  EXPECT_EQ(cache.Match(Tokens(8, 90), 2).n_tokens, 0);
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 8) << "rank 2 goes entirely before rank 0 starts";
+  EXPECT_TRUE(cache.EvictOne(0));
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 4);
+}
+
 TEST(PrefixCacheTest, EvictsTheEndOfAChainBeforeItsStart) {
   auto pool = MakePool(3);
   PrefixCache cache(*pool);

@@ -1,6 +1,7 @@
 // The kill soak of durable tasks: three seeded background tasks run in a
-// child process that kills itself (SIGKILL, the fault switch) in the middle
-// of a random journal append, again and again, each new child recovering
+// child process that kills itself (SIGKILL, the fault switches) in the middle
+// of a random journal append or between a KV checkpoint's write and its
+// rename, again and again, each new child recovering
 // what the last one journaled; at the end every task holds exactly the tokens
 // of an uninterrupted run. Nothing is timed: the kills come from the switch.
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 
 #include "engine/real_engine.h"
 #include "sched/scheduler_core.h"
+#include "sched/task_checkpoint.h"
 
 namespace valet {
 namespace {
@@ -46,7 +48,7 @@ TaskRequest SoakRequest(int i) {
   TaskRequest r;
   r.tier = i == 0 ? Tier::kBackgroundSummary : Tier::kOfflineIndexing;
   r.prompt = i == 1 ? "The dog ran to the park and" : "Once upon a time, there was a little";
-  r.max_tokens = 24 + 4 * i;
+  r.max_tokens = 64 + 4 * i;
   r.sampling.temperature = 0.8f;
   r.sampling.repeat_penalty = 1.1f;
   r.sampling.seed = 100 + static_cast<uint64_t>(i);
@@ -55,8 +57,10 @@ TaskRequest SoakRequest(int i) {
   return r;
 }
 
-// Submits (first run) or recovers the tasks and runs them to the end.
-void RunTasks(const std::string& model, const std::string& dir, bool first) {
+// Submits (first run) or recovers the tasks and runs them to the end, with a
+// memory trim every few steps, which writes the tasks' KV checkpoints. The
+// first life that restores KV from a checkpoint leaves a file `restored_mark`.
+void RunTasks(const std::string& model, const std::string& dir, bool first, const std::string& restored_mark = "") {
   std::unique_ptr<RealEngine> engine = OpenEngine(model);
   if (!engine) _exit(3);
   SchedulerCore core(*engine, Options(dir));
@@ -67,7 +71,13 @@ void RunTasks(const std::string& model, const std::string& dir, bool first) {
   } else if (!core.Recover().ok()) {
     _exit(5);
   }
-  core.RunUntilIdle();
+  for (int step = 1; core.RunOneStep(); ++step) {
+    if (step % 4 == 0 && !core.OnTrimMemory(TrimLevel::kRunningModerate).ok()) _exit(6);
+    if (!restored_mark.empty() && core.recorder().Stats().durable_restored_tokens > 0 && !fs::exists(restored_mark)) {
+      std::FILE* f = std::fopen(restored_mark.c_str(), "w");
+      if (f != nullptr) std::fclose(f);
+    }
+  }
 }
 
 std::map<std::string, std::vector<int32_t>> Finished(const std::string& dir) {
@@ -83,7 +93,7 @@ std::map<std::string, std::vector<int32_t>> Finished(const std::string& dir) {
   return out;
 }
 
-TEST(DurableSoakTest, RandomKillsMidAppendLoseAndChangeNothing) {
+TEST(DurableSoakTest, RandomKillsMidAppendAndMidCheckpointLoseAndChangeNothing) {
   const std::string model = std::string(VALET_SHARED_DIR) + "/models/synth-tiny-q8_0.gguf";
   if (!fs::exists(model)) GTEST_SKIP() << "needs " << model << " (../shared)";
   const std::string root = ::testing::TempDir() + "/valet_soak_" + std::to_string(::getpid());
@@ -97,14 +107,21 @@ TEST(DurableSoakTest, RandomKillsMidAppendLoseAndChangeNothing) {
   int kills = 0;
   for (int round = 0;; ++round) {
     ASSERT_LT(round, 500) << "no progress";
-    // Dies during the 2nd-5th append from here, after 0-63 of its bytes, so
-    // every life journals something and dies before the tasks can all end.
+    // Every other life dies during the 2nd-5th journal append from here,
+    // after 0-63 of its bytes, the others in their 1st-3rd checkpoint write
+    // between the write and the rename; so every life journals something and
+    // dies before the tasks can all end.
     const JournalFault fault{2 + static_cast<int64_t>(rng() % 4), static_cast<uint32_t>(rng() % 64)};
+    const int64_t checkpoint_fault = 1 + static_cast<int64_t>(rng() % 3);
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      ArmJournalFaultForTesting(fault);
-      RunTasks(model, root + "/killed", round == 0);
+      if (round % 2 == 0) {
+        ArmJournalFaultForTesting(fault);
+      } else {
+        ArmCheckpointFaultForTesting(checkpoint_fault);
+      }
+      RunTasks(model, root + "/killed", round == 0, root + "/restored");
       _exit(0);
     }
     int status = 0;
@@ -118,6 +135,7 @@ TEST(DurableSoakTest, RandomKillsMidAppendLoseAndChangeNothing) {
   }
   EXPECT_GE(kills, 20);
   std::printf("%d kills\n", kills);
+  EXPECT_TRUE(fs::exists(root + "/restored")) << "no life restored KV from a checkpoint";
   const std::map<std::string, std::vector<int32_t>> survived = Finished(root + "/killed");
   EXPECT_EQ(survived.size(), reference.size()) << "lost tasks";
   for (const auto& [key, tokens] : reference) {

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <map>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "engine/real_engine.h"
 #include "sched/scheduler_core.h"
+#include "sched/task_checkpoint.h"
 
 namespace valet {
 namespace {
@@ -251,6 +253,96 @@ TEST_P(DurableTaskTest, StoppingTheThreadedSchedulerKeepsDurableTasksForTheNext)
   EXPECT_EQ(scheduler->Stats().tasks_by_tier[static_cast<size_t>(Tier::kOfflineIndexing)].done, 1);
   EXPECT_TRUE(scheduler->Ack("story-1").ok());
   EXPECT_EQ(scheduler->Ack("story-1").code(), StatusCode::kNotFound);
+}
+
+// ON_STOP writes the task's KV beside its journal; after the kill the new
+// engine takes it back instead of recomputing, and the output is the same.
+// A damaged checkpoint, or one of another task, is passed over: recomputed.
+TEST_P(DurableTaskTest, AKvCheckpointFromOnStopIsRestoredInsteadOfRecomputed) {
+  std::vector<int32_t> reference;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+  const std::string checkpoint = CheckpointPath(dir_ + "/tasks", "story-1");
+  enum class Damage { kNone, kFlippedByte, kOtherTask };
+  for (Damage damage : {Damage::kNone, Damage::kFlippedByte, Damage::kOtherTask}) {
+    SCOPED_TRACE("damage " + std::to_string(static_cast<int>(damage)));
+    {
+      std::unique_ptr<RealEngine> engine = OpenEngine();
+      SchedulerCore core(*engine, Options());
+      std::vector<int32_t> tokens;
+      TaskRequest request = Request();
+      request.callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { tokens.push_back(token); };
+      ASSERT_TRUE(core.Submit(std::move(request)).ok());
+      while (tokens.size() < 9) ASSERT_TRUE(core.RunOneStep());
+      ASSERT_TRUE(core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+      ASSERT_TRUE(core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
+      EXPECT_EQ(core.recorder().Stats().durable_checkpoints, 1);
+      ASSERT_TRUE(fs::exists(checkpoint));
+      // Three more tokens: the journal goes further than the checkpoint.
+      while (tokens.size() < 12) ASSERT_TRUE(core.RunOneStep());
+    }
+    if (damage == Damage::kFlippedByte) {
+      std::fstream f(checkpoint, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(static_cast<std::streamoff>(fs::file_size(checkpoint) / 2));
+      f.put('\x5a');
+    } else if (damage == Damage::kOtherTask) {
+      // A checkpoint whose history is not this task's: another prompt's.
+      std::unique_ptr<RealEngine> engine = OpenEngine();
+      SchedulerCore core(*engine, Options());
+      TaskRequest other = Request();
+      other.durable_key = "story-2";
+      other.prompt = "The dog ran to the park and then it";
+      ASSERT_EQ(RunUntilTokens(core, other, 4).size(), 4u);
+      ASSERT_TRUE(core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+      ASSERT_TRUE(core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
+      fs::copy_file(CheckpointPath(dir_ + "/tasks", "story-2"), checkpoint, fs::copy_options::overwrite_existing);
+    }
+    fs::remove(CheckpointPath(dir_ + "/tasks", "story-2"));
+    fs::remove(JournalPath(dir_ + "/tasks", "story-2"));
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    TaskResult result;
+    ASSERT_TRUE(core.Recover([&](const RecoveredTask&) {
+                      TaskCallbacks callbacks;
+                      callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
+                      return callbacks;
+                    }).ok());
+    core.RunUntilIdle();
+    EXPECT_EQ(result.tokens, reference);
+    const int64_t restored = core.recorder().Stats().durable_restored_tokens;
+    if (damage == Damage::kNone) {
+      // The prompt and the 8 tokens fed before ON_STOP (the 9th was pending).
+      EXPECT_GT(restored, 8);
+    } else {
+      EXPECT_EQ(restored, 0);
+    }
+    EXPECT_FALSE(fs::exists(checkpoint)) << "an ended task's checkpoint is removed";
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+}
+
+// Unacknowledged results fill the directory's budget: further durable tasks
+// are refused until the app acknowledges one; nothing written is dropped.
+TEST_P(DurableTaskTest, TheDiskBudgetRefusesNewDurableTasksUntilResultsAreAcknowledged) {
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  SchedulerOptions options = Options();
+  options.durable_disk_budget_bytes = 1;
+  SchedulerCore core(*engine, options);
+  TaskRequest first = Request();
+  first.max_tokens = 3;
+  ASSERT_EQ(RunUntilTokens(core, first, 1000).size(), 3u);
+  TaskRequest second = Request();
+  second.durable_key = "story-2";
+  Result<TaskId> refused = core.Submit(second);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
+  EXPECT_TRUE(fs::exists(JournalPath(dir_ + "/tasks", "story-1")));
+  ASSERT_TRUE(core.Ack("story-1").ok());
+  EXPECT_TRUE(core.Submit(second).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, DurableTaskTest, ::testing::Values("synth-tiny-q8_0.gguf"),

@@ -129,6 +129,48 @@ TEST(MemoryTrim, CriticalEvictsParkedTasksFullyWhenTheyHoldAPrefixAlone) {
   EXPECT_EQ(h.core.recorder().Stats().failed, 0);
 }
 
+// Under memory pressure the background's cached prefixes go first and the
+// foreground chat's system prompt last; if it was taken anyway, ON_START
+// computes it again, so the user's next turn finds it cached.
+TEST(MemoryTrim, TheChatsSystemPromptGoesLastAndComesBackAtOnStart) {
+  Harness h;
+  auto chat = [&](uint64_t seed) {
+    TaskRequest r = h.Request(Tier::kForegroundChat, "hello", 4, seed);
+    r.system_prompt = "You are a helpful assistant.";
+    const Result<TaskId> id = h.core.Submit(std::move(r));
+    EXPECT_TRUE(id.ok());
+    h.core.RunUntilIdle();
+    return id.ok() ? *id : 0;
+  };
+  const TaskId first = chat(5);
+  TaskRequest indexer = h.Request(Tier::kOfflineIndexing, "index this document", 6, 3);
+  indexer.system_prompt = "Extract the names in this document.";
+  ASSERT_TRUE(h.core.Submit(std::move(indexer)).ok());
+  h.core.RunUntilIdle();
+  const size_t both = h.engine.memory().pool_used_bytes;  // two unused cached prefixes
+
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
+  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  EXPECT_LT(h.engine.memory().pool_used_bytes, both) << "the indexer's instruction went";
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStart).ok());
+  EXPECT_EQ(h.core.recorder().Stats().prefix_warm_tokens, 0) << "the system prompt stayed";
+  EXPECT_EQ(h.out[first].result->metrics.cached_prompt_tokens, 0);
+  const TaskId second = chat(6);
+  const int32_t prefix = h.out[second].result->metrics.cached_prompt_tokens;
+  ASSERT_GT(prefix, 0) << "the system prompt was kept cached";
+
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
+  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  EXPECT_EQ(h.engine.memory().pool_used_bytes, 0u) << "next to be killed: nothing is kept";
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStart).ok());
+  EXPECT_EQ(h.core.recorder().Stats().prefix_warm_tokens, prefix);
+  ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnResume).ok());
+  const TaskId third = chat(7);
+  EXPECT_EQ(h.out[third].result->metrics.cached_prompt_tokens, prefix) << "the turn after the return re-prefills nothing";
+  EXPECT_EQ(h.core.recorder().Stats().failed, 0);
+}
+
 TEST(MemoryTrim, ASchedulerGivesATrimmedPoolBackWhenDestroyed) {
   FakeEngine engine;
   const size_t budget = engine.memory().pool_capacity_bytes;

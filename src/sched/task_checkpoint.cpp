@@ -1,0 +1,158 @@
+#include "sched/task_checkpoint.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "kv/checksum.h"
+
+namespace valet {
+namespace {
+
+constexpr char kMagic[8] = {'V', 'A', 'L', 'E', 'T', 'C', 'K', 'P'};
+constexpr std::string_view kSuffix = ".kv";
+constexpr std::string_view kTmpSuffix = ".kv.tmp";
+
+std::string IdentityBytes(const JournalIdentity& identity) {
+  return identity.valet_version + '\0' + identity.model_fingerprint;
+}
+
+void PutU32(std::vector<uint8_t>& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+void PutU64(std::vector<uint8_t>& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
+}
+uint64_t GetLE(const uint8_t* p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+// ---- The fault switch of the kill soak. ----
+
+std::once_flag g_fault_env_once;
+std::atomic<int64_t> g_fault_countdown{0};  // writes until the fatal one; 0: disarmed
+
+void ReadFaultFromEnvironment() {
+  std::call_once(g_fault_env_once, [] {
+    const char* spec = std::getenv("VALET_FAULT");
+    if (spec == nullptr) return;
+    if (std::optional<int64_t> write = ParseCheckpointFault(spec)) g_fault_countdown.store(*write);
+  });
+}
+
+void DieIfThisWriteIsFatal() {
+  int64_t left = g_fault_countdown.load();
+  while (left > 0 && !g_fault_countdown.compare_exchange_weak(left, left - 1)) {
+  }
+  if (left == 1) ::raise(SIGKILL);
+}
+
+Result<std::vector<uint8_t>> ReadWhole(const std::string& path, size_t max_bytes) {
+  const int fd = OpenNoFollow(path);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound("no checkpoint " + path);
+    return IoError("cannot open " + path + ": " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return Corrupt(path + " is not a checkpoint of at most " + std::to_string(max_bytes) + " bytes");
+  }
+  std::vector<uint8_t> bytes(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (done != bytes.size()) return Corrupt(path + " changed size while it was read");
+  return bytes;
+}
+
+}  // namespace
+
+std::string CheckpointPath(const std::string& dir, const std::string& task_key) {
+  return dir + "/" + task_key + std::string(kSuffix);
+}
+
+Status WriteCheckpoint(const std::string& path, const JournalIdentity& identity, std::span<const uint8_t> payload,
+                       FileSync sync) {
+  const std::string id = IdentityBytes(identity);
+  std::vector<uint8_t> out;
+  out.reserve(sizeof(kMagic) + 8 + id.size() + 8 + payload.size() + 8);
+  out.insert(out.end(), kMagic, kMagic + sizeof(kMagic));
+  PutU32(out, kCheckpointFormatVersion);
+  PutU32(out, static_cast<uint32_t>(id.size()));
+  out.insert(out.end(), id.begin(), id.end());
+  PutU64(out, payload.size());
+  out.insert(out.end(), payload.begin(), payload.end());
+  PutU64(out, Checksum64(out));
+  ReadFaultFromEnvironment();
+  return WritePrivateFileAtomically(path, out, sync, DieIfThisWriteIsFatal);
+}
+
+Result<std::vector<uint8_t>> ReadCheckpoint(const std::string& path, const JournalIdentity& identity,
+                                            size_t max_payload_bytes) {
+  const std::string id = IdentityBytes(identity);
+  const size_t fixed = sizeof(kMagic) + 8 + id.size() + 8 + 8;
+  VALET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWhole(path, fixed + max_payload_bytes));
+  if (bytes.size() < fixed || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
+    return Corrupt(path + " is not a valet checkpoint");
+  }
+  const uint8_t* p = bytes.data() + sizeof(kMagic);
+  if (GetLE(p, 4) != kCheckpointFormatVersion) return Corrupt(path + " has another checkpoint format");
+  if (GetLE(p + 4, 4) != id.size() || std::memcmp(p + 8, id.data(), id.size()) != 0) {
+    return Corrupt(path + " was written by another model or valet version");
+  }
+  const size_t payload_at = sizeof(kMagic) + 8 + id.size() + 8;
+  if (GetLE(bytes.data() + payload_at - 8, 8) != bytes.size() - fixed) return Corrupt(path + " is truncated");
+  const size_t sum_at = bytes.size() - 8;
+  if (GetLE(bytes.data() + sum_at, 8) != Checksum64(std::span<const uint8_t>(bytes).first(sum_at))) {
+    return Corrupt(path + " fails its checksum");
+  }
+  bytes.resize(sum_at);
+  bytes.erase(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(payload_at));
+  return bytes;
+}
+
+Status RemoveCheckpoint(const std::string& path) {
+  for (const std::string& p : {path, path + ".tmp"}) {
+    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
+      return IoError("cannot remove " + p + ": " + std::strerror(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+bool IsCheckpointFileName(std::string_view file_name) {
+  return file_name.ends_with(kSuffix) || file_name.ends_with(kTmpSuffix);
+}
+
+void ArmCheckpointFaultForTesting(int64_t write) {
+  ReadFaultFromEnvironment();  // so a later first use cannot overwrite this
+  g_fault_countdown.store(write > 0 ? write : 0);
+}
+
+std::optional<int64_t> ParseCheckpointFault(std::string_view spec) {
+  constexpr std::string_view kPrefix = "checkpoint-rename:";
+  if (!spec.starts_with(kPrefix)) return std::nullopt;
+  spec.remove_prefix(kPrefix.size());
+  int64_t write = 0;
+  const auto [end, err] = std::from_chars(spec.data(), spec.data() + spec.size(), write);
+  if (err != std::errc() || end != spec.data() + spec.size() || write < 0) return std::nullopt;
+  return write;
+}
+
+}  // namespace valet

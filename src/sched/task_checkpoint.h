@@ -1,0 +1,58 @@
+// A durable task's KV checkpoint (docs/durable.md): the engine's export of
+// its sequence (EngineInterface::ExportSequence), kept beside the journal so
+// that after a kill recovery brings the KV back instead of re-prefilling the
+// prompt and every generated token.
+//
+// File "<dir>/<task key>.kv", 0600, little-endian:
+//   "VALETCKP" u32 format_version u32 n [n bytes: valet_version '\0'
+//   model_fingerprint] u64 m [m bytes: the engine's export] u64 Checksum64(all before)
+// It is written whole to "<path>.tmp" and renamed into place, so a kill
+// leaves the old checkpoint, the new one or none, never a mix; a reader
+// checks the identity, every length against the file's size and the checksum,
+// and a checkpoint that fails any of them is not used (the task re-prefills).
+// The journal stays the record of what the task generated; a checkpoint only
+// saves computing KV, and may hold fewer tokens than the journal.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/private_files.h"
+#include "sched/task_journal.h"
+#include "valet/status.h"
+
+namespace valet {
+
+inline constexpr uint32_t kCheckpointFormatVersion = 1;
+
+std::string CheckpointPath(const std::string& dir, const std::string& task_key);
+
+Status WriteCheckpoint(const std::string& path, const JournalIdentity& identity, std::span<const uint8_t> payload,
+                       FileSync sync);
+
+// The payload, when the file is intact, of `identity` and at most
+// `max_payload_bytes` long; NotFound when there is none, Corrupt otherwise.
+Result<std::vector<uint8_t>> ReadCheckpoint(const std::string& path, const JournalIdentity& identity,
+                                            size_t max_payload_bytes);
+
+// Removes the checkpoint and a temporary file a kill may have left; absent is fine.
+Status RemoveCheckpoint(const std::string& path);
+
+// Whether `file_name` is a checkpoint's (or its temporary file's): the
+// journal scan passes over them.
+bool IsCheckpointFileName(std::string_view file_name);
+
+// Fault injection for the kill soak: once armed, the process SIGKILLs itself
+// in its `write`-th checkpoint write from the arming (1-based), after the
+// temporary file is complete and before the rename. Armed from the
+// environment at the first write, VALET_FAULT=checkpoint-rename:<write>, or by
+// a test; 0 disarms.
+void ArmCheckpointFaultForTesting(int64_t write);
+// VALET_FAULT's value; nullopt unless exactly "checkpoint-rename:<write>".
+std::optional<int64_t> ParseCheckpointFault(std::string_view spec);
+
+}  // namespace valet
