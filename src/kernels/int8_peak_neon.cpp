@@ -20,14 +20,21 @@ constexpr int kChains = 12;
 
 uint32_t Lanes(int32x4_t v) { return static_cast<uint32_t>(vaddvq_s32(v)); }
 
-// 8 s8 x s8 products added into 8 int16 lanes per SMLAL.
+// 8 s8 x s8 products added into 8 int16 lanes per SMLAL. The compiler sees
+// SMLAL as a multiply and an add, so each chain has its own weights and a is
+// "changed" by an empty asm every iteration: otherwise the product would be
+// computed once, outside the loop.
 uint32_t NeonSmlal(int64_t iterations, const uint8_t* seed) {
-  const int8x8_t a = vld1_s8(reinterpret_cast<const int8_t*>(seed));
-  const int8x8_t w = vld1_s8(reinterpret_cast<const int8_t*>(seed + 16));
+  int8x8_t a = vld1_s8(reinterpret_cast<const int8_t*>(seed));
+  int8x8_t w[kChains];
   int16x8_t acc[kChains];
-  for (int16x8_t& v : acc) v = vdupq_n_s16(0);
+  for (int k = 0; k < kChains; ++k) {
+    w[k] = vld1_s8(reinterpret_cast<const int8_t*>(seed + 8 * (k + 1)));
+    acc[k] = vdupq_n_s16(0);
+  }
   for (int64_t i = 0; i < iterations; ++i) {
-    for (int16x8_t& v : acc) v = vmlal_s8(v, a, w);
+    __asm__ volatile("" : "+w"(a));
+    for (int k = 0; k < kChains; ++k) acc[k] = vmlal_s8(acc[k], a, w[k]);
   }
   int32x4_t s = vdupq_n_s32(0);
   for (const int16x8_t& v : acc) s = vpadalq_s16(s, v);
