@@ -14,9 +14,10 @@ VALET_PACKAGES=(g++ cmake ninja-build pkg-config python3 unicode-data libzstd-de
 # g++ and the target's libraries as arm64 packages) with qemu to run it;
 # for the app-side library, the NDK's C++ library (libc++ 19; only its arm64
 # build, which cannot be installed beside an amd64 one) and Android's own
-# jni.h; and the JDK with JUnit 5 for the Java binding.
+# jni.h; the JDK with JUnit 5 for the Java binding; and llvm-19 for
+# llvm-mca-19 and llvm-cxxfilt-19 (scripts/arm-mca.sh).
 VALET_TEST_PACKAGES=(libgtest-dev libbenchmark-dev
-  clang-19 lld-19 libclang-rt-19-dev
+  clang-19 lld-19 libclang-rt-19-dev llvm-19
   g++-aarch64-linux-gnu qemu-user libzstd-dev:arm64 liblz4-dev:arm64 libgtest-dev:arm64
   libc++-19-dev:arm64 libc++abi-19-dev:arm64 android-libnativehelper-dev
   openjdk-17-jdk-headless junit5)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the unit, golden and integration tests (Release,
-# GCC), the kernel and engine tests on aarch64 under qemu (clang), the library
+# GCC), the kernel and engine tests on aarch64 under qemu (clang), the NEON
+# int8 kernels' inner loops through llvm-mca (scripts/arm-mca.sh), the library
 # an Android app ships built as the NDK would and checked (16 KB pages, JNI
 # version, dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
@@ -24,6 +25,11 @@ ctest --test-dir "$VALET_ROOT/build" --output-on-failure -j "$jobs"
 
 stage "aarch64 cross build + tests under qemu"
 bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
+
+# Static cycles of the NEON int8 kernels' inner loops on three ARM cores
+# (about 30 s): a kernel renamed or a loop gone fails here.
+stage "arm-mca: NEON int8 kernels' inner loops on Cortex-A76, Neoverse N2 and V2"
+bash "$VALET_ROOT/scripts/arm-mca.sh"
 
 stage "app library: aarch64 with the NDK's toolchain, 16 KB pages, dlopen under qemu"
 bash "$VALET_ROOT/scripts/test-app-library.sh" "$VALET_ROOT/build-app-arm"

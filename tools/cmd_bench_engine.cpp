@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <random>
 
 #include "cli_args.h"
 #include "commands.h"
 #include "common/json.h"
 #include "engine/engine.h"
+#include "kernels/int8_peak.h"
 #include "kernels/kernel_table.h"
 #include "process_memory.h"
 
@@ -81,6 +83,38 @@ Result<BenchResult> Bench(Engine& e, int64_t n_prompt, int64_t n_gen, int64_t re
   return BenchResult{Median(pp), Median(tg)};
 }
 
+// Weights every prompt token multiplies: the layers' matrices. The output
+// head runs for the last token of a prefill only, so it is left out.
+int64_t MatmulParams(const LlamaModel& m) {
+  int64_t n = 0;
+  for (const LlamaLayer& l : m.layers()) {
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) n += w->n_in * w->n_out;
+  }
+  return n;
+}
+
+// Prefill's int8 work rate against the peak of the table the engine runs.
+struct PrefillRate {
+  double gops = 0;                   // 2 x matmul params x tokens / second
+  std::optional<Int8Peak> peak;      // nullopt for the scalar table
+  double share() const { return peak ? gops / peak->gops_threads : -1.0; }
+};
+
+PrefillRate MeasurePrefillRate(const Engine& e, double pp_tok_s, int threads) {
+  PrefillRate r;
+  r.gops = 2.0 * static_cast<double>(MatmulParams(e.model())) * pp_tok_s / 1e9;
+  r.peak = MeasureInt8Peak(ActiveKernels(), threads);
+  return r;
+}
+
+Json PeakJson(const PrefillRate& r) {
+  if (!r.peak) return nullptr;
+  return {{"instruction", r.peak->instruction},
+          {"gops_per_core", r.peak->gops_per_core},
+          {"gops_threads", r.peak->gops_threads},
+          {"prefill_share", r.share()}};
+}
+
 }  // namespace
 
 int RunBenchEngine(std::span<char* const> argv) {
@@ -106,10 +140,13 @@ int RunBenchEngine(std::span<char* const> argv) {
   Result<BenchResult> r = Bench(**engine, *n_prompt, *n_gen, *reps);
   if (!r.ok()) return Fail("bench-engine", r.status());
   const MemoryReport m = (*engine)->memory();
+  const PrefillRate rate = MeasurePrefillRate(**engine, r->pp_tok_s, o.n_threads);
   const std::string pp_name = "pp" + std::to_string(*n_prompt), tg_name = "tg" + std::to_string(*n_gen);
   if (args.Has("--json")) {
     const Json out{{pp_name + "_tok_s", r->pp_tok_s},
                    {tg_name + "_tok_s", r->tg_tok_s},
+                   {pp_name + "_gops", rate.gops},
+                   {"int8_peak", PeakJson(rate)},
                    {"threads", o.n_threads},
                    {"model", o.model_path},
                    {"kernels", ActiveKernelsName()},
@@ -124,6 +161,11 @@ int RunBenchEngine(std::span<char* const> argv) {
     std::printf("model %s | %d threads | kernels %s | median of %lld runs\n", o.model_path.c_str(), o.n_threads,
                 ActiveKernelsName(), static_cast<long long>(*reps));
     std::printf("%-8s %10.1f tok/s\n%-8s %10.1f tok/s\n", pp_name.c_str(), r->pp_tok_s, tg_name.c_str(), r->tg_tok_s);
+    if (rate.peak) {
+      std::printf("prefill  %10.1f GOP/s, %.1f%% of the %s int8 peak (%s, %d threads: %.1f GOP/s)\n", rate.gops,
+                  100.0 * rate.share(), ActiveKernelsName(), rate.peak->instruction, o.n_threads,
+                  rate.peak->gops_threads);
+    }
     std::printf("memory: weights %.1f MiB mapped, KV pool %.1f MiB, scratch %.1f MiB, resident %.1f MiB\n",
                 m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, m.scratch / 1048576.0,
                 ResidentBytes() / 1048576.0);
