@@ -116,8 +116,8 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
 JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jbyteArray model_path, jint model_fd,
                                                         jlong model_offset, jlong model_size, jint threads,
                                                         jint n_ctx, jlong kv_bytes, jlong snapshot_ram_bytes,
-                                                        jbyteArray snapshot_dir, jbyteArray budget_json,
-                                                        jint initial_state) {
+                                                        jbyteArray snapshot_dir, jlong durable_disk_budget,
+                                                        jbyteArray budget_json, jint initial_state) {
   std::string path, dir, budgets;
   if (!ReadBytes(env, model_path, &path) || !ReadBytes(env, snapshot_dir, &dir) ||
       !ReadBytes(env, budget_json, &budgets)) {
@@ -133,6 +133,7 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jby
   if (kv_bytes > 0) p.kv_capacity_bytes = static_cast<size_t>(kv_bytes);
   if (snapshot_ram_bytes > 0) p.snapshot_ram_bytes = static_cast<size_t>(snapshot_ram_bytes);
   p.snapshot_dir = snapshot_dir == nullptr ? nullptr : dir.c_str();
+  if (durable_disk_budget > 0) p.durable_disk_budget_bytes = static_cast<uint64_t>(durable_disk_budget);
   p.budget_table_json = budget_json == nullptr ? nullptr : budgets.c_str();
   p.initial_state = static_cast<valet_lifecycle_state>(initial_state);
   valet_scheduler* s = nullptr;

@@ -24,6 +24,7 @@ final class NativeLib {
       long kvBytes,
       long snapshotRamBytes,
       byte[] snapshotDir,
+      long durableDiskBudgetBytes,
       byte[] budgetJson,
       int initialState);
 

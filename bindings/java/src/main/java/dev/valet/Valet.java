@@ -26,6 +26,7 @@ public final class Valet implements AutoCloseable {
     long kvCapacityBytes;
     long snapshotRamBytes;
     String snapshotDir;
+    long durableDiskBudgetBytes;
     String budgetTableJson;
     LifecycleState initialState = LifecycleState.RESUMED;
 
@@ -103,6 +104,17 @@ public final class Valet implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The most bytes durable tasks' journals and KV checkpoints may take in the snapshot directory;
+     * beyond it submitting a durable task throws (RESOURCE_EXHAUSTED) until finished ones are
+     * acknowledged ({@link Valet#ack}). 0: 1 GiB.
+     */
+    public Options durableDiskBudgetBytes(long n) {
+      if (n < 0) throw new IllegalArgumentException("negative budget: " + n);
+      durableDiskBudgetBytes = n;
+      return this;
+    }
+
     /** The governor's budget table, including its "thermal" column, as JSON. */
     public Options budgetTableJson(String json) {
       budgetTableJson = json;
@@ -136,6 +148,7 @@ public final class Valet implements AutoCloseable {
             o.kvCapacityBytes,
             o.snapshotRamBytes,
             utf8(o.snapshotDir),
+            o.durableDiskBudgetBytes,
             utf8(o.budgetTableJson),
             o.initialState.ordinal()));
   }

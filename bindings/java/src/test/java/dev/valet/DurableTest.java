@@ -93,6 +93,19 @@ class DurableTest {
   }
 
   @Test
+  void unacknowledgedResultsOverTheDiskBudgetRefuseNewDurableTasks() throws Exception {
+    final Valet.Options options = TestModel.options().snapshotDir(dir.toString()).durableDiskBudgetBytes(1);
+    try (Valet valet = Valet.create(options)) {
+      assertEquals(TaskState.DONE, valet.submit(request("b-1"), null).result().get(60, TimeUnit.SECONDS).state());
+      final ValetException full = assertThrows(ValetException.class, () -> valet.submit(request("b-2"), null));
+      assertEquals(6, full.status(), "VALET_RESOURCE_EXHAUSTED: " + full.getMessage());
+      assertTrue(valet.ack("b-1"));
+      assertEquals(TaskState.DONE, valet.submit(request("b-2"), null).result().get(60, TimeUnit.SECONDS).state());
+    }
+    assertThrows(IllegalArgumentException.class, () -> TestModel.options().durableDiskBudgetBytes(-1));
+  }
+
+  @Test
   void durableNeedsASnapshotDirectory() {
     try (Valet valet = Valet.create(TestModel.options())) {
       assertThrows(ValetException.class, () -> valet.submit(request("x-1"), null));
