@@ -24,7 +24,9 @@ constexpr FlagSpec kFlags[] = {
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--ctx-size", "-c", true, "context size per sequence (default: the model's)"},
     {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
-    {"--snapshot-dir", nullptr, true, "directory for parked sequences' disk snapshots (default: no disk tier)"},
+    {"--snapshot-dir", nullptr, true,
+     "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks); "
+     "default: no disk tier, no durable tasks"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
     {"--special-in-messages", nullptr, false,
      "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text)"},
@@ -86,9 +88,17 @@ int Serve(const Flags& f, const sigset_t& signals) {
     if (!budgets.ok()) return Fail("serve", budgets.status());
     so.budgets = *budgets;
   }
+  ServerOptions options = f.server;
+  // Durable tasks journal next to the snapshots, as the C API has them.
+  if (!f.engine.store.disk_dir.empty()) {
+    so.durable_dir = f.engine.store.disk_dir + "/tasks";
+    so.model_fingerprint = (*engine)->engine().fingerprint();
+    options.durable.dir = so.durable_dir;
+    options.durable.model_fingerprint = so.model_fingerprint;
+    options.durable.parse_special_in_messages = so.parse_special_in_messages;
+  }
   Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(**engine, so);
   if (!scheduler.ok()) return Fail("serve", scheduler.status());
-  ServerOptions options = f.server;
   RaiseOpenFileLimit(options.max_connections);
   options.defaults.vocab_size = (*engine)->engine().model().config().n_vocab;
   Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, **engine, std::move(options));

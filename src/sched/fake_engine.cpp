@@ -238,6 +238,10 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     result.tokens_computed += item.recompute + static_cast<int32_t>(item.tokens.size());
     if (!item.sample) continue;
     StepOutput out{item.seq, SampleAfter(s.history, s.seed), std::nullopt};
+    // The fake draws nothing from an RNG (its token is a hash of the
+    // history), but a durable task's journal wants a sampler's state, never
+    // all zero: one that names where the sequence is.
+    out.rng_state = {Mix(s.seed), static_cast<uint64_t>(s.history.size()), 0, 1};
     if (s.top_logprobs >= 0) {
       out.logprobs = ComputeLogprobs(LogitsAfter(s.history, s.seed, out.token), out.token, s.top_logprobs);
     }

@@ -2,8 +2,10 @@
 
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "server/completion_handler.h"
+#include "server/durable_handlers.h"
 #include "server/http_reply.h"
 #include "server/status_handlers.h"
 
@@ -60,6 +62,29 @@ http::HttpResponse Answer(ServerContext& ctx, RouteId id, const http::HttpReques
   return ErrorReply(ctx, Error(500, "no handler", "internal_error"));
 }
 
+// /v1/tasks/{id} (GET, DELETE) and /v1/tasks/{id}/result (GET). Reading a
+// journal is file I/O of up to a whole task: a request worker's job, queued
+// behind every completion's submission, like /tokenize.
+void RouteTask(const std::shared_ptr<ServerContext>& ctx, WorkQueue& workers,
+               const std::shared_ptr<http::HttpExchange>& exchange, const std::variant<TaskPath, ApiError>& parsed) {
+  const http::HttpRequest& req = exchange->request();
+  if (const ApiError* e = std::get_if<ApiError>(&parsed)) return exchange->Reply(ErrorReply(*ctx, *e));
+  const TaskPath path = std::get<TaskPath>(parsed);
+  const char* allow = path.result ? "GET" : "GET, DELETE";
+  const bool get = req.method == "GET";
+  if (!get && (path.result || req.method != "DELETE")) {
+    http::HttpResponse reply = ErrorReply(*ctx, Error(405, std::string("use ") + allow + " for " + req.path,
+                                                      "method_not_allowed"));
+    reply.headers.emplace_back("Allow", allow);
+    return exchange->Reply(std::move(reply));
+  }
+  const bool queued = workers.Post(static_cast<int>(kNumTiers), [ctx, exchange, path, get] {
+    ServerContext& c = *ctx;
+    exchange->Reply(!get ? HandleTaskDelete(c, path) : path.result ? HandleTaskResult(c, path) : HandleTaskStatus(c, path));
+  });
+  if (!queued) exchange->Reply(ErrorReply(*ctx, Error(503, "the server is stopping", "server_stopping")));
+}
+
 }  // namespace
 
 bool ApiRouter::Authorized(const http::HttpRequest& req) const {
@@ -78,6 +103,7 @@ void ApiRouter::OnRequest(const std::shared_ptr<http::HttpExchange>& exchange) {
     return exchange->Reply(
         ErrorReply(ctx, Error(401, "missing or wrong API key (Authorization: Bearer <key>)", "invalid_api_key")));
   }
+  if (auto task = ParseTaskPath(req.path)) return RouteTask(ctx_, requests_, exchange, *task);
   const Route* route = nullptr;
   std::string allow;
   for (const Route& r : kRoutes) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "server/api_router.h"
+#include "server/durable_submit.h"
 #include "server/http/http_server.h"
 #include "server/work_queue.h"
 
@@ -23,6 +24,10 @@ Status CheckOptions(const ServerOptions& o) {
     if (limit < 1) return InvalidArgument("every tier's task limit must be at least 1");
   }
   VALET_RETURN_IF_ERROR(CheckCompletionDefaults(o.defaults));
+  if (!o.durable.dir.empty() && o.durable.model_fingerprint.empty()) {
+    return InvalidArgument("durable tasks need the model fingerprint with their directory");
+  }
+  if (o.durable.max_tasks < 1) return InvalidArgument("durable.max_tasks must be at least 1");
   if (o.read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 || o.write_timeout.count() <= 0) {
     return InvalidArgument("read, idle and write timeouts must be positive");
   }
@@ -61,6 +66,12 @@ ApiServer::~ApiServer() { Stop(); }
 
 Status ApiServer::Start() {
   if (http_) return InvalidArgument("the server is already running");
+  // Before the first request: a client asking for a task of the last run
+  // finds it, and no new task can take a recovered one's key.
+  if (!recovered_) {
+    VALET_RETURN_IF_ERROR(RecoverDurableTasks(ctx_));
+    recovered_ = true;
+  }
   VALET_ASSIGN_OR_RETURN(http_, http::HttpServer::Listen(TransportOptions(ctx_->options), *router_));
   port_ = http_->port();
   http_->Start();
@@ -75,8 +86,10 @@ void ApiServer::Stop() {
   // close, so a client that can no longer connect knows they were made.
   requests_->Stop();
   control_->Stop();
+  // Durable tasks are left running: a cancel would forget them, and the
+  // scheduler's Stop keeps their journals for the next start.
   for (const TaskEntry& e : ctx_->tasks.Entries()) {
-    if (!IsTerminal(e.state)) (void)ctx_->scheduler.Cancel(e.id).ok();
+    if (!IsTerminal(e.state) && !ctx_->durable_tasks.IsDurable(e.id)) (void)ctx_->scheduler.Cancel(e.id).ok();
   }
   if (http_) http_->Stop(ctx_->options.stop_grace);
 }

@@ -4,7 +4,8 @@
 //
 // Endpoints (docs/server.md): POST /v1/chat/completions, POST /v1/completions,
 // POST /v1/lifecycle, GET /v1/tasks, GET /v1/models, GET /health, GET /metrics,
-// POST /tokenize.
+// POST /tokenize, and for durable tasks GET /v1/tasks/{id}, GET
+// /v1/tasks/{id}/result and DELETE /v1/tasks/{id} (docs/durable.md).
 //
 // Threads: the HTTP event loop (every socket), one control thread (the small
 // endpoints, so they answer whatever the load), ServerOptions::request_threads
@@ -37,7 +38,10 @@ class ApiServer {
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
-  // Binds (port 0: any free port) and serves on background threads.
+  // With ServerOptions::durable.dir, first recovers the durable tasks a
+  // previous run left (Scheduler::Recover; an error if the scheduler has no
+  // durable_dir). Then binds (port 0: any free port) and serves on
+  // background threads.
   Status Start();
   int port() const { return port_; }
   // Stops accepting, answers what is queued with 503, cancels the server's
@@ -54,6 +58,7 @@ class ApiServer {
   std::unique_ptr<ApiRouter> router_;
   std::unique_ptr<http::HttpServer> http_;
   int port_ = -1;
+  bool recovered_ = false;
 };
 
 }  // namespace valet

@@ -5,6 +5,7 @@
 #include <variant>
 #include <vector>
 
+#include "server/durable_submit.h"
 #include "server/http_reply.h"
 #include "server/openai_response.h"
 #include "server/utf8_assembler.h"
@@ -175,6 +176,7 @@ void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<htt
     reply.headers.emplace_back("Retry-After", std::to_string(ctx->options.retry_after_seconds));
     return exchange->Reply(std::move(reply));
   }
+  if (request.task.durable) return SubmitDurable(ctx, exchange, std::move(slot), std::move(request));
   request.task.callbacks = MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request));
   Result<TaskId> id = ctx->scheduler.Submit(std::move(request.task));
   if (!id.ok()) {
@@ -196,6 +198,7 @@ void HandleCompletion(const std::shared_ptr<ServerContext>& ctx, Endpoint endpoi
   const http::HttpRequest& req = exchange->request();
   ParsedCompletion parsed = ParseCompletionRequest(endpoint, req.body, req.Header("x-valet-tier"), ctx->options.defaults);
   if (const ApiError* e = std::get_if<ApiError>(&parsed)) return exchange->Reply(ErrorReply(*ctx, *e));
+  if (auto e = CheckDurableRequest(*ctx, std::get<CompletionRequest>(parsed))) return exchange->Reply(ErrorReply(*ctx, *e));
   auto request = std::make_shared<CompletionRequest>(std::move(std::get<CompletionRequest>(parsed)));
   const int priority = 1 + static_cast<int>(request->task.tier);  // after every parse (priority 0)
   if (!workers.Post(priority, [ctx, exchange, request] { Submit(ctx, exchange, std::move(*request)); })) {

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sched/task_journal.h"
 #include "server/client_json.h"
 #include "server/unsupported_fields.h"
 
@@ -282,6 +283,31 @@ MaybeError ReadCommon(const json& body, CompletionRequest* r) {
   return ReadSampling(body, &r->task.sampling);
 }
 
+// "durable": true journals the task; it is answered 202 at once and its
+// result fetched later (/v1/tasks/{id}/result), so it is never a stream, and
+// it has no log-probabilities: the journal does not keep them.
+MaybeError ReadDurable(const json& body, CompletionRequest* r) {
+  if (auto e = ReadBool(body, "durable", &r->task.durable)) return e;
+  if (auto it = body.find("durable_key"); it != body.end() && !it->is_null()) {
+    if (!it->is_string()) return TypeError("durable_key", "a string");
+    if (!r->task.durable) return BadRequest("'durable_key' needs \"durable\": true", "durable_key", "invalid_value");
+    if (!CheckTaskKey(it->get_ref<const std::string&>()).ok()) {
+      return RangeError("durable_key", "1 to 128 of A-Z a-z 0-9 _ . - not starting with '.'");
+    }
+    r->task.durable_key = it->get<std::string>();
+  }
+  if (!r->task.durable) return std::nullopt;
+  if (r->stream) {
+    return BadRequest("a durable task is answered through /v1/tasks/{id}/result, never streamed: drop \"stream\"",
+                      "stream", "durable_stream");
+  }
+  if (r->logprobs) {
+    return BadRequest("durable tasks do not keep log-probabilities (a resumed task could not answer them)",
+                      "logprobs", "unsupported_value");
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 const char* EndpointName(Endpoint endpoint) {
@@ -330,6 +356,7 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   if (auto e = ReadCommon(body, &r)) return *e;
   if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
   if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
+  if (auto e = ReadDurable(body, &r)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

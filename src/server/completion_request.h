@@ -27,7 +27,7 @@ const char* EndpointName(Endpoint endpoint);
 
 struct CompletionRequest {
   Endpoint endpoint = Endpoint::kChatCompletions;
-  TaskRequest task;  // callbacks unset
+  TaskRequest task;  // callbacks unset; durable and durable_key from "durable" and "durable_key"
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // the answer carries logprobs (task.top_logprobs >= 0)

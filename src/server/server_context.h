@@ -7,10 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "engine/engine_interface.h"
 #include "server/completion_request.h"
+#include "server/durable_store.h"
+#include "server/durable_tasks.h"
 #include "server/server_metrics.h"
 #include "server/task_table.h"
 #include "valet/scheduler.h"
@@ -41,17 +45,29 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{30'000};
   // Stop(): how long cancelled streams get to send their last events.
   std::chrono::milliseconds stop_grace{10'000};
+  // Durable tasks over HTTP ("durable": true, /v1/tasks/{id}); off unless
+  // durable.dir is set, to the scheduler's durable_dir.
+  DurableServerOptions durable;
+  // One line per event worth an operator's eye (a journal recovered or
+  // skipped at Start); null: stderr.
+  std::function<void(const std::string&)> log;
 };
 
 struct ServerContext {
   ServerContext(Scheduler& s, const EngineInterface& v, ServerOptions o)
-      : scheduler(s), vocab(v), options(std::move(o)) {}
+      : scheduler(s),
+        vocab(v),
+        options(std::move(o)),
+        durable_tasks(options.durable.max_tasks),
+        durable(options.durable.dir.empty() ? nullptr : std::make_unique<DurableStore>(v, options.durable)) {}
 
   Scheduler& scheduler;
   const EngineInterface& vocab;  // tokenizer only: Tokenize/context_length
   const ServerOptions options;
   TaskTable tasks;
   ServerMetrics metrics;
+  DurableTaskTable durable_tasks;
+  const std::unique_ptr<const DurableStore> durable;  // null: durable tasks are off
   std::atomic<bool> stopping{false};
 };
 

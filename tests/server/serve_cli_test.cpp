@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -131,6 +132,70 @@ TEST(ServeCliTest, ServesATinyModelUntilSigterm) {
     EXPECT_NE(res->body.find("data: [DONE]\n\n"), std::string::npos) << res->body;
     EXPECT_EQ(serve.Stop(), 0);
   }
+}
+
+// GET `path` until it is no longer 202 (a durable task still running).
+httplib::Result WaitNot202(httplib::Client& c, const std::string& path) {
+  while (true) {
+    httplib::Result r = c.Get(path.c_str());
+    if (!r || r->status != 202) return r;
+    std::this_thread::yield();
+  }
+}
+
+// --snapshot-dir turns durable tasks on: the result is the ordinary
+// completion, and a second server over the same directory still has it,
+// rebuilt from the journal (usage's prompt tokens counted again).
+TEST(ServeCliTest, DurableTaskResultOutlivesTheServer) {
+  const TinyModel tiny("valet_serve_durable");
+  ASSERT_TRUE(tiny.ok());
+  char pattern[] = "/tmp/valet-serve-durable-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const json chat = {{"messages", json::array({{{"role", "system"}, {"content", "Be brief."}},
+                                               {{"role", "user"}, {"content", "Hello"}}})},
+                     {"max_tokens", 8}, {"temperature", 0.8}, {"seed", 7}};
+  json durable = chat;
+  durable["durable"] = true;
+  json plain, first;
+  std::string id;
+  {
+    ServeProcess serve(tiny.path(), {"--snapshot-dir", dir});
+    ASSERT_GT(serve.port(), 0) << serve.first_line();
+    httplib::Client c("127.0.0.1", serve.port());
+    c.set_read_timeout(120, 0);
+    httplib::Result accepted = c.Post("/v1/chat/completions", durable.dump(), "application/json");
+    ASSERT_TRUE(accepted);
+    ASSERT_EQ(accepted->status, 202) << accepted->body;
+    id = json::parse(accepted->body)["id"];
+    httplib::Result done = WaitNot202(c, "/v1/tasks/" + id + "/result");
+    ASSERT_TRUE(done);
+    ASSERT_EQ(done->status, 200) << done->body;
+    first = json::parse(done->body);
+    plain = json::parse(c.Post("/v1/chat/completions", chat.dump(), "application/json")->body);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  EXPECT_EQ(first["choices"][0]["message"], plain["choices"][0]["message"]);
+  EXPECT_EQ(first["usage"]["prompt_tokens"], plain["usage"]["prompt_tokens"]);
+  EXPECT_EQ(first["usage"]["completion_tokens"], plain["usage"]["completion_tokens"]);
+  {
+    ServeProcess serve(tiny.path(), {"--snapshot-dir", dir});
+    ASSERT_GT(serve.port(), 0) << serve.first_line();
+    httplib::Client c("127.0.0.1", serve.port());
+    c.set_read_timeout(120, 0);
+    httplib::Result again = c.Get(("/v1/tasks/" + id + "/result").c_str());
+    ASSERT_TRUE(again);
+    ASSERT_EQ(again->status, 200) << again->body;
+    const json j = json::parse(again->body);
+    EXPECT_EQ(j["choices"][0], first["choices"][0]);
+    EXPECT_EQ(j["usage"]["prompt_tokens"], first["usage"]["prompt_tokens"]);
+    EXPECT_EQ(j["usage"]["completion_tokens"], first["usage"]["completion_tokens"]);
+    EXPECT_EQ(c.Delete(("/v1/tasks/" + id).c_str())->status, 200);
+    EXPECT_EQ(c.Get(("/v1/tasks/" + id).c_str())->status, 404);
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(std::filesystem::path(dir) / "tasks"));
+  std::filesystem::remove_all(dir);
 }
 
 // The usage of a one-message chat.

@@ -98,6 +98,16 @@ class ServerFixture : public ::testing::Test {
     engine_->set_step_hook([this](std::span<const StepItem>) { return gate_.Pass(); });
     SchedulerOptions so;
     so.clock = engine_->ClockFunction();
+    if (!durable_dir_.empty()) {
+      so.durable_dir = durable_dir_ + "/tasks";
+      so.model_fingerprint = "fake-engine";
+      options.durable.dir = so.durable_dir;
+      options.durable.model_fingerprint = so.model_fingerprint;
+      options.log = [this](const std::string& line) {
+        std::lock_guard<std::mutex> lock(log_mu_);
+        log_.push_back(line);
+      };
+    }
     Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(*engine_, so);
     ASSERT_TRUE(scheduler.ok()) << scheduler.status().message();
     scheduler_ = std::move(scheduler).value();
@@ -154,6 +164,16 @@ class ServerFixture : public ::testing::Test {
     }
   }
 
+  // The server's log lines (with durable_dir_ set).
+  std::vector<std::string> LogLines() {
+    std::lock_guard<std::mutex> lock(log_mu_);
+    return log_;
+  }
+
+  // Non-empty before StartServer: durable tasks on, journals in <it>/tasks.
+  std::string durable_dir_;
+  std::mutex log_mu_;
+  std::vector<std::string> log_;
   StepGate gate_;
   std::unique_ptr<FakeEngine> engine_;
   std::unique_ptr<Scheduler> scheduler_;

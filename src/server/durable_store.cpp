@@ -1,0 +1,64 @@
+#include "server/durable_store.h"
+
+#include <sys/stat.h>
+
+#include "sampling/stop_condition.h"
+
+namespace valet {
+
+namespace {
+
+JournalIdentity IdentityOf(const DurableServerOptions& options) {
+  JournalIdentity id;
+  id.model_fingerprint = options.model_fingerprint;
+  return id;
+}
+
+}  // namespace
+
+DurableStore::DurableStore(const EngineInterface& vocab, const DurableServerOptions& options)
+    : vocab_(vocab),
+      dir_(options.dir),
+      identity_(IdentityOf(options)),
+      preparer_(vocab, ChatRendererOptions{!options.parse_special_in_messages}) {}
+
+Result<JournalContents> DurableStore::Read(const std::string& key) const {
+  VALET_RETURN_IF_ERROR(CheckTaskKey(key));
+  return ReadJournal(JournalPath(dir_, key), identity_);
+}
+
+int64_t DurableStore::WrittenAt(const std::string& key) const {
+  struct stat st {};
+  if (!CheckTaskKey(key).ok() || ::stat(JournalPath(dir_, key).c_str(), &st) != 0) return 0;
+  return static_cast<int64_t>(st.st_mtime);
+}
+
+Result<int32_t> DurableStore::CountPromptTokens(const TaskRequest& request) const {
+  VALET_ASSIGN_OR_RETURN(PreparedTask prepared, preparer_.Prepare(request));
+  return static_cast<int32_t>(prepared.prompt_tokens());
+}
+
+std::string DurableStore::Text(const std::vector<std::string>& stop, std::span<const int32_t> tokens,
+                               bool ended) const {
+  StopOptions options;
+  options.eos_token_ids = vocab_.eog_tokens();
+  options.stop_strings = stop;
+  Result<StopChecker> checker = StopChecker::Create(std::move(options));
+  if (!checker.ok()) return {};  // the scheduler accepted these stop strings, so never
+  std::string text;
+  for (int32_t token : tokens) {
+    const StopDecision decision = checker->Feed(token, vocab_.TokenPiece(token));
+    text += decision.text;
+    if (decision.stopped()) return text;
+  }
+  // Ended by its token budget or the context: the scheduler's last Feed (at
+  // max_tokens) released what was held back.
+  if (ended) text += checker->Flush();
+  return text;
+}
+
+Endpoint EndpointOf(const TaskRequest& request) {
+  return request.messages.empty() ? Endpoint::kCompletions : Endpoint::kChatCompletions;
+}
+
+}  // namespace valet
