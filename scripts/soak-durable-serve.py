@@ -97,7 +97,7 @@ def all_done(server, ids):
 
 def one_life(args, snapshot_dir, rng, ids):
     """Runs a server (submitting the tasks on the first life) until it dies
-    or every task is done; returns (ids, killed, done)."""
+    or every task is done; returns (ids, how it was killed or None, done)."""
     mode = "signal" if ids is None else rng.choice(["signal", "journal", "checkpoint"])
     fault = {"signal": None, "journal": f"journal-append:{rng.randint(2, 40)}:{rng.randint(0, 63)}",
              "checkpoint": f"checkpoint-rename:{rng.randint(1, 2)}"}[mode]
@@ -118,9 +118,11 @@ def one_life(args, snapshot_dir, rng, ids):
             done = all_done(server, ids)
     except (OSError, http.client.HTTPException):
         pass  # it died under the call
-    killed = not done and (server.alive() or server.proc.returncode == -signal.SIGKILL)
+    # A fault switch kills the server itself; otherwise it is killed here.
+    how = "fault" if server.proc.poll() == -signal.SIGKILL else "signal"
+    killed = not done and (how == "fault" or server.alive())
     server.kill()
-    return ids, killed, done
+    return ids, (f"{mode}:{how}" if killed else None), done
 
 
 def main():
@@ -139,10 +141,11 @@ def main():
         reference.kill()
 
         killed_dir = os.path.join(root, "killed")
-        ids, kills, done = None, 0, False
-        while kills < args.kills and not done:
+        ids, kills, done = None, {}, False
+        while sum(kills.values()) < args.kills and not done:
             ids, killed, done = one_life(args, killed_dir, rng, ids)
-            kills += killed
+            if killed:
+                kills[killed] = kills.get(killed, 0) + 1
         final = Server(args, killed_dir)
         got = results(final, ids)
         survived = [got.get(i) for i in ids]
@@ -153,8 +156,10 @@ def main():
         shutil.rmtree(root, ignore_errors=True)
     lost = sum(s is None for s in survived)
     mismatched = sum(s is not None and s != e for s, e in zip(survived, expected))
-    print(json.dumps({"kills": kills, "tasks": TASKS, "lost": lost, "mismatched": mismatched, "forgotten": forgotten}))
-    return 0 if kills >= args.kills and lost == 0 and mismatched == 0 and forgotten else 1
+    total = sum(kills.values())
+    print(json.dumps({"kills": total, "by_mode": kills, "tasks": TASKS, "lost": lost, "mismatched": mismatched,
+                      "forgotten": forgotten}))
+    return 0 if total >= args.kills and lost == 0 and mismatched == 0 and forgotten else 1
 
 
 if __name__ == "__main__":

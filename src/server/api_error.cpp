@@ -30,6 +30,13 @@ ApiError BadRequest(std::string message, std::string param, std::string code) {
   return e;
 }
 
+ApiError ApiErrorOf(int http_status, std::string message, std::string code) {
+  ApiError e = BadRequest(std::move(message), "", std::move(code));
+  e.http_status = http_status;
+  if (http_status >= 500) e.type = "server_error";
+  return e;
+}
+
 ApiError ErrorFromStatus(const Status& status) {
   ApiError e;
   e.message = status.message();

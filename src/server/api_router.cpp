@@ -40,13 +40,6 @@ bool NeedsKey(const std::string& path) {
   return path.rfind("/v1/", 0) == 0 || path == "/metrics" || path == "/tokenize";
 }
 
-ApiError Error(int status, std::string message, std::string code) {
-  ApiError e = BadRequest(std::move(message), "", std::move(code));
-  e.http_status = status;
-  if (status >= 500) e.type = "server_error";
-  return e;
-}
-
 // The replies that are one function call (all but the completions).
 http::HttpResponse Answer(ServerContext& ctx, RouteId id, const http::HttpRequest& req) {
   switch (id) {
@@ -59,7 +52,7 @@ http::HttpResponse Answer(ServerContext& ctx, RouteId id, const http::HttpReques
     case RouteId::kChat:
     case RouteId::kCompletions: break;
   }
-  return ErrorReply(ctx, Error(500, "no handler", "internal_error"));
+  return ErrorReply(ctx, ApiErrorOf(500, "no handler", "internal_error"));
 }
 
 // /v1/tasks/{id} (GET, DELETE) and /v1/tasks/{id}/result (GET). Reading a
@@ -73,16 +66,18 @@ void RouteTask(const std::shared_ptr<ServerContext>& ctx, WorkQueue& workers,
   const char* allow = path.result ? "GET" : "GET, DELETE";
   const bool get = req.method == "GET";
   if (!get && (path.result || req.method != "DELETE")) {
-    http::HttpResponse reply = ErrorReply(*ctx, Error(405, std::string("use ") + allow + " for " + req.path,
-                                                      "method_not_allowed"));
+    http::HttpResponse reply =
+        ErrorReply(*ctx, ApiErrorOf(405, std::string("use ") + allow + " for " + req.path, "method_not_allowed"));
     reply.headers.emplace_back("Allow", allow);
     return exchange->Reply(std::move(reply));
   }
   const bool queued = workers.Post(static_cast<int>(kNumTiers), [ctx, exchange, path, get] {
     ServerContext& c = *ctx;
-    exchange->Reply(!get ? HandleTaskDelete(c, path) : path.result ? HandleTaskResult(c, path) : HandleTaskStatus(c, path));
+    exchange->Reply(!get          ? HandleTaskDelete(c, path)
+                    : path.result ? HandleTaskResult(c, path)
+                                  : HandleTaskStatus(c, path));
   });
-  if (!queued) exchange->Reply(ErrorReply(*ctx, Error(503, "the server is stopping", "server_stopping")));
+  if (!queued) exchange->Reply(ErrorReply(*ctx, ApiErrorOf(503, "the server is stopping", "server_stopping")));
 }
 
 }  // namespace
@@ -98,10 +93,12 @@ bool ApiRouter::Authorized(const http::HttpRequest& req) const {
 void ApiRouter::OnRequest(const std::shared_ptr<http::HttpExchange>& exchange) {
   ServerContext& ctx = *ctx_;
   const http::HttpRequest& req = exchange->request();
-  if (ctx.stopping.load()) return exchange->Reply(ErrorReply(ctx, Error(503, "the server is stopping", "server_stopping")));
+  if (ctx.stopping.load()) {
+    return exchange->Reply(ErrorReply(ctx, ApiErrorOf(503, "the server is stopping", "server_stopping")));
+  }
   if (!Authorized(req)) {
     return exchange->Reply(
-        ErrorReply(ctx, Error(401, "missing or wrong API key (Authorization: Bearer <key>)", "invalid_api_key")));
+        ErrorReply(ctx, ApiErrorOf(401, "missing or wrong API key (Authorization: Bearer <key>)", "invalid_api_key")));
   }
   if (auto task = ParseTaskPath(req.path)) return RouteTask(ctx_, requests_, exchange, *task);
   const Route* route = nullptr;
@@ -112,10 +109,12 @@ void ApiRouter::OnRequest(const std::shared_ptr<http::HttpExchange>& exchange) {
     if (req.method == r.method) route = &r;
   }
   if (route == nullptr && allow.empty()) {
-    return exchange->Reply(ErrorReply(ctx, Error(404, "no route for " + req.method + " " + req.path, "not_found")));
+    return exchange->Reply(
+        ErrorReply(ctx, ApiErrorOf(404, "no route for " + req.method + " " + req.path, "not_found")));
   }
   if (route == nullptr) {
-    http::HttpResponse reply = ErrorReply(ctx, Error(405, "use " + allow + " for " + req.path, "method_not_allowed"));
+    http::HttpResponse reply =
+        ErrorReply(ctx, ApiErrorOf(405, "use " + allow + " for " + req.path, "method_not_allowed"));
     reply.headers.emplace_back("Allow", allow);
     return exchange->Reply(std::move(reply));
   }
@@ -137,11 +136,11 @@ void ApiRouter::OnRequest(const std::shared_ptr<http::HttpExchange>& exchange) {
   } else {
     queued = control_.Post(0, [shared, id, exchange] { exchange->Reply(Answer(*shared, id, exchange->request())); });
   }
-  if (!queued) exchange->Reply(ErrorReply(ctx, Error(503, "the server is stopping", "server_stopping")));
+  if (!queued) exchange->Reply(ErrorReply(ctx, ApiErrorOf(503, "the server is stopping", "server_stopping")));
 }
 
 http::HttpResponse ApiRouter::TransportErrorReply(const http::HttpError& error) {
-  return ErrorReply(*ctx_, Error(error.status, error.message, error.code));
+  return ErrorReply(*ctx_, ApiErrorOf(error.status, error.message, error.code));
 }
 
 }  // namespace valet

@@ -16,22 +16,15 @@ using nlohmann::json;
 
 std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
-ApiError Error(int status, std::string message, std::string code) {
-  ApiError e = BadRequest(std::move(message), "", std::move(code));
-  e.http_status = status;
-  if (status >= 500) e.type = "server_error";
-  return e;
-}
-
 http::HttpResponse NotFoundReply(ServerContext& ctx, const std::string& key) {
-  ApiError e = Error(404, "no durable task '" + key + "' (never submitted, or deleted)", "task_not_found");
+  ApiError e = ApiErrorOf(404, "no durable task '" + key + "' (never submitted, or deleted)", "task_not_found");
   e.param = "id";
   return ErrorReply(ctx, e);
 }
 
 http::HttpResponse JournalError(ServerContext& ctx, const std::string& key, const Status& status) {
-  return ErrorReply(ctx, Error(500, "the journal of durable task '" + key + "' cannot be read: " + status.ToString(),
-                               "journal_unreadable"));
+  const std::string what = "the journal of durable task '" + key + "' cannot be read: " + status.ToString();
+  return ErrorReply(ctx, ApiErrorOf(500, what, "journal_unreadable"));
 }
 
 json Head(const DurableEntry& e) {
@@ -86,9 +79,11 @@ http::HttpResponse DoneReply(ServerContext& ctx, const DurableEntry& e) {
 
 http::HttpResponse EndedReply(ServerContext& ctx, const DurableEntry& e) {
   if (e.state == TaskState::kDone) return DoneReply(ctx, e);
-  if (e.state == TaskState::kFailed) return ErrorReply(ctx, Error(500, "the task failed: " + e.error, "task_failed"));
-  return ErrorReply(ctx, Error(503, "the task was cancelled by the server stopping; it resumes at its next start",
-                               "cancelled"));
+  if (e.state == TaskState::kFailed) {
+    return ErrorReply(ctx, ApiErrorOf(500, "the task failed: " + e.error, "task_failed"));
+  }
+  return ErrorReply(
+      ctx, ApiErrorOf(503, "the task was cancelled by the server stopping; it resumes at its next start", "cancelled"));
 }
 
 http::HttpResponse Deleted(const std::string& key) {
@@ -128,7 +123,7 @@ http::HttpResponse HandleTaskDelete(ServerContext& ctx, const TaskPath& path) {
   if (!IsTerminal(e->state)) {
     if (e->id == 0) {
       ctx.durable_tasks.CancelDelete(e->key);
-      return ErrorReply(ctx, Error(409, "the task is still being submitted; retry", "task_submitting"));
+      return ErrorReply(ctx, ApiErrorOf(409, "the task is still being submitted; retry", "task_submitting"));
     }
     // Its end (the journal removed) reaches the table through on_done.
     if (ctx.scheduler.Cancel(e->id).ok()) return Deleted(e->key);
@@ -138,8 +133,8 @@ http::HttpResponse HandleTaskDelete(ServerContext& ctx, const TaskPath& path) {
   if (!acked.ok() && acked.code() != StatusCode::kNotFound) {
     ctx.durable_tasks.CancelDelete(e->key);
     return ErrorReply(ctx, ErrorFromStatus(acked).http_status == 400
-                               ? Error(409, acked.message(), "task_busy")
-                               : Error(500, acked.ToString(), "internal_error"));
+                               ? ApiErrorOf(409, acked.message(), "task_busy")
+                               : ApiErrorOf(500, acked.ToString(), "internal_error"));
   }
   ctx.durable_tasks.Erase(e->key);
   return Deleted(e->key);

@@ -25,12 +25,6 @@ std::string NewTaskKey() {
   return key;
 }
 
-ApiError Error(int status, std::string message, std::string code) {
-  ApiError e = BadRequest(std::move(message), "", std::move(code));
-  e.http_status = status;
-  return e;
-}
-
 void Log(const ServerContext& ctx, const std::string& line) {
   if (ctx.options.log) return ctx.options.log(line);
   std::fprintf(stderr, "%s\n", line.c_str());
@@ -131,11 +125,14 @@ void SubmitDurable(const std::shared_ptr<ServerContext>& ctx, const std::shared_
   if (reserved != DurableTaskTable::Reservation::kReserved) {
     ctx->tasks.Release(*slot);
     if (reserved == DurableTaskTable::Reservation::kTaken) {
-      return exchange->Reply(ErrorReply(*ctx, Error(409, "durable task '" + key + "' exists already", "task_exists")));
+      return exchange->Reply(
+          ErrorReply(*ctx, ApiErrorOf(409, "durable task '" + key + "' exists already", "task_exists")));
     }
-    http::HttpResponse reply = ErrorReply(
-        *ctx, Error(429, "the server keeps " + std::to_string(ctx->options.durable.max_tasks) +
-                             " durable tasks already; DELETE finished ones first", "too_many_durable_tasks"));
+    http::HttpResponse reply =
+        ErrorReply(*ctx, ApiErrorOf(429,
+                                    "the server keeps " + std::to_string(ctx->options.durable.max_tasks) +
+                                        " durable tasks already; DELETE finished ones first",
+                                    "too_many_durable_tasks"));
     reply.headers.emplace_back("Retry-After", std::to_string(ctx->options.retry_after_seconds));
     return exchange->Reply(std::move(reply));
   }
@@ -144,6 +141,12 @@ void SubmitDurable(const std::shared_ptr<ServerContext>& ctx, const std::shared_
   if (!id.ok()) {
     ctx->durable_tasks.Release(key);
     ctx->tasks.Release(*slot);
+    // Submit checks a durable task's journal directory against its disk
+    // budget before anything else (a pool too small for the task fails later,
+    // through the callbacks): the directory is full of unacknowledged results.
+    if (id.status().code() == StatusCode::kResourceExhausted) {
+      return exchange->Reply(ErrorReply(*ctx, ApiErrorOf(507, id.status().message(), "durable_budget_exhausted")));
+    }
     return exchange->Reply(ErrorReply(*ctx, ErrorFromStatus(id.status())));
   }
   ctx->tasks.Record(*slot, *id);
