@@ -179,21 +179,21 @@ std::string WithInterval(double ratio, const RatioInterval& ci) {
   return out;
 }
 
-// The return turns' table; empty when no arm had one.
+// The return turns' table, with --returns only (the single excursion's one
+// turn is the background table's last column).
 std::string ReturnTurnsMarkdown(const ContentionReport& r) {
-  if (std::none_of(r.arms.begin(), r.arms.end(), [](const ArmSummary& a) { return !a.returns.ttft_ms.empty(); })) {
-    return "";
-  }
+  if (r.config.return_turns.empty()) return "";
+  std::string trims = r.config.hide_trim_level > 0 ? "onTrimMemory(" + std::to_string(r.config.hide_trim_level) + ")"
+                                                   : "no trim";
+  if (r.config.deep_trim_level > 0) trims += ", " + std::to_string(r.config.deep_trim_level) + " halfway";
   std::string md;
   char line[640];
   std::snprintf(line, sizeof(line),
                 "\nReturn turns: the first chat turn after each return to the foreground (%zu per arm: ON_PAUSE, "
-                "ON_STOP, trim %d%s, %.1f s away, ON_START, ON_RESUME, then the turn's think time). The idle arm "
+                "ON_STOP, %s, %.1f s away, ON_START, ON_RESUME, then the turn's think time). The idle arm "
                 "replays the same moments without background work; ×idle compares return turns with idle's return "
                 "turns. All turns: the first table's figures.\n\n",
-                r.config.return_turns.empty() ? size_t{1} : r.config.return_turns.size(), r.config.hide_trim_level,
-                r.config.deep_trim_level > 0 ? (", then " + std::to_string(r.config.deep_trim_level) + " halfway").c_str() : "",
-                r.config.background_s);
+                r.config.return_turns.size(), trims.c_str(), r.config.background_s);
   md += line;
   md += "| arm | returns | TTFT p50 | p99 | max | ×idle p50 [95% CI] | ×idle p99 [95% CI] | wait p50 | prompt p50 | re-warmed prefix tok | all turns TTFT p50 | all ×idle p50 |\n";
   md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
