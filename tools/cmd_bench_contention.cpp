@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "bench/cold_start.h"
 #include "bench/contention_report.h"
 #include "bench/contention_runner.h"
 #include "bench/contention_scenario.h"
@@ -39,7 +40,11 @@ constexpr FlagSpec kFlags[] = {
     {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
-    {"--background-s", nullptr, true, "how long the app stays in the background midway (seconds)"},
+    {"--background-s", nullptr, true, "how long the app stays in the background at each excursion (seconds)"},
+    {"--returns", nullptr, true, "go to the background before this many chat turns, spread over the run, and report those return turns apart (default 0: once, midway)"},
+    {"--hide-trim", nullptr, true, "onTrimMemory level sent after ON_STOP (default 20 UI_HIDDEN with --returns, else none; 0: none)"},
+    {"--deep-trim", nullptr, true, "a deeper onTrimMemory level sent halfway through each stay in the background (e.g. 40, 80; default 0: none)"},
+    {"--cold-start", nullptr, true, "instead of the arms: N interleaved cold starts, empty durable directory vs three recovered durable tasks"},
     {"--no-fill", nullptr, false, "valet: no lower-tier riders in chat decode steps"},
 };
 
@@ -75,6 +80,7 @@ struct Flags {
   int64_t pool_tokens = 1024;
   int64_t snapshot_ram_mb = 5;
   int64_t snapshot_disk_mb = 6;
+  int64_t cold_start = 0;  // > 0: the cold-start measurement instead of the arms
 };
 
 Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::string& scratch) {
@@ -95,6 +101,13 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::s
   VALET_ASSIGN_OR_RETURN(c.think_min_s, a.Double("--think-min", d.think_min_s, 0.0, 3600.0));
   VALET_ASSIGN_OR_RETURN(c.think_max_s, a.Double("--think-max", std::max(c.think_min_s, d.think_max_s), c.think_min_s, 3600.0));
   VALET_ASSIGN_OR_RETURN(c.background_s, a.Double("--background-s", d.background_s, 0.0, 3600.0));
+  VALET_ASSIGN_OR_RETURN(c.returns, a.Int("--returns", c.returns, 0, 10000));
+  VALET_ASSIGN_OR_RETURN(c.hide_trim_level, a.Int("--hide-trim", c.hide_trim_level, 0, 80));
+  VALET_ASSIGN_OR_RETURN(c.deep_trim_level, a.Int("--deep-trim", c.deep_trim_level, 0, 80));
+  for (int32_t level : {c.hide_trim_level, c.deep_trim_level}) {
+    if (level > 0) VALET_RETURN_IF_ERROR(TrimLevelFromInt(level).status());
+  }
+  VALET_ASSIGN_OR_RETURN(f.cold_start, a.Int("--cold-start", 0, 0, 10000));
   c.valet_fill = !a.Has("--no-fill");
   c = Resolve(c);
   VALET_ASSIGN_OR_RETURN(f.json, a.String("--json", d.json));
@@ -107,7 +120,7 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::s
   return f;
 }
 
-Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string& snapshot_dir, size_t* pool_bytes) {
+RealEngineOptions EngineOptions(const Flags& f, const std::string& snapshot_dir) {
   RealEngineOptions o;
   o.engine.model_path = f.model;
   o.engine.n_threads = f.threads;
@@ -117,14 +130,21 @@ Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string
   o.store.ram_budget_bytes = static_cast<size_t>(f.snapshot_ram_mb) << 20;
   o.store.disk_budget_bytes = static_cast<size_t>(f.snapshot_disk_mb) << 20;
   o.store.warn = [](std::string_view) {};  // fallbacks are counted in the report
-  {
-    // The pool is sized in tokens of this model's KV, in the engine's KV type.
-    o.calibrate = false;
-    o.engine.kv_capacity_bytes = 1u << 20;
-    VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
-    *pool_bytes = probe->KvBytesFor(static_cast<int32_t>(f.pool_tokens));
-  }
-  o.calibrate = true;
+  return o;
+}
+
+// The pool is sized in tokens of this model's KV, in the engine's KV type.
+Result<size_t> PoolBytes(const Flags& f, const std::string& snapshot_dir) {
+  RealEngineOptions o = EngineOptions(f, snapshot_dir);
+  o.calibrate = false;
+  o.engine.kv_capacity_bytes = 1u << 20;
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
+  return probe->KvBytesFor(static_cast<int32_t>(f.pool_tokens));
+}
+
+Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string& snapshot_dir, size_t* pool_bytes) {
+  VALET_ASSIGN_OR_RETURN(*pool_bytes, PoolBytes(f, snapshot_dir));
+  RealEngineOptions o = EngineOptions(f, snapshot_dir);
   o.engine.kv_capacity_bytes = *pool_bytes;
   return RealEngine::Open(o);
 }
@@ -164,6 +184,44 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
   return report;
 }
 
+// --cold-start N: whole starts, empty durable directory vs three unfinished
+// durable tasks to recover (bench/cold_start.h).
+int RunColdStartMode(const char* command, const Flags& f, const std::string& scratch) {
+  Result<size_t> pool_bytes = PoolBytes(f, scratch);
+  if (!pool_bytes.ok()) return Fail(command, pool_bytes.status());
+  ColdStartOptions o;
+  o.repetitions = static_cast<int32_t>(f.cold_start);
+  o.open_engine = [&f, bytes = *pool_bytes](const std::string& snapshot_dir) {
+    RealEngineOptions e = EngineOptions(f, snapshot_dir);
+    e.engine.kv_capacity_bytes = bytes;
+    return RealEngine::Open(e);
+  };
+  o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  Result<ColdStartReport> report = [&]() -> Result<ColdStartReport> {
+    RealEngineOptions e = EngineOptions(f, scratch);
+    e.calibrate = false;
+    e.engine.kv_capacity_bytes = *pool_bytes;
+    VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> tokenizer, RealEngine::Open(e));
+    VALET_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(f.config, *tokenizer));
+    tokenizer.reset();
+    const std::string load_before = LoadAverage();
+    VALET_ASSIGN_OR_RETURN(ColdStartReport r, RunColdStart(workload, f.config, o));
+    r.machine = load_before + "; after: " + LoadAverage();
+    return r;
+  }();
+  if (!report.ok()) return Fail(command, report.status());
+  report->model = f.model;
+  report->threads = f.threads;
+  const std::string md = ColdStartMarkdown(*report);
+  std::printf("\n%s\nmodel %s | %d threads | KV pool %.1f MiB (%lld tokens) | %s\n", md.c_str(), f.model.c_str(),
+              f.threads, *pool_bytes / 1048576.0, static_cast<long long>(f.pool_tokens), report->machine.c_str());
+  for (const auto& [path, text] : {std::pair{f.json, ColdStartJson(*report)}, {f.md, md}}) {
+    if (Status s = WriteFile(path, text); !s.ok()) return Fail(command, s);
+  }
+  if (!f.json.empty()) std::printf("json: %s\n", f.json.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int RunContention(const char* command, std::span<char* const> argv, const ContentionDefaults& defaults) {
@@ -177,6 +235,11 @@ int RunContention(const char* command, std::span<char* const> argv, const Conten
   if (!flags.ok()) {
     fs::remove_all(tmp, ec);
     return Fail(command, flags.status());
+  }
+  if (flags->cold_start > 0) {
+    const int code = RunColdStartMode(command, *flags, tmp.string());
+    fs::remove_all(tmp, ec);
+    return code;
   }
   size_t pool_bytes = 0;
   Result<std::unique_ptr<RealEngine>> engine = OpenEngine(*flags, tmp.string(), &pool_bytes);

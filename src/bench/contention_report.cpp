@@ -38,7 +38,35 @@ std::string Fmt(const char* format, double v) {
 
 struct ChatSamples {
   std::vector<double> tpot, e2e, wait, prompt;
+  std::vector<double> return_wait, return_prompt;
 };
+
+bool IsReturnTurn(const ArmRun& run, const TaskRecord& t) {
+  if (t.kind != TaskKind::kChat) return false;
+  return std::any_of(run.excursions.begin(), run.excursions.end(),
+                     [&t](const Excursion& e) { return e.return_turn == t.turn; });
+}
+
+void CollectChat(const ArmRun& run, const TaskRecord& t, ArmSummary& s, ChatSamples& chat) {
+  const TaskMetrics& m = t.result.metrics;
+  const bool back = IsReturnTurn(run, t);
+  ++s.chat_turns;
+  if (m.ttft() >= 0) {
+    s.ttft_samples_ms.push_back(m.ttft() * 1e3);
+    if (back) s.returns.ttft_samples_ms.push_back(m.ttft() * 1e3);
+  }
+  if (m.tpot() >= 0) chat.tpot.push_back(m.tpot() * 1e3);
+  if (m.e2e() >= 0) chat.e2e.push_back(m.e2e() * 1e3);
+  if (m.start_time >= m.submit_time && m.first_token_time >= m.start_time) {
+    chat.wait.push_back((m.start_time - m.submit_time) * 1e3);
+    chat.prompt.push_back((m.first_token_time - m.start_time) * 1e3);
+    if (back) {
+      chat.return_wait.push_back(chat.wait.back());
+      chat.return_prompt.push_back(chat.prompt.back());
+    }
+  }
+  if (t.turn == run.first_turn_after_resume) s.ttft_after_resume_ms = m.ttft() * 1e3;
+}
 
 void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, ChatSamples& chat) {
   for (const TaskRecord& t : run.tasks) {
@@ -57,6 +85,7 @@ void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, Cha
     row.generated_tokens = tm.generated_tokens;
     row.parks = tm.parks;
     row.tokens_recomputed = tm.tokens_recomputed;
+    row.return_turn = IsReturnTurn(run, t);
     s.tasks.push_back(row);
     if (!t.done) {
       ++s.unfinished;
@@ -67,19 +96,8 @@ void CollectTaskCounts(const ArmRun& run, int32_t first_turn, ArmSummary& s, Cha
     if (state == TaskState::kFailed) ++s.failed;
     if (state != TaskState::kDone) continue;
     ++s.done;
-    const TaskMetrics& m = t.result.metrics;
     switch (t.kind) {
-      case TaskKind::kChat:
-        ++s.chat_turns;
-        if (m.ttft() >= 0) s.ttft_samples_ms.push_back(m.ttft() * 1e3);
-        if (m.tpot() >= 0) chat.tpot.push_back(m.tpot() * 1e3);
-        if (m.e2e() >= 0) chat.e2e.push_back(m.e2e() * 1e3);
-        if (m.start_time >= m.submit_time && m.first_token_time >= m.start_time) {
-          chat.wait.push_back((m.start_time - m.submit_time) * 1e3);
-          chat.prompt.push_back((m.first_token_time - m.start_time) * 1e3);
-        }
-        if (t.turn == run.first_turn_after_resume) s.ttft_after_resume_ms = m.ttft() * 1e3;
-        break;
+      case TaskKind::kChat: CollectChat(run, t, s, chat); break;
       case TaskKind::kDoc: ++s.docs_completed; break;
       case TaskKind::kSummary: ++s.summaries_done; break;
       case TaskKind::kSuggestion: ++s.suggestions_done; break;
@@ -93,12 +111,45 @@ void Background(const ArmRun& run, ArmSummary& s) {
   s.bg_rider_tokens += BgRidersBetween(run.at_start, run.at_window_end);
   s.fg_led_s += Led(run.at_window_end, kFgTiers, 2) - Led(run.at_start, kFgTiers, 2);
   s.bg_led_s += Led(run.at_window_end, kBgTiers, 2) - Led(run.at_start, kBgTiers, 2);
-  if (!run.had_lifecycle || run.at_resume.time <= run.at_stop.time) return;
-  const double away = run.at_resume.time - run.at_stop.time;
-  const int64_t away_tokens = BgBetween(run.at_stop, run.at_resume);
-  s.bg_tps_background = away_tokens / away;
-  const double front = run.window_end - run.start - away;
-  if (front > 0) s.bg_tps_resumed = (BgBetween(run.at_start, run.at_window_end) - away_tokens) / front;
+  s.prefix_warm_tokens += run.stats.prefix_warm_tokens;
+}
+
+// Background rates in and out of the background, over every excursion of
+// every block (one excursion: that excursion's rates, as before `returns`).
+struct AwayTotals {
+  double away_s = 0.0, window_s = 0.0;
+  int64_t away_tokens = 0, tokens = 0;
+};
+
+void AddAway(const ArmRun& run, AwayTotals& a) {
+  bool any = false;
+  for (const Excursion& e : run.excursions) {
+    if (e.at_resume.time <= e.at_stop.time) continue;
+    a.away_s += e.at_resume.time - e.at_stop.time;
+    a.away_tokens += BgBetween(e.at_stop, e.at_resume);
+    any = true;
+  }
+  if (!any) return;
+  a.window_s += run.window_end - run.start;
+  a.tokens += BgBetween(run.at_start, run.at_window_end);
+}
+
+void FinishAway(const AwayTotals& a, ArmSummary& s) {
+  if (a.away_s <= 0) return;
+  s.bg_tps_background = a.away_tokens / a.away_s;
+  const double front = a.window_s - a.away_s;
+  if (front > 0) s.bg_tps_resumed = (a.tokens - a.away_tokens) / front;
+}
+
+void CompareReturns(const ReturnTurnStats& idle, Arm arm, ReturnTurnStats& r) {
+  if (idle.ttft_ms.p50 <= 0 || r.ttft_ms.empty()) return;
+  r.slowdown_p50 = r.ttft_ms.p50 / idle.ttft_ms.p50;
+  r.slowdown_p99 = r.ttft_ms.p99 / idle.ttft_ms.p99;
+  const uint64_t seed = 0x7e7 + static_cast<uint64_t>(arm);
+  r.slowdown_p50_ci = BootstrapRatio(r.ttft_samples_ms, idle.ttft_samples_ms, 50, seed);
+  if (r.ttft_ms.count >= kMinSamplesForP99 && idle.ttft_ms.count >= kMinSamplesForP99) {
+    r.slowdown_p99_ci = BootstrapRatio(r.ttft_samples_ms, idle.ttft_samples_ms, 99, seed);
+  }
 }
 
 void FinishBackground(const Calibration& calibration, ArmSummary& s) {
@@ -128,6 +179,39 @@ std::string WithInterval(double ratio, const RatioInterval& ci) {
   return out;
 }
 
+// The return turns' table, with --returns only (the single excursion's one
+// turn is the background table's last column).
+std::string ReturnTurnsMarkdown(const ContentionReport& r) {
+  if (r.config.return_turns.empty()) return "";
+  std::string trims = r.config.hide_trim_level > 0 ? "onTrimMemory(" + std::to_string(r.config.hide_trim_level) + ")"
+                                                   : "no trim";
+  if (r.config.deep_trim_level > 0) trims += ", " + std::to_string(r.config.deep_trim_level) + " halfway";
+  std::string md;
+  char line[640];
+  std::snprintf(line, sizeof(line),
+                "\nReturn turns: the first chat turn after each return to the foreground (%zu per arm: ON_PAUSE, "
+                "ON_STOP, %s, %.1f s away, ON_START, ON_RESUME, then the turn's think time). The idle arm "
+                "replays the same moments without background work; ×idle compares return turns with idle's return "
+                "turns. All turns: the first table's figures.\n\n",
+                r.config.return_turns.size(), trims.c_str(), r.config.background_s);
+  md += line;
+  md += "| arm | returns | TTFT p50 | p99 | max | ×idle p50 [95% CI] | ×idle p99 [95% CI] | wait p50 | prompt p50 | re-warmed prefix tok | all turns TTFT p50 | all ×idle p50 |\n";
+  md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const ArmSummary& a : r.arms) {
+    const ReturnTurnStats& b = a.returns;
+    const bool p99 = b.ttft_ms.count >= kMinSamplesForP99;
+    std::snprintf(line, sizeof(line), "| %s | %lld | %s | %s | %s | %s | %s | %s | %s | %lld | %s | %s |\n",
+                  ArmName(a.arm), static_cast<long long>(b.ttft_ms.count), Fmt("%.0f", b.ttft_ms.p50).c_str(),
+                  p99 ? Fmt("%.0f", b.ttft_ms.p99).c_str() : "(max)", Fmt("%.0f", b.ttft_ms.max).c_str(),
+                  WithInterval(b.slowdown_p50, b.slowdown_p50_ci).c_str(),
+                  WithInterval(b.slowdown_p99, b.slowdown_p99_ci).c_str(), Fmt("%.1f", b.wait_ms.p50).c_str(),
+                  Fmt("%.1f", b.prompt_ms.p50).c_str(), static_cast<long long>(a.prefix_warm_tokens),
+                  Fmt("%.0f", a.ttft_ms.p50).c_str(), WithInterval(a.slowdown_p50, a.slowdown_p50_ci).c_str());
+    md += line;
+  }
+  return md;
+}
+
 }  // namespace
 
 Calibration CalibrationFrom(std::span<const ArmRun> solo_blocks) {
@@ -147,12 +231,14 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
   ChatSamples chat;
   std::vector<double> preempt;
   int32_t first_turn = 0;
+  AwayTotals away;
   for (const ArmRun& run : blocks) {
     if (s.error.empty()) s.error = run.error;
     CollectTaskCounts(run, first_turn, s, chat);
     first_turn += static_cast<int32_t>(
         std::count_if(run.tasks.begin(), run.tasks.end(), [](const TaskRecord& t) { return t.kind == TaskKind::kChat; }));
     Background(run, s);
+    AddAway(run, away);
     preempt.insert(preempt.end(), run.stats.preemption_latencies.begin(), run.stats.preemption_latencies.end());
     s.tokens_recomputed += run.stats.tokens_recomputed;
     s.preemptions += run.stats.preemptions;
@@ -172,6 +258,11 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
   s.wait_ms = ComputePercentiles(std::move(chat.wait));
   s.prompt_ms = ComputePercentiles(std::move(chat.prompt));
   s.preempt_ms = ComputePercentiles(std::move(preempt)).Scaled(1e3);
+  s.returns.ttft_ms = ComputePercentiles(s.returns.ttft_samples_ms);
+  s.returns.wait_ms = ComputePercentiles(std::move(chat.return_wait));
+  s.returns.prompt_ms = ComputePercentiles(std::move(chat.return_prompt));
+  FinishAway(away, s);
+  if (idle != nullptr) CompareReturns(idle->returns, s.arm, s.returns);
   if (idle != nullptr && idle->ttft_ms.p50 > 0 && !s.ttft_ms.empty()) {
     s.slowdown_p50 = s.ttft_ms.p50 / idle->ttft_ms.p50;
     s.slowdown_p99 = s.ttft_ms.p99 / idle->ttft_ms.p99;
@@ -231,6 +322,7 @@ std::string ReportMarkdown(const ContentionReport& r) {
                   Fmt("%.1f", a.bg_tps_background).c_str(), Fmt("%.0f ms", a.ttft_after_resume_ms).c_str());
     md += line;
   }
+  md += ReturnTurnsMarkdown(r);
   for (const ArmSummary& a : r.arms) {
     if (!a.error.empty()) md += "\n**" + std::string(ArmName(a.arm)) + " error:** " + a.error + "\n";
   }
@@ -248,8 +340,10 @@ Json ArmJson(const ArmSummary& a) {
                          {"state", TaskStateName(t.state)}, {"submit_s", t.submit_s}, {"wait_ms", Optional(t.wait_ms)},
                          {"ttft_ms", Optional(t.ttft_ms)}, {"e2e_ms", Optional(t.e2e_ms)},
                          {"prompt_tokens", t.prompt_tokens}, {"generated_tokens", t.generated_tokens},
-                         {"parks", t.parks}, {"tokens_recomputed", t.tokens_recomputed}});
+                         {"parks", t.parks}, {"tokens_recomputed", t.tokens_recomputed},
+                         {"return_turn", t.return_turn}});
   }
+  const ReturnTurnStats& b = a.returns;
   Json out{{"ttft_ms", PercentilesJson(a.ttft_ms)},
            {"tpot_ms", PercentilesJson(a.tpot_ms)},
            {"e2e_ms", PercentilesJson(a.e2e_ms)},
@@ -287,7 +381,16 @@ Json ArmJson(const ArmSummary& a) {
            {"lifecycle",
             {{"bg_tokens_per_s_resumed", Optional(a.bg_tps_resumed)},
              {"bg_tokens_per_s_background", Optional(a.bg_tps_background)},
-             {"ttft_after_resume_ms", Optional(a.ttft_after_resume_ms)}}}};
+             {"ttft_after_resume_ms", Optional(a.ttft_after_resume_ms)}}},
+           {"return_turns",
+            {{"ttft_ms", PercentilesJson(b.ttft_ms)},
+             {"wait_ms", PercentilesJson(b.wait_ms)},
+             {"prompt_ms", PercentilesJson(b.prompt_ms)},
+             {"slowdown_p50", Optional(b.slowdown_p50)},
+             {"slowdown_p99", Optional(b.slowdown_p99)},
+             {"ratio_ci", IntervalJson(b.slowdown_p50_ci)},
+             {"ratio_ci_p99", IntervalJson(b.slowdown_p99_ci)}}},
+           {"prefix_warm_tokens", a.prefix_warm_tokens}};
   if (!a.error.empty()) out["error"] = a.error;
   out["tasks"] = std::move(tasks);
   return out;
@@ -316,6 +419,10 @@ Json ConfigJson(const ContentionReport& r) {
               {"think_s", Json::array({c.think_min_s, c.think_max_s})},
               {"lifecycle_after_turn", c.lifecycle_after_turn},
               {"background_s", c.background_s},
+              {"returns", c.returns},
+              {"return_turns", c.return_turns},
+              {"hide_trim_level", c.hide_trim_level},
+              {"deep_trim_level", c.deep_trim_level},
               {"low_memory_turn", c.low_memory_turn},
               {"valet_bg_chunk", c.valet_bg_chunk},
               {"baseline_chunk", c.baseline_chunk},

@@ -45,6 +45,19 @@ struct TaskRow {
   int32_t generated_tokens = 0;
   int32_t parks = 0;
   int32_t tokens_recomputed = 0;
+  bool return_turn = false;  // the first chat turn after a return to the foreground
+};
+
+// The chat turns submitted first after each return to the foreground
+// (ScenarioConfig::returns), apart: the case the chat's cached system prompt
+// must survive the background for (docs/memory.md, "The way back").
+struct ReturnTurnStats {
+  std::vector<double> ttft_samples_ms;  // in submission order
+  Percentiles ttft_ms, wait_ms, prompt_ms;
+  double slowdown_p50 = -1.0;  // return-turn TTFT p50 / idle's return turns' (same moments)
+  double slowdown_p99 = -1.0;
+  RatioInterval slowdown_p50_ci;  // bootstrap 95%
+  RatioInterval slowdown_p99_ci;  // only with kMinSamplesForP99 on both sides
 };
 
 struct ArmSummary {
@@ -73,7 +86,9 @@ struct ArmSummary {
   // background (CREATED), and the first chat turn's TTFT after ON_RESUME.
   double bg_tps_resumed = -1.0;
   double bg_tps_background = -1.0;
-  double ttft_after_resume_ms = -1.0;
+  double ttft_after_resume_ms = -1.0;  // the first excursion's
+  ReturnTurnStats returns;
+  int64_t prefix_warm_tokens = 0;  // system-prompt tokens recomputed at ON_START
   int64_t tokens_recomputed = 0;
   int64_t preemptions = 0;
   std::array<int64_t, 5> parks_by_kind{};

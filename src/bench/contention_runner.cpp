@@ -44,6 +44,12 @@ ScenarioConfig BlockConfig(const ScenarioConfig& config, size_t first, size_t co
   c.lifecycle_after_turn = at >= 0 && at < c.turns ? std::min(at, c.turns - 2) : -1;
   const int32_t low = config.low_memory_turn - static_cast<int32_t>(first);
   c.low_memory_turn = low >= 0 && low < c.turns ? low : -1;
+  // Return turns never start a block (ReturnTurns), so each stays in its block.
+  c.return_turns.clear();
+  for (int32_t r : config.return_turns) {
+    const int32_t local = r - static_cast<int32_t>(first);
+    if (local >= 1 && local < c.turns) c.return_turns.push_back(local);
+  }
   return c;
 }
 
@@ -87,6 +93,7 @@ ContentionReport ReportFrom(const ScenarioConfig& config, std::span<const Arm> a
   }
   for (ArmSummary& s : report.arms) {
     if (s.arm == Arm::kIdle && !s.ttft_ms.empty()) s.slowdown_p50 = s.slowdown_p99 = 1.0;
+    if (s.arm == Arm::kIdle && !s.returns.ttft_ms.empty()) s.returns.slowdown_p50 = s.returns.slowdown_p99 = 1.0;
   }
   OutputCheck check;
   const size_t blocks = runs.solo.size();

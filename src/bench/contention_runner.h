@@ -26,8 +26,8 @@ struct InterleavedRuns {
 };
 
 // The configuration of the block of turns [first, first + count): its turn
-// count, and the lifecycle excursion only if the block holds
-// config.lifecycle_after_turn.
+// count, the lifecycle excursion only if the block holds
+// config.lifecycle_after_turn, and the return turns it holds (renumbered).
 ScenarioConfig BlockConfig(const ScenarioConfig& config, size_t first, size_t count);
 
 // `config` must be Resolve()d and `workload` built from it.

@@ -117,11 +117,31 @@ const char* TaskKindName(TaskKind kind) {
   return "unknown";
 }
 
+std::vector<int32_t> ReturnTurns(int32_t turns, int32_t returns, int32_t block_turns, int32_t low_memory_turn) {
+  std::vector<int32_t> eligible;
+  for (int32_t t = 1; t < turns; ++t) {
+    if ((block_turns <= 0 || t % block_turns != 0) && t != low_memory_turn) eligible.push_back(t);
+  }
+  const size_t n = std::min(eligible.size(), static_cast<size_t>(std::max(returns, 0)));
+  std::vector<int32_t> picked;
+  // i * E / n for i < n: distinct, ascending and evenly spaced.
+  for (size_t i = 0; i < n; ++i) picked.push_back(eligible[i * eligible.size() / n]);
+  return picked;
+}
+
 ScenarioConfig Resolve(ScenarioConfig config) {
-  if (config.lifecycle_after_turn < 0 && config.turns >= 4) config.lifecycle_after_turn = config.turns / 2 - 1;
-  if (config.lifecycle_after_turn >= config.turns - 1) config.lifecycle_after_turn = -1;
   if (config.low_memory_turn < 0 && config.turns >= 4) config.low_memory_turn = config.turns * 3 / 4;
   if (config.low_memory_turn >= config.turns) config.low_memory_turn = -1;
+  config.return_turns.clear();
+  if (config.returns > 0) {
+    config.lifecycle_after_turn = -1;  // the many returns replace the single excursion
+    config.return_turns = ReturnTurns(config.turns, config.returns, config.block_turns, config.low_memory_turn);
+    if (config.hide_trim_level < 0) config.hide_trim_level = static_cast<int32_t>(TrimLevel::kUiHidden);
+    return config;
+  }
+  if (config.hide_trim_level < 0) config.hide_trim_level = 0;
+  if (config.lifecycle_after_turn < 0 && config.turns >= 4) config.lifecycle_after_turn = config.turns / 2 - 1;
+  if (config.lifecycle_after_turn >= config.turns - 1) config.lifecycle_after_turn = -1;
   return config;
 }
 
@@ -185,6 +205,18 @@ TaskRequest WarmUpRequest(const Workload& workload) {
   r.system_prompt = workload.system_prompt;
   r.messages = {{"user", "hi"}};
   r.max_tokens = 1;
+  return r;
+}
+
+TaskRequest ChatTurnRequest(const Workload& workload, const ScenarioConfig& config, int32_t turn) {
+  const TurnPlan& plan = workload.turns[static_cast<size_t>(turn)];
+  TaskRequest r;
+  r.tier = Tier::kForegroundChat;
+  r.system_prompt = workload.system_prompt;
+  r.messages = {{"user", workload.user_texts[static_cast<size_t>(plan.user_text)]}};
+  r.max_tokens = config.answer_tokens;
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = config.seed * 1000 + static_cast<uint64_t>(turn);
   return r;
 }
 

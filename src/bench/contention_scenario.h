@@ -56,6 +56,22 @@ struct ScenarioConfig {
   // The app goes to the background after this turn (-1: never) for this long.
   int32_t lifecycle_after_turn = -1;  // < 0 and turns >= 4: turns / 2
   double background_s = 3.0;
+  // Many returns (issue 22): the app goes to the background before this many
+  // chat turns instead of the single excursion above (0: the single one). The
+  // return turns are spread evenly over the turns that are neither a block's
+  // first (a block is one scheduler's run, so the excursion must fall inside
+  // it) nor the low-memory turn (which would mix two effects); fewer when
+  // fewer turns qualify. Each excursion: ON_PAUSE, ON_STOP, onTrimMemory
+  // hide_trim_level, deep_trim_level halfway through the stay, then ON_START,
+  // ON_RESUME and the return turn's own think time before it is submitted
+  // (the user has not typed yet when ON_START arrives).
+  int32_t returns = 0;
+  // What Android sends as the UI goes away (0: nothing; -1: UI_HIDDEN with
+  // returns > 0, nothing for the single excursion, as before returns existed).
+  int32_t hide_trim_level = -1;
+  int32_t deep_trim_level = 0;  // e.g. 40 (BACKGROUND) or 80 (COMPLETE); 0: none
+  // Resolved from `returns`: the turns submitted first after a return, ascending.
+  std::vector<int32_t> return_turns;
   // The OS reports critically low memory (onTrimMemory RUNNING_CRITICAL) this
   // long after this turn's chat is submitted (-1: never): parked work gives
   // its KV back, prefixes included, and the pool shrinks until work needs it.
@@ -79,6 +95,9 @@ struct ScenarioConfig {
 
 // Resolves the defaults that depend on other fields.
 ScenarioConfig Resolve(ScenarioConfig config);
+// The `returns` turns of [1, turns) the app comes back before: evenly spread,
+// none a block's first nor `low_memory_turn` (see ScenarioConfig::returns).
+std::vector<int32_t> ReturnTurns(int32_t turns, int32_t returns, int32_t block_turns, int32_t low_memory_turn);
 
 // Text of exact token lengths under the engine's tokenizer, and the plan.
 struct SideEvent {
@@ -117,6 +136,10 @@ Result<Workload> BuildWorkload(const ScenarioConfig& config, const TokenCounter&
 // assistant has been used before: a one-token chat turn, not recorded.
 TaskRequest WarmUpRequest(const Workload& workload);
 
+// Chat turn `turn` of the workload: the cached system prompt, the turn's user
+// text, seeded sampling.
+TaskRequest ChatTurnRequest(const Workload& workload, const ScenarioConfig& config, int32_t turn);
+
 // Scheduler options for an arm (the budget tables are documented in the report).
 SchedulerOptions ArmOptions(Arm arm, const ScenarioConfig& config);
 
@@ -142,14 +165,21 @@ struct StatsMark {
 };
 StatsMark MarkFrom(const SchedulerStats& stats, double time);
 
+// One stay in the background: ON_STOP to ON_RESUME, and the turn after it.
+struct Excursion {
+  StatsMark at_stop, at_resume;
+  int32_t return_turn = -1;  // in the run's (block's) numbering
+};
+
 struct ArmRun {
   Arm arm = Arm::kIdle;
   double start = 0.0;       // scheduler clock
   double window_end = 0.0;  // last chat turn done (solo: last calibration doc done)
   double end = 0.0;         // every task finished
-  StatsMark at_start, at_stop, at_resume, at_window_end;
+  StatsMark at_start, at_stop, at_resume, at_window_end;  // at_stop/at_resume: the first excursion
   bool had_lifecycle = false;
   int32_t first_turn_after_resume = -1;
+  std::vector<Excursion> excursions;  // every one, in order (completed ones)
   std::vector<TaskRecord> tasks;  // in submission order
   SchedulerStats stats;
   // Engine-side park/resume wall time (RealEngine accounting); -1 if unknown.

@@ -62,20 +62,52 @@ void ContentionSession::Fire(const Timer& timer, double now) {
         timers_.push_back({now + config_.low_memory_delay_s, TimerKind::kLowMemory, timer.turn, 0});
       }
       break;
-    case TimerKind::kLowMemory:
-      if (Status s = sink_.TrimMemory(TrimLevel::kRunningCritical); !s.ok() && run_.error.empty()) {
-        run_.error = s.ToString();
-      }
-      break;
+    case TimerKind::kLowMemory: Trim(static_cast<int32_t>(TrimLevel::kRunningCritical)); break;
+    case TimerKind::kDeepTrim: Trim(config_.deep_trim_level); break;
     case TimerKind::kSide: SubmitSide(timer.turn, timer.side); break;
-    case TimerKind::kResumeApp:
-      Lifecycle(LifecycleEvent::kOnStart);
-      Lifecycle(LifecycleEvent::kOnResume);
-      run_.at_resume = MarkFrom(sink_.Stats(), now);
-      run_.first_turn_after_resume = timer.turn;
-      ScheduleTurn(timer.turn, now);
-      break;
+    case TimerKind::kResumeApp: BackToForeground(timer.turn, now); break;
   }
+}
+
+void ContentionSession::Trim(int32_t level) {
+  if (level <= 0) return;
+  if (Status s = sink_.TrimMemory(static_cast<TrimLevel>(level)); !s.ok() && run_.error.empty()) {
+    run_.error = s.ToString();
+  }
+}
+
+bool ContentionSession::LeavesAfter(int32_t turn) const {
+  const std::vector<int32_t>& r = config_.return_turns;
+  return turn == config_.lifecycle_after_turn || std::binary_search(r.begin(), r.end(), turn + 1);
+}
+
+void ContentionSession::ToBackground(int32_t next_turn, double now) {
+  // RESUMED -> STARTED -> CREATED, what Android sends as the UI goes away,
+  // and back later.
+  Lifecycle(LifecycleEvent::kOnPause);
+  Lifecycle(LifecycleEvent::kOnStop);
+  Trim(config_.hide_trim_level);
+  Excursion e;
+  e.at_stop = MarkFrom(sink_.Stats(), now);
+  e.return_turn = next_turn;
+  run_.excursions.push_back(e);
+  if (!run_.had_lifecycle) run_.at_stop = e.at_stop;
+  run_.had_lifecycle = true;
+  if (config_.deep_trim_level > 0) timers_.push_back({now + config_.background_s / 2, TimerKind::kDeepTrim, next_turn, 0});
+  timers_.push_back({now + config_.background_s, TimerKind::kResumeApp, next_turn, 0});
+}
+
+void ContentionSession::BackToForeground(int32_t turn, double now) {
+  Lifecycle(LifecycleEvent::kOnStart);
+  Lifecycle(LifecycleEvent::kOnResume);
+  Excursion& e = run_.excursions.back();
+  e.at_resume = MarkFrom(sink_.Stats(), now);
+  if (run_.first_turn_after_resume < 0) {
+    run_.at_resume = e.at_resume;
+    run_.first_turn_after_resume = turn;
+  }
+  // The user types after coming back: the turn's own think time, not zero.
+  ScheduleTurn(turn, now);
 }
 
 void ContentionSession::Submit(TaskRequest request, TaskKind kind, int32_t turn) {
@@ -96,15 +128,7 @@ void ContentionSession::Submit(TaskRequest request, TaskKind kind, int32_t turn)
 }
 
 void ContentionSession::SubmitChat(int32_t turn) {
-  const TurnPlan& plan = workload_.turns[static_cast<size_t>(turn)];
-  TaskRequest r;
-  r.tier = Tier::kForegroundChat;
-  r.system_prompt = workload_.system_prompt;
-  r.messages = {{"user", workload_.user_texts[static_cast<size_t>(plan.user_text)]}};
-  r.max_tokens = config_.answer_tokens;
-  r.sampling.temperature = 0.8f;
-  r.sampling.seed = config_.seed * 1000 + static_cast<uint64_t>(turn);
-  Submit(std::move(r), TaskKind::kChat, turn);
+  Submit(ChatTurnRequest(workload_, config_, turn), TaskKind::kChat, turn);
 }
 
 void ContentionSession::SubmitSide(int32_t turn, int32_t side) {
@@ -168,13 +192,8 @@ void ContentionSession::ChatDone(int32_t turn, double now) {
     Close(now);
     return;
   }
-  if (turn == config_.lifecycle_after_turn) {
-    // To the background: RESUMED -> STARTED -> CREATED, and back later.
-    Lifecycle(LifecycleEvent::kOnPause);
-    Lifecycle(LifecycleEvent::kOnStop);
-    run_.had_lifecycle = true;
-    run_.at_stop = MarkFrom(sink_.Stats(), now);
-    timers_.push_back({now + config_.background_s, TimerKind::kResumeApp, next, 0});
+  if (LeavesAfter(turn)) {
+    ToBackground(next, now);
     return;
   }
   ScheduleTurn(next, now);

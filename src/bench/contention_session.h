@@ -45,7 +45,7 @@ class ContentionSession {
   static constexpr double kNever = std::numeric_limits<double>::infinity();
 
  private:
-  enum class TimerKind { kTurn, kSide, kResumeApp, kLowMemory };
+  enum class TimerKind { kTurn, kSide, kResumeApp, kLowMemory, kDeepTrim };
   struct Timer {
     double at = 0.0;
     TimerKind kind = TimerKind::kTurn;
@@ -60,6 +60,10 @@ class ContentionSession {
   void SubmitDoc();
   void Submit(TaskRequest request, TaskKind kind, int32_t turn);
   void Lifecycle(LifecycleEvent event);
+  void Trim(int32_t level);
+  bool LeavesAfter(int32_t turn) const;
+  void ToBackground(int32_t next_turn, double now);
+  void BackToForeground(int32_t turn, double now);
   void ChatDone(int32_t turn, double now);
   void Close(double now);
 

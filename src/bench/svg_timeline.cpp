@@ -78,10 +78,13 @@ std::string Panel(const ArmRun& run, const Geometry& g, double y, double axis_s)
   out += "<text x=\"4\" y=\"" + Num(y + 14) + "\" font-size=\"12\" font-weight=\"bold\">" + ArmName(run.arm) + "</text>\n";
   const double rows_top = y + kPanelHeaderPx;
   const double rows_h = g.row_px * static_cast<double>(run.tasks.size());
-  if (run.had_lifecycle && run.at_resume.time > run.at_stop.time) {
-    out += Rect(g.X(run.start, run.at_stop.time), g.X(run.start, run.at_resume.time), rows_top, rows_h,
+  for (size_t i = 0; i < run.excursions.size(); ++i) {
+    const Excursion& e = run.excursions[i];
+    if (e.at_resume.time <= e.at_stop.time) continue;
+    out += Rect(g.X(run.start, e.at_stop.time), g.X(run.start, e.at_resume.time), rows_top, rows_h,
                 "fill=\"#9467bd\" opacity=\"0.12\"");
-    out += "<text x=\"" + Num(g.X(run.start, run.at_stop.time) + 2) + "\" y=\"" + Num(y + 14) +
+    if (i != 0) continue;  // one label: many excursions' labels would overlap
+    out += "<text x=\"" + Num(g.X(run.start, e.at_stop.time) + 2) + "\" y=\"" + Num(y + 14) +
            "\" fill=\"#9467bd\">app in background (ON_STOP → ON_RESUME)</text>\n";
   }
   for (int s = 0; s <= static_cast<int>(axis_s); s += axis_s > 40 ? 10 : 5) {

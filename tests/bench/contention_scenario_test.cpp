@@ -94,6 +94,16 @@ void ExpectConsistent(const ArmRun& run, const ScenarioConfig& c) {
     EXPECT_LE(run.at_stop.time, run.at_resume.time);
     EXPECT_GE(run.first_turn_after_resume, 1);
   }
+  // Every arm goes away before the same turns: its block's.
+  std::vector<int32_t> returned;
+  for (const Excursion& e : run.excursions) {
+    EXPECT_LE(e.at_stop.time, e.at_resume.time);
+    returned.push_back(e.return_turn);
+  }
+  std::vector<int32_t> want = c.return_turns;
+  if (c.lifecycle_after_turn >= 0 && run.arm != Arm::kSolo) want.insert(want.begin(), c.lifecycle_after_turn + 1);
+  if (run.arm == Arm::kSolo) want.clear();
+  EXPECT_EQ(returned, want);
 }
 
 void ExpectOrdered(const Percentiles& p) {
@@ -152,9 +162,14 @@ void ExpectReport(const InterleavedRuns& runs, const ScenarioConfig& c, Timing t
   }
   const ContentionReport report = ReportFrom(c, kArms, runs);
   EXPECT_GT(report.calibration.solo_tokens_per_s, 0);
-  int lifecycle_blocks = 0;
+  int lifecycle_blocks = 0, want_blocks = 0;
   for (const ArmRun& r : runs.blocks[0]) lifecycle_blocks += r.had_lifecycle ? 1 : 0;
-  EXPECT_EQ(lifecycle_blocks, c.lifecycle_after_turn >= 0 ? 1 : 0);
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t first = b * static_cast<size_t>(c.block_turns);
+    const ScenarioConfig bc = BlockConfig(c, first, std::min<size_t>(c.block_turns, c.turns - first));
+    want_blocks += bc.lifecycle_after_turn >= 0 || !bc.return_turns.empty() ? 1 : 0;
+  }
+  EXPECT_EQ(lifecycle_blocks, want_blocks);
   std::vector<ArmRun> firsts;
   size_t first_block_tasks = 0;
   for (size_t i = 0; i < kArms.size(); ++i) {
