@@ -118,7 +118,8 @@ void ContentionSession::Submit(TaskRequest request, TaskKind kind, int32_t turn)
   Result<TaskId> id = sink_.Submit(std::move(request));
   if (!id.ok()) {
     if (run_.error.empty()) run_.error = std::string(TaskKindName(kind)) + ": " + id.status().ToString();
-    if (kind == TaskKind::kChat) Close(run_.start);  // the closed loop cannot go on
+    // The closed loop cannot go on; nor can the calibration, which is one document.
+    if (kind == TaskKind::kChat || (kind == TaskKind::kDoc && run_.arm == Arm::kSolo)) Close(run_.start);
     return;
   }
   record.id = *id;

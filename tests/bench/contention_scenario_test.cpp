@@ -310,6 +310,25 @@ TEST(ContentionScenario, EveryArmOnTheFakeEngineIsConsistentAndDeterministic) {
   }
 }
 
+// A document the model's context cannot take is refused at submission: the
+// indexer-alone calibration ends at once (it would wait forever for a
+// document that never ran) and the error says why.
+TEST(ContentionScenario, ADocumentOverTheContextEndsTheRunWithTheError) {
+  ScenarioConfig c = ShortConfig();
+  c.turns = 2;
+  c.block_turns = 2;
+  c = Resolve(c);
+  FakeEngineOptions small;
+  small.context_length = c.doc_instruction_tokens + c.doc_tokens / 2;
+  FakeEngine tokenizer(small);
+  Result<Workload> w = BuildWorkload(c, tokenizer);
+  ASSERT_TRUE(w.ok());
+  Result<InterleavedRuns> runs = RunVirtual(c, *w, small);
+  ASSERT_FALSE(runs.ok());
+  // The document's own refusal, not a calibration left waiting ("stuck").
+  EXPECT_EQ(runs.status().code(), StatusCode::kOutOfRange) << runs.status().ToString();
+}
+
 // --indexers N: every arm with chat starts N documents at once, and keeps N
 // in flight; the solo calibration still measures one.
 TEST(ContentionScenario, IndexersKeepThatManyDocumentsInFlight) {
