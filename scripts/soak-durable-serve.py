@@ -26,6 +26,9 @@ def requests():
              "seed": 100 + i, "durable": True} for i in range(TASKS)]
 
 
+LIVE = []  # every server started, so that none outlives the script
+
+
 class Server:
     def __init__(self, args, snapshot_dir, fault=None):
         env = dict(os.environ)
@@ -35,6 +38,7 @@ class Server:
         self.proc = subprocess.Popen([args.valet, "serve", "-m", args.model, "--port", "0", "-t", "1",
                                       "--snapshot-dir", snapshot_dir],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        LIVE.append(self)
         self.port = None
         for line in self.proc.stdout:  # recovery lines, then the listening line
             m = re.search(r"listening on \S*:(\d+)", line) or re.search(r":(\d+) ", line)
@@ -153,6 +157,8 @@ def main():
                         final.call("GET", f"/v1/tasks/{i}")[0] == 404 for i in ids)
         final.kill()
     finally:
+        for server in LIVE:
+            server.kill()
         shutil.rmtree(root, ignore_errors=True)
     lost = sum(s is None for s in survived)
     mismatched = sum(s is not None and s != e for s, e in zip(survived, expected))

@@ -33,6 +33,7 @@ struct Scheduler::Impl {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
     PreparedTask task;  // kSubmit
+    std::optional<TaskJournal> journal;  // kSubmit: a durable task's, created by Submit
     LifecycleEvent event = LifecycleEvent::kOnCreate;
     ThermalStatus thermal = ThermalStatus::kNone;
     float headroom = -1.0f;
@@ -209,7 +210,7 @@ void Scheduler::Impl::Apply(Command& command) {
   switch (command.kind) {
     case CommandKind::kSubmit:
       // A failure was reported through on_done (the task ended FAILED).
-      (void)core.Admit(command.id, std::move(command.task)).ok();
+      (void)core.Admit(command.id, std::move(command.task), std::move(command.journal)).ok();
       break;
     case CommandKind::kCancel:
       // Cancel was checked when posted; the task may have finished since.
@@ -321,9 +322,13 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
   const Status durable = impl_->core.CheckDurable(request);
   Result<PreparedTask> prepared =
       durable.ok() ? impl_->core.preparer().Prepare(std::move(request)) : Result<PreparedTask>(durable);
-  if (!prepared.ok()) {
+  // A durable task is journaled before Submit returns: from then on the app
+  // (or an HTTP client told 202) may rely on it surviving a kill.
+  Result<std::optional<TaskJournal>> journal =
+      prepared.ok() ? impl_->core.StartJournal(prepared->request) : Result<std::optional<TaskJournal>>(prepared.status());
+  if (!journal.ok()) {
     impl_->core.recorder().UpdateStats([](SchedulerStats& st) { ++st.rejected; });
-    return prepared.status();
+    return journal.status();
   }
   Impl* impl = impl_.get();
   const Tier tier = prepared->request.tier;
@@ -332,7 +337,10 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
   {
     // Registering under the inbox lock keeps id order equal to arrival order.
     std::lock_guard<std::mutex> lock(impl->mu);
-    if (impl->phase != Impl::Phase::kRunning) return InvalidArgument("the scheduler is stopped");
+    if (impl->phase != Impl::Phase::kRunning) {
+      if (*journal) (void)RemoveJournal((*journal)->path()).ok();  // never accepted
+      return InvalidArgument("the scheduler is stopped");
+    }
     id = impl->core.recorder().Register(tier, submitted);
     ++impl->outstanding;
     impl->unfinished.insert(id);
@@ -343,6 +351,7 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
     if (tier == Tier::kForegroundChat) impl->chat_arrived.store(true, std::memory_order_relaxed);
     if (tier <= Tier::kInlineSuggestion) impl->chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
     command.task = std::move(prepared).value();
+    command.journal = std::move(journal).value();
     impl->inbox.push_back(std::move(command));
   }
   impl->work_cv.notify_one();

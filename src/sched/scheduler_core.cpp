@@ -46,19 +46,21 @@ Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
   return id;
 }
 
-Status SchedulerCore::Admit(TaskId id, PreparedTask prepared) {
+Status SchedulerCore::Admit(TaskId id, PreparedTask prepared, std::optional<TaskJournal> journal) {
   Result<int32_t> max_tokens = FitPool(prepared);
-  Result<std::optional<TaskJournal>> journal =
-      max_tokens.ok() ? StartJournal(prepared.request) : Result<std::optional<TaskJournal>>(max_tokens.status());
-  if (journal.ok()) {
-    Enqueue(id, std::move(prepared), *max_tokens, std::move(journal).value());
+  if (max_tokens.ok()) {
+    Enqueue(id, std::move(prepared), *max_tokens, std::move(journal));
     Deliver();
     return Status::Ok();
   }
-  // Found too large (or not journaled) after an id was handed out: the task ends FAILED, visibly.
-  FailRegistered(id, prepared.request.callbacks, journal.status(), prepared.request.durable_key);
+  // Found too large after an id was handed out: the task ends FAILED, visibly,
+  // and a durable one's journal says so until the app acknowledges it.
+  if (journal && !journal->MarkDone({TaskState::kFailed, StopReason::kNone, max_tokens.status().message()}).ok()) {
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  }
+  FailRegistered(id, prepared.request.callbacks, max_tokens.status(), prepared.request.durable_key);
   Deliver();
-  return journal.status();
+  return max_tokens.status();
 }
 
 void SchedulerCore::FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status,

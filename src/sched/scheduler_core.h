@@ -54,11 +54,15 @@ class SchedulerCore {
 
   // Prepares (preparer()) and admits; errors leave no trace but the rejected counter.
   Result<TaskId> Submit(TaskRequest request);
-  // For the threaded wrapper, which prepared the task on the submitting
-  // thread: `id` came from recorder().Register. A task too large for the KV
-  // pool even alone ends FAILED here, with on_done called, and the error is
-  // returned.
-  Status Admit(TaskId id, PreparedTask prepared);
+  // For the threaded wrapper, which prepared the task (and created a durable
+  // task's journal, StartJournal) on the submitting thread: `id` came from
+  // recorder().Register. A task too large for the KV pool even alone ends
+  // FAILED here, with on_done called (and its journal's Done record), and the
+  // error is returned.
+  Status Admit(TaskId id, PreparedTask prepared, std::optional<TaskJournal> journal);
+  // A new journal for a durable request (its key made up when empty); none
+  // otherwise. Once it returns, a kill can no longer lose the task.
+  Result<std::optional<TaskJournal>> StartJournal(TaskRequest& request) const;
   // NotFound for an unknown id, InvalidArgument for a finished task. A
   // cancelled durable task's journal is removed.
   Status Cancel(TaskId id);
@@ -127,8 +131,6 @@ class SchedulerCore {
   void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal = {});
   // Ends a registered task that never ran: FAILED, through its callbacks.
   void FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
-  // A new journal for a durable request (its key made up when empty); none otherwise.
-  Result<std::optional<TaskJournal>> StartJournal(TaskRequest& request) const;
   JournalIdentity journal_identity() const { return {ValetVersionString(), options_.model_fingerprint}; }
   // Registers an unfinished journaled task (r.id) and enqueues it where its
   // journal ends; one it cannot resume ends FAILED (r.state, r.error).

@@ -78,7 +78,9 @@ SchedulerCore::Activation SchedulerCore::OpenSequence(Task& task, const std::vec
   task.seq_open = true;
   task.active = true;
   if (task.restore_checkpoint) RestoreCheckpoint(task);
-  if (task.tier == Tier::kForegroundChat && !task.spec.shared_prefix.empty()) foreground_prefix_ = task.spec.shared_prefix;
+  if (task.tier == Tier::kForegroundChat && !task.spec.shared_prefix.empty()) {
+    foreground_prefix_ = task.spec.shared_prefix;
+  }
   if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) {
     task.pending_recompute = info->pending_recompute;
     recorder_.SetCachedPromptTokens(task.id, info->n_cached);

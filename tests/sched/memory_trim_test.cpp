@@ -167,7 +167,8 @@ TEST(MemoryTrim, TheChatsSystemPromptGoesLastAndComesBackAtOnStart) {
   EXPECT_EQ(h.core.recorder().Stats().prefix_warm_tokens, prefix);
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnResume).ok());
   const TaskId third = chat(7);
-  EXPECT_EQ(h.out[third].result->metrics.cached_prompt_tokens, prefix) << "the turn after the return re-prefills nothing";
+  EXPECT_EQ(h.out[third].result->metrics.cached_prompt_tokens, prefix)
+      << "the turn after the return re-prefills nothing";
   EXPECT_EQ(h.core.recorder().Stats().failed, 0);
 }
 

@@ -5,10 +5,13 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <mutex>
 #include <set>
 #include <thread>
 
+#include "common/private_files.h"
+#include "sched/task_journal.h"
 #include "sched_test_util.h"
 
 namespace valet {
@@ -295,6 +298,54 @@ TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
   s->WaitIdle();
   EXPECT_EQ(engine.threads(), std::set<std::thread::id>{std::this_thread::get_id()});
   EXPECT_EQ(s->Stats().done, 2);
+}
+
+// A durable task is journaled before Submit returns, on the submitting
+// thread: with the inference thread held inside a step, its journal is
+// already on disk, so a kill right after Submit (an HTTP 202) loses nothing.
+TEST(SchedulerThreaded, ADurableTaskIsJournaledBeforeSubmitReturns) {
+  FakeEngine engine;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_step = false, release = false;
+  engine.set_step_hook([&](std::span<const StepItem>) {
+    std::unique_lock<std::mutex> lock(mu);
+    in_step = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return Status::Ok();
+  });
+  Result<std::string> dir = MakeScratchDirectory("valet-threaded-durable-");
+  ASSERT_TRUE(dir.ok());
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  o.durable_dir = *dir + "/tasks";
+  o.model_fingerprint = "fake";
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  Sink sink;
+  TaskRequest first = Req(Tier::kOfflineIndexing, "background", 4);
+  sink.Attach(first);
+  ASSERT_TRUE(s->Submit(std::move(first)).ok());
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_step; });
+  }
+  TaskRequest durable = Req(Tier::kOfflineIndexing, "index me", 4);
+  durable.durable = true;
+  durable.durable_key = "doc-1";
+  sink.Attach(durable);
+  ASSERT_TRUE(s->Submit(std::move(durable)).ok());
+  EXPECT_TRUE(std::filesystem::exists(JournalPath(o.durable_dir, "doc-1")));
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  s->WaitIdle();
+  EXPECT_EQ(s->Stats().done, 2);
+  EXPECT_TRUE(s->Ack("doc-1").ok());
+  s.reset();
+  std::filesystem::remove_all(*dir);
 }
 
 TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
