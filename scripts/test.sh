@@ -5,9 +5,10 @@
 # an Android app ships built as the NDK would and checked (16 KB pages, JNI
 # version, dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
-# a one-minute soak of valet serve, and the GGUF reader, chat-template and
-# HTTP server fuzzers for 60 seconds each. VALET_TEST_QUICK=1 skips Bochs, the
-# sanitizer builds, the soak and the fuzzers.
+# a one-minute soak of valet serve, a kill soak of its durable tasks, and
+# the GGUF reader, chat-template and HTTP server fuzzers for 60 seconds each.
+# VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds, the soaks and the
+# fuzzers.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
@@ -73,6 +74,13 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   mkdir -p "$VALET_ROOT/build/models"
   [ -f "$soak_model" ] || "$VALET_ROOT/build/tools/valet" synth-model --preset tiny -o "$soak_model" >/dev/null
   python3 "$VALET_ROOT/scripts/soak-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" --seconds 60
+
+  # Durable tasks over HTTP: valet serve SIGKILLed 20 times (from outside, mid
+  # journal append, between a KV checkpoint's write and its rename), every
+  # task's result equal to an uninterrupted server's (about 10 s).
+  stage "soak: durable tasks through 20 kills of valet serve"
+  python3 "$VALET_ROOT/scripts/soak-durable-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" \
+    --kills 20
 
   stage "fuzzing: GGUF reader, chat templates, HTTP server (60 s each)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 60
