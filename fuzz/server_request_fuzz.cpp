@@ -1,8 +1,8 @@
 // libFuzzer target for the HTTP server: any input is the bytes a client
 // sends on one connection. They go through the transport's request parser;
 // every request it completes (up to four, pipelined) goes through the whole
-// server handler (routing, JSON parsing, submission, the task's callbacks)
-// over the deterministic fake engine. Oracles: each request gets exactly one
+// server handler (routing, JSON parsing, submission, the task's callbacks,
+// durable tasks' journals) over the deterministic fake engine. Oracles: each request gets exactly one
 // reply, in a legal order of operations (a whole reply, or a stream head,
 // pieces and an end), every JSON body and every stream event is valid JSON,
 // and nothing crashes or hangs.
@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/private_files.h"
 #include "sched/fake_engine.h"
 #include "server/api_router.h"
 #include "server/http/request_parser.h"
@@ -82,12 +83,20 @@ class CheckingSink final : public valet::http::ExchangeSink {
 
 struct Harness {
   Harness() : engine(EngineOptions()) {
+    // Durable tasks too: their journals go to a scratch directory, within a
+    // small budget (a full one is a 507 the fuzzer reaches as well).
+    const std::string dir = valet::MakeScratchDirectory("valet-fuzz-durable-").value() + "/tasks";
     valet::SchedulerOptions so;
     so.clock = engine.ClockFunction();
+    so.durable_dir = dir;
+    so.model_fingerprint = "fuzz";
+    so.durable_disk_budget_bytes = 4u << 20;
     scheduler = std::move(valet::Scheduler::Create(engine, so)).value();
     valet::ServerOptions o;
     o.model_name = "fuzz";
     o.defaults.vocab_size = 512;
+    o.durable.dir = dir;
+    o.durable.model_fingerprint = so.model_fingerprint;
     ctx = std::make_shared<valet::ServerContext>(*scheduler, engine, o);
     router = std::make_unique<valet::ApiRouter>(ctx, control, requests);
   }

@@ -48,6 +48,9 @@ seed POST /v1/completions '{"prompt":"text","max_tokens":2,"stream":true}' compl
 seed POST /v1/lifecycle '{"event":"ON_PAUSE"}' lifecycle
 seed POST /tokenize '{"content":"hello","add_special":true}' tokenize
 seed GET /v1/tasks '' tasks
+seed POST /v1/completions '{"prompt":"text","max_tokens":2,"durable":true,"durable_key":"k-1"}' durable
+seed GET /v1/tasks/k-1/result '' durable-result
+seed DELETE /v1/tasks/k-1 '' durable-delete
 printf 'POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\nF\r\nmpt":"a","n":1}\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n' >"$server_seeds/chunked-pipelined"
 echo "== HTTP server, ${seconds} s"
 "$build/fuzz/server_request_fuzz" \
