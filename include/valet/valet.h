@@ -326,7 +326,9 @@ void valet_destroy(valet_scheduler* scheduler);
  * request is refused here: VALET_INVALID_ARGUMENT, or VALET_OUT_OF_RANGE for
  * a prompt plus max_tokens over the context. Only a task too large for the KV
  * pool even alone is accepted and then ends FAILED (VALET_RESOURCE_EXHAUSTED,
- * through on_done). */
+ * through on_done). A durable task's journal is on the device when this
+ * returns VALET_OK; VALET_RESOURCE_EXHAUSTED here means the durable directory
+ * is at valet_params.durable_disk_budget_bytes. */
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
 /* VALET_NOT_FOUND for an unknown id, VALET_INVALID_ARGUMENT for a finished task. */
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);
