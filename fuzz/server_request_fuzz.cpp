@@ -9,6 +9,8 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -85,7 +87,9 @@ struct Harness {
   Harness() : engine(EngineOptions()) {
     // Durable tasks too: their journals go to a scratch directory, within a
     // small budget (a full one is a 507 the fuzzer reaches as well).
-    const std::string dir = valet::MakeScratchDirectory("valet-fuzz-durable-").value() + "/tasks";
+    static const std::string scratch = valet::MakeScratchDirectory("valet-fuzz-durable-").value();
+    std::atexit([] { std::filesystem::remove_all(scratch); });
+    const std::string dir = scratch + "/tasks";
     valet::SchedulerOptions so;
     so.clock = engine.ClockFunction();
     so.durable_dir = dir;
