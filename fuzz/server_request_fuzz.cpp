@@ -88,7 +88,10 @@ struct Harness {
     // Durable tasks too: their journals go to a scratch directory, within a
     // small budget (a full one is a 507 the fuzzer reaches as well).
     static const std::string scratch = valet::MakeScratchDirectory("valet-fuzz-durable-").value();
-    std::atexit([] { std::filesystem::remove_all(scratch); });
+    std::atexit([] {
+      std::error_code ec;
+      std::filesystem::remove_all(scratch, ec);
+    });
     const std::string dir = scratch + "/tasks";
     valet::SchedulerOptions so;
     so.clock = engine.ClockFunction();
