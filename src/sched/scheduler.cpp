@@ -319,11 +319,10 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
   // Preparation is part of the wait the caller sees (TTFT counts it).
   const double submitted = impl_->core.Now();
   // Here, on the caller's thread: the inference thread only queues the result.
-  const Status durable = impl_->core.CheckDurable(request);
-  Result<PreparedTask> prepared =
-      durable.ok() ? impl_->core.preparer().Prepare(std::move(request)) : Result<PreparedTask>(durable);
-  // A durable task is journaled before Submit returns: from then on the app
-  // (or an HTTP client told 202) may rely on it surviving a kill.
+  Result<PreparedTask> prepared = impl_->core.preparer().Prepare(std::move(request));
+  // A durable task is checked (CheckDurable) and journaled before Submit
+  // returns: from then on the app (or an HTTP client told 202) may rely on it
+  // surviving a kill.
   Result<std::optional<TaskJournal>> journal =
       prepared.ok() ? impl_->core.StartJournal(prepared->request) : Result<std::optional<TaskJournal>>(prepared.status());
   if (!journal.ok()) {

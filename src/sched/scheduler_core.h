@@ -76,9 +76,6 @@ class SchedulerCore {
   Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {});
   Status Ack(const std::string& durable_key);
   void DetachJournals();
-  // Whether a durable request can be journaled here (its key made up when
-  // empty); any thread (it reads only the options).
-  Status CheckDurable(TaskRequest& request) const;
   Status OnLifecycleEvent(LifecycleEvent event);
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
@@ -131,6 +128,9 @@ class SchedulerCore {
   void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal = {});
   // Ends a registered task that never ran: FAILED, through its callbacks.
   void FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
+  // Whether a durable request can be journaled here (its key made up when
+  // empty, the directory under its disk budget); any thread.
+  Status CheckDurable(TaskRequest& request) const;
   JournalIdentity journal_identity() const { return {ValetVersionString(), options_.model_fingerprint}; }
   // Registers an unfinished journaled task (r.id) and enqueues it where its
   // journal ends; one it cannot resume ends FAILED (r.state, r.error).

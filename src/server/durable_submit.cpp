@@ -59,18 +59,24 @@ std::string AcceptedBody(const std::string& key, TaskState state) {
   return body.dump();
 }
 
-// Runs on the inference thread, before the recovered task runs: registers it
-// with its request's endpoint and stop strings, read from its journal.
-TaskCallbacks OnRecovered(const std::shared_ptr<ServerContext>& ctx, const RecoveredTask& r) {
+// A recovered task's entry: its request's endpoint and stop strings come
+// from its journal.
+DurableEntry RecoveredEntry(const ServerContext& ctx, const RecoveredTask& r) {
   DurableEntry e;
   e.key = r.durable_key;
-  e.id = r.id;
   e.tier = r.tier;
-  e.tokens = r.tokens;
-  if (Result<JournalContents> c = ctx->durable->Read(r.durable_key); c.ok()) {
+  if (Result<JournalContents> c = ctx.durable->Read(r.durable_key); c.ok()) {
     e.endpoint = EndpointOf(c->request);
     e.stop = c->request.stop;
   }
+  return e;
+}
+
+// Runs on the inference thread, before the recovered task runs: registers it.
+TaskCallbacks OnRecovered(const std::shared_ptr<ServerContext>& ctx, const RecoveredTask& r) {
+  DurableEntry e = RecoveredEntry(*ctx, r);
+  e.id = r.id;
+  e.tokens = r.tokens;
   std::shared_ptr<TaskSlot> slot =
       ctx->tasks.Reserve(r.tier, std::numeric_limits<int>::max(), EndpointName(e.endpoint));
   if (slot) ctx->tasks.Record(*slot, r.id);
@@ -80,16 +86,10 @@ TaskCallbacks OnRecovered(const std::shared_ptr<ServerContext>& ctx, const Recov
 
 // A task that had ended before this run: listed until its DELETE.
 void AddEnded(ServerContext& ctx, const RecoveredTask& r) {
-  DurableEntry e;
-  e.key = r.durable_key;
-  e.tier = r.tier;
+  DurableEntry e = RecoveredEntry(ctx, r);
   e.state = r.state;
   e.stop_reason = r.stop_reason;
   e.error = r.error;
-  if (Result<JournalContents> c = ctx.durable->Read(r.durable_key); c.ok()) {
-    e.endpoint = EndpointOf(c->request);
-    e.stop = c->request.stop;
-  }
   ctx.durable_tasks.AddRecovered(std::move(e));
 }
 
