@@ -49,6 +49,7 @@ Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& op
   VALET_ASSIGN_OR_RETURN(e->engine_, Engine::Open(options.engine));
   VALET_ASSIGN_OR_RETURN(e->store_, SnapshotStore::Create(options.store));
   e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());
+  if (options.prefix_spill_max_rank >= 0) e->cache_->EnableSpill(*e->store_, options.prefix_spill_max_rank);
   if (options.calibrate) e->Calibrate();
   return e;
 }

@@ -36,6 +36,10 @@ struct RealEngineOptions {
   bool calibrate = true;
   // Keep the logits each sampling item was sampled from (tests, diagnostics).
   bool keep_logits = false;
+  // Cached prefixes of SequenceSpec::prefix_rank up to this that the pool
+  // reclaims are spilled to the snapshot store and copied back when matched
+  // (PrefixCache::EnableSpill): 0, the foreground chat's; -1: none.
+  int32_t prefix_spill_max_rank = 0;
 };
 
 // Per-kind counters of everything parked and resumed so far.

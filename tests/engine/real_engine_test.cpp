@@ -238,6 +238,47 @@ void ExpectSameContinuation(const Trace& t, const Trace& ref, const std::string&
   }
 }
 
+// The pool takes the chat's cached system prompt back for other work; the
+// next sequence with that prompt copies the spilled blocks back instead of
+// recomputing them, and continues with bit-identical logits.
+TEST_P(RealEngineTest, AReclaimedSystemPromptComesBackFromItsSpillBitExactly) {
+  std::unique_ptr<RealEngine> e = Open();
+  ASSERT_TRUE(e);
+  const int32_t n_vocab = e->engine().model().config().n_vocab;
+  const std::vector<int32_t> system = Tokens(21, 1, n_vocab), prompt = Tokens(9, 2, n_vocab);
+  auto turn = [&](int32_t* recomputed) {
+    SequenceId id = *e->OpenSequence({system, Greedy()});
+    *recomputed = e->Info(id)->pending_recompute;
+    Recompute(*e, id, kChunk);
+    StepItem item{id, prompt, 0, true};
+    EXPECT_TRUE(e->Step({&item, 1}).ok());
+    std::span<const float> l = e->last_logits(id);
+    std::vector<float> logits(l.begin(), l.end());
+    EXPECT_TRUE(e->CloseSequence(id).ok());
+    return logits;
+  };
+  int32_t recomputed = 0;
+  const std::vector<float> ref = turn(&recomputed);
+  ASSERT_EQ(recomputed, 21);
+
+  const MemoryBudgets roomy = e->memory_budgets();
+  ASSERT_TRUE(e->SetMemoryBudgets({e->KvBytesFor(64), roomy.snapshot_ram_bytes}).ok());
+  SequenceId other = *e->OpenSequence({});
+  const std::vector<int32_t> t = Tokens(8, 7, n_vocab);
+  for (int i = 0; i < 16 && e->prefix_cache().spills() == 0; ++i) {
+    StepItem item{other, t, 0, false};
+    ASSERT_TRUE(e->Step({&item, 1}).ok()) << "the prefix goes before the pool is full";
+  }
+  ASSERT_GT(e->prefix_cache().spills(), 0);
+  ASSERT_TRUE(e->CloseSequence(other).ok());
+  ASSERT_TRUE(e->SetMemoryBudgets(roomy).ok());
+
+  const std::vector<float> again = turn(&recomputed);
+  EXPECT_EQ(recomputed, 0) << "copied back, not recomputed";
+  EXPECT_GT(e->prefix_cache().restores(), 0);
+  ASSERT_EQ(again, ref);
+}
+
 TEST_P(RealEngineTest, EvictionRecomputesTheSameContinuation) {
   const Trace ref = Run(Greedy(), {});
   for (ParkKind kind : {ParkKind::kPartial, ParkKind::kFull}) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <span>
+#include <string_view>
 #include <vector>
 
 namespace valet {
@@ -123,6 +125,107 @@ TEST(PrefixCacheTest, EvictsHigherRanksBeforeRecency) {
   EXPECT_EQ(cache.Match(chat, 0).n_tokens, 8) << "rank 2 goes entirely before rank 0 starts";
   EXPECT_TRUE(cache.EvictOne(0));
   EXPECT_EQ(cache.Match(chat, 0).n_tokens, 4);
+}
+
+std::unique_ptr<SnapshotStore> RamStore() {
+  SnapshotStoreOptions o;
+  o.ram_budget_bytes = 1u << 20;
+  o.warn = [](std::string_view) {};
+  return std::move(SnapshotStore::Create(o).value());
+}
+
+// Distinct bytes in every block of a sequence, so a copy back is checkable.
+std::vector<std::vector<uint8_t>> Fill(KvPool& pool, const KvSequence& seq, uint8_t seed) {
+  std::vector<std::vector<uint8_t>> bytes;
+  for (KvBlockId b : seq.blocks()) {
+    uint8_t* data = pool.block_data(b);
+    for (size_t i = 0; i < pool.layout().block_bytes(); ++i) data[i] = static_cast<uint8_t>(seed + 7 * i + b);
+    bytes.emplace_back(data, data + pool.layout().block_bytes());
+  }
+  return bytes;
+}
+
+// What the pool reclaims of the chat's prefix (rank 0) is spilled, and comes
+// back byte for byte once there is room; a background prefix is just lost.
+TEST(PrefixCacheTest, ReclaimedForegroundPrefixesAreSpilledAndCopiedBackWhenThereIsRoom) {
+  auto pool = MakePool(6);
+  auto store = RamStore();
+  PrefixCache cache(*pool);
+  cache.EnableSpill(*store, 0);
+  const std::vector<int32_t> chat = Tokens(8, 1), index = Tokens(8, 50);
+  std::vector<std::vector<uint8_t>> chat_bytes;
+  {
+    KvSequence a(*pool), b(*pool);
+    Prefill(a, 8);
+    Prefill(b, 8);
+    chat_bytes = Fill(*pool, a, 3);
+    cache.Insert(chat, a, 0);
+    cache.Insert(index, b, 3);
+  }
+  KvSequence big(*pool);
+  Prefill(big, 24);  // every block: both prefixes are reclaimed
+  EXPECT_EQ(cache.n_blocks(), 0);
+  EXPECT_EQ(cache.spills(), 2) << "the chat's two blocks; the background's are dropped";
+  EXPECT_EQ(cache.spilled_bytes(), 2 * pool->layout().block_bytes());
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 0) << "no free block: nothing comes back, nothing is taken";
+  EXPECT_EQ(big.n_tokens(), 24);
+
+  big.Clear();
+  PrefixMatch m = cache.Match(chat, 0);
+  ASSERT_EQ(m.n_tokens, 8);
+  EXPECT_EQ(cache.restores(), 2);
+  EXPECT_EQ(cache.spilled_bytes(), 0u);
+  EXPECT_EQ(store->ram_bytes(), 0u) << "the store gave the copies back";
+  for (size_t i = 0; i < m.blocks.size(); ++i) {
+    const uint8_t* data = pool->block_data(m.blocks[i]);
+    EXPECT_EQ(std::vector<uint8_t>(data, data + pool->layout().block_bytes()), chat_bytes[i]) << "block " << i;
+  }
+  EXPECT_EQ(cache.Match(index, 3).n_tokens, 0);
+}
+
+// Giving memory back on purpose (EvictOne: trim-memory) spills nothing; a
+// damaged copy is never used, the prefix is then recomputed.
+TEST(PrefixCacheTest, DeliberateDropsDoNotSpillAndADamagedSpillIsNotUsed) {
+  auto pool = MakePool(4);
+  auto store = RamStore();
+  PrefixCache cache(*pool);
+  cache.EnableSpill(*store, 0);
+  const std::vector<int32_t> chat = Tokens(8, 1);
+  auto insert = [&] {
+    KvSequence a(*pool);
+    Prefill(a, 8);
+    Fill(*pool, a, 9);
+    cache.Insert(chat, a, 0);
+  };
+  insert();
+  EXPECT_TRUE(cache.EvictOne(0));
+  EXPECT_TRUE(cache.EvictOne(0));
+  EXPECT_EQ(cache.spills(), 0);
+
+  insert();
+  {
+    KvSequence big(*pool);
+    Prefill(big, 16);
+    ASSERT_EQ(cache.spills(), 2);
+    // The first spill's frame (store keys of spills start at 2^62): the
+    // deeper block, as chains are evicted from their ends.
+    std::span<uint8_t> frame = store->RamFrameForTesting(1ULL << 62);
+    ASSERT_FALSE(frame.empty());
+    frame[frame.size() - 3] ^= 0x10;
+  }
+  EXPECT_EQ(cache.Match(chat, 0).n_tokens, 4) << "the second block's copy is damaged: the chain stops there";
+  EXPECT_EQ(cache.restores(), 1);
+  insert();  // the second block recomputed
+  EXPECT_EQ(cache.spilled_bytes(), 0u);
+
+  {
+    KvSequence big(*pool);
+    Prefill(big, 16);
+  }
+  ASSERT_EQ(cache.spilled_bytes(), 2 * pool->layout().block_bytes());
+  insert();  // recomputed before it was matched: the copies are stale and go
+  EXPECT_EQ(cache.spilled_bytes(), 0u);
+  EXPECT_EQ(store->ram_bytes(), 0u);
 }
 
 TEST(PrefixCacheTest, EvictsTheEndOfAChainBeforeItsStart) {
