@@ -4,8 +4,11 @@
 # valet, ...) so both see the same machine state; prints one markdown table of
 # medians with valet/llama.cpp ratios.
 #
-#   scripts/bench-vs-llamacpp.sh [-t "2 4"] [-r 5] [-p 512] [-n 128] [MODEL.gguf ...]
+#   scripts/bench-vs-llamacpp.sh [-t "2 4"] [-r 5] [-p "64 512"] [-n 128] [MODEL.gguf ...]
 #
+# -p takes prompt sizes: pp64 is a chat turn after a cached system prompt,
+# pp512 a long prompt. Each prefill column has valet's share of this CPU's
+# int8 peak (valet_peak's figure for the kernel table valet runs).
 # Without models it uses the bench preset quantized by llama.cpp's own
 # llama-quantize to Q4_0, Q8_0 and Q4_K_M (made once under build/models/).
 # Needs a built valet (scripts/build.sh) and ../shared/peer/bin.
@@ -16,15 +19,15 @@ PEER="$VALET_ROOT/../shared/peer/bin"
 
 threads="2 $(nproc)"
 reps=5
-n_prompt=512
+prompts="64 512"
 n_gen=128
 while getopts "t:r:p:n:" opt; do
   case "$opt" in
     t) threads="$OPTARG" ;;
     r) reps="$OPTARG" ;;
-    p) n_prompt="$OPTARG" ;;
+    p) prompts="$OPTARG" ;;
     n) n_gen="$OPTARG" ;;
-    *) sed -n '2,11p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,15p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -51,33 +54,52 @@ trap 'rm -f "$results"' EXIT
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
 echo "valet vs llama.cpp: $cpu, $(nproc) cores, $(date -u +%Y-%m-%d), median of $reps alternating runs" >&2
 
+# One valet run per prompt size (decode only with the last; the others pass
+# -n 1); llama-bench does every size and decode in one call.
+last="${prompts##* }"
 for ((rep = 1; rep <= reps; rep++)); do
   for m in "${models[@]}"; do
     for t in $threads; do
       echo "  run $rep/$reps: $(basename "$m") -t $t" >&2
-      "$VALET" bench-engine -m "$m" -t "$t" -p "$n_prompt" -n "$n_gen" --reps 1 --json |
-        python3 -c 'import json,sys; d=json.load(sys.stdin); k=sorted(d); print("valet", sys.argv[1], sys.argv[2], d[[x for x in k if x.startswith("pp")][0]], d[[x for x in k if x.startswith("tg")][0]])' "$m" "$t" >>"$results"
-      "$PEER/llama-bench" -m "$m" -t "$t" -p "$n_prompt" -n "$n_gen" -r 1 -o json 2>/dev/null |
+      for p in $prompts; do
+        n=1
+        [ "$p" = "$last" ] && n="$n_gen"
+        "$VALET" bench-engine -m "$m" -t "$t" -p "$p" -n "$n" --reps 1 --json |
+          python3 -c 'import json,sys
+d=json.load(sys.stdin); p,n=sys.argv[3],sys.argv[4]
+share=(d.get("int8_peak") or {}).get("prefill_share", -1)
+print("valet", sys.argv[1], sys.argv[2], "pp"+p, d["pp"+p+"_tok_s"], share)
+if n!="1": print("valet", sys.argv[1], sys.argv[2], "tg"+n, d["tg"+n+"_tok_s"], -1)' "$m" "$t" "$p" "$n" >>"$results"
+      done
+      "$PEER/llama-bench" -m "$m" -t "$t" -p "$(echo $prompts | tr ' ' ',')" -n "$n_gen" -r 1 -o json 2>/dev/null |
         python3 -c 'import json,sys
-rows=json.load(sys.stdin)
-pp=[r["avg_ts"] for r in rows if r["n_prompt"]>0 and r["n_gen"]==0][0]
-tg=[r["avg_ts"] for r in rows if r["n_gen"]>0 and r["n_prompt"]==0][0]
-print("llama", sys.argv[1], sys.argv[2], pp, tg)' "$m" "$t" >>"$results"
+for r in json.load(sys.stdin):
+    name = "pp%d" % r["n_prompt"] if r["n_gen"] == 0 else "tg%d" % r["n_gen"]
+    print("llama", sys.argv[1], sys.argv[2], name, r["avg_ts"], -1)' "$m" "$t" >>"$results"
     done
   done
 done
 
-python3 - "$results" "$n_prompt" "$n_gen" <<'EOF'
+python3 - "$results" $prompts "$n_gen" <<'EOF'
 import os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    tool, model, threads, pp, tg = line.split()
-    rows.setdefault((model, int(threads)), {}).setdefault(tool, []).append((float(pp), float(tg)))
-pp_name, tg_name = "pp" + sys.argv[2], "tg" + sys.argv[3]
-print(f"| model | threads | valet {pp_name} | llama.cpp {pp_name} | ratio | valet {tg_name} | llama.cpp {tg_name} | ratio |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
-for (model, threads), tools in sorted(rows.items()):
-    med = {k: (statistics.median(p for p, _ in v), statistics.median(t for _, t in v)) for k, v in tools.items()}
-    (vp, vt), (lp, lt) = med["valet"], med["llama"]
-    print(f"| {os.path.basename(model)} | {threads} | {vp:.1f} | {lp:.1f} | {vp / lp:.2f} | {vt:.1f} | {lt:.1f} | {vt / lt:.2f} |")
+    tool, model, threads, test, rate, share = line.split()
+    rows.setdefault((model, int(threads)), {}).setdefault((tool, test), []).append((float(rate), float(share)))
+tests = ["pp" + p for p in sys.argv[2:-1]] + ["tg" + sys.argv[-1]]
+head = "| model | threads |"
+for t in tests:
+    head += f" valet {t} | llama.cpp {t} | ratio |" + (" % of int8 peak |" if t.startswith("pp") else "")
+print(head)
+print("|---|---:|" + "".join("---:|---:|---:|" + ("---:|" if t.startswith("pp") else "") for t in tests))
+for (model, threads), cells in sorted(rows.items()):
+    line = f"| {os.path.basename(model)} | {threads} |"
+    for t in tests:
+        v = statistics.median(r for r, _ in cells[("valet", t)])
+        l = statistics.median(r for r, _ in cells[("llama", t)])
+        line += f" {v:.1f} | {l:.1f} | {v / l:.2f} |"
+        if t.startswith("pp"):
+            share = statistics.median(s for _, s in cells[("valet", t)])
+            line += f" {100 * share:.0f}% |" if share >= 0 else " – |"
+    print(line)
 EOF
