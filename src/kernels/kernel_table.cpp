@@ -151,6 +151,7 @@ KernelTable BuildNeon() {
   t.types[static_cast<uint32_t>(GgmlType::kQ8_0)].from_float = neon::Q8_0FromFloat;
   PatchTiles(t, neon::GemmTile, neon::GemvTile);
   PatchPacked(t, neon::PackedTile);
+  t.attention = neon::Attention;
   return t;
 }
 

@@ -29,6 +29,9 @@ float DotBf16(int64_t n, const void* x, const void* y);
 float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);
 
+// Fused attention (kernels/attention.h), bit-exact with the reference.
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
+
 // Tiles looping this table's vec_dot per pair (scalar dots for the types
 // without a NEON dot); fn == nullptr for types without one.
 TileKernel GemmTile(GgmlType type);
