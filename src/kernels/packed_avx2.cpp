@@ -181,6 +181,62 @@ void GemmQ8_0x8(int64_t n, const void* x, size_t, const void* y, size_t ldy, flo
   for (int j = 0; j < C; ++j) _mm256_storeu_ps(out + j * ldo, acc[j]);
 }
 
+// Q8_0 prefill, two row groups (x and x + ldx) by 4 tokens, as GemmQ4_0x16:
+// each broadcast activation chunk feeds both groups, the sums are the exact
+// int32 dots of GemmQ8_0x8 and the float operations per output block the
+// same; the 8 int32 sums, 2 chunks of each group (signed and absolute) and a
+// broadcast fill the registers, so the outputs are the accumulators.
+void GemmQ8_0x16(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out,
+                 int64_t ldo) {
+  constexpr int C = 4;
+  const BlockQ8_0x8* w[2] = {static_cast<const BlockQ8_0x8*>(x),
+                             reinterpret_cast<const BlockQ8_0x8*>(static_cast<const uint8_t*>(x) + ldx)};
+  const auto* yb = static_cast<const uint8_t*>(y);
+  const __m256i ones = _mm256_set1_epi16(1);
+#pragma GCC unroll 4
+  for (int j = 0; j < C; ++j) {
+    _mm256_storeu_ps(out + j * ldo, _mm256_setzero_ps());
+    _mm256_storeu_ps(out + j * ldo + kPackRows, _mm256_setzero_ps());
+  }
+  const int64_t nb = n / kQK8_0;
+  for (int64_t l = 0; l < nb; ++l) {
+    const BlockQ8_0S* a[C];
+#pragma GCC unroll 4
+    for (int j = 0; j < C; ++j) a[j] = reinterpret_cast<const BlockQ8_0S*>(yb + j * ldy) + l;
+    __m256i isum[2][C];
+#pragma GCC unroll 8
+    for (int m = 0; m < 8; ++m) {
+      __m256i q[2], u[2];
+#pragma GCC unroll 2
+      for (int g = 0; g < 2; ++g) {
+        q[g] = Load256(w[g][l].qs + 32 * m);
+        u[g] = _mm256_abs_epi8(q[g]);
+      }
+#pragma GCC unroll 4
+      for (int j = 0; j < C; ++j) {
+        const __m256i ym = Broadcast4(a[j]->qs + 4 * m);
+#pragma GCC unroll 2
+        for (int g = 0; g < 2; ++g) {
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(u[g], _mm256_sign_epi8(ym, q[g])), ones);
+          isum[g][j] = m == 0 ? p : _mm256_add_epi32(isum[g][j], p);
+          // As in GemmQ4_0x16: keeps GCC from reassociating the sums.
+          asm("" : "+x"(isum[g][j]));
+        }
+      }
+    }
+#pragma GCC unroll 2
+    for (int g = 0; g < 2; ++g) {
+      const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[g][l].d)));
+#pragma GCC unroll 4
+      for (int j = 0; j < C; ++j) {
+        const __m256 d = _mm256_mul_ps(dw, _mm256_set1_ps(a[j]->d));
+        float* o = out + j * ldo + g * kPackRows;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum[g][j]), _mm256_loadu_ps(o)));
+      }
+    }
+  }
+}
+
 // Q4_1, Q5_0, Q5_1, IQ4_NL. Unsigned quants (Q4_1, Q5_1, Q5_0 as q + 16)
 // take maddubs directly, the int16 sums over 8 chunks of 4 bits or 4 chunks
 // of 5 bits (4 * 2 * 31 * 127 < 2^15); Q5_0's offset 16 * sum(y) comes off in
@@ -552,10 +608,10 @@ template <int C>
 TileKernel Make(GgmlType type) {
   switch (type) {
     case GgmlType::kQ4_0:
-      // Prefill takes two row groups per call.
+      // Prefill takes two row groups per call (Q8_0 too).
       return C == 1 ? TileKernel{GemmQ4_0x8<1>, kPackRows, 1} : TileKernel{GemmQ4_0x16, 2 * kPackRows, 4};
     case GgmlType::kQ8_0:
-      return {GemmQ8_0x8<C>, kPackRows, C};
+      return C == 1 ? TileKernel{GemmQ8_0x8<1>, kPackRows, 1} : TileKernel{GemmQ8_0x16, 2 * kPackRows, 4};
     case GgmlType::kQ4_1:
       return {GemmLegacyx8<BlockQ4_1x8, C>, kPackRows, C};
     case GgmlType::kQ5_0:
