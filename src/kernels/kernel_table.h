@@ -45,7 +45,8 @@ struct TypeKernels {
   TileKernel gemm = {};          // prefill: cols >= 2
   TileKernel gemv = {};          // decode: cols == 1, several rows share the activation loads
   // Row-group kernels for WeightLayout::kRowGroups matrices (kernels/packed_blocks.h):
-  // x is one row group (ldx unused), y rows of BlockQ8_0S; rows == kPackRows.
+  // x is a row group, y rows of BlockQ8_0S; rows is kPackRows times the
+  // groups per call, consecutive ones ldx bytes apart (unused for one group).
   // Every output is the same per-block float sequence whatever cols is, and
   // the scalar table's equal the SIMD tables' bit for bit.
   TileKernel packed_gemm = {};  // cols > 1 tokens

@@ -116,8 +116,10 @@ int64_t FirstGroupFrom(const PackedPart& p, size_t byte) {
 
 // Threads split whole row groups: by bytes across the parts (a Q6_K group
 // costs more than a Q4_K one), or, with an epilogue, the same group range of
-// every part. Within a group every token goes through a kernel with the same
-// per-output operations, tile or tail alike.
+// every part. A tile kernel may take several consecutive groups (gemm.rows a
+// multiple of kPackRows, ldx the bytes between them); a range's last groups
+// short of a tile, and every group's last tokens short of one, go through the
+// GEMV. Every output sees the same per-block operations, tile or tail alike.
 void RunGroups(const PackedJob& job, int ith, int nth) {
   Range ranges[kMaxParts];
   if (job.epilogue.fn != nullptr) {
@@ -134,13 +136,25 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
     const int64_t t1 = std::min(job.n_tokens, t0 + kChunkTokens);
     for (size_t i = 0; i < job.n_parts; ++i) {
       const PackedPart& p = job.parts[i];
-      const int64_t ldo = p.w->n_out, cols = p.gemm.cols;
-      for (int64_t g = ranges[i].begin; g < ranges[i].end; ++g) {
-        const uint8_t* wg = static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(g) * p.group_bytes;
-        float* yg = p.y + g * kPackRows;
+      const int64_t ldo = p.w->n_out, cols = p.gemm.cols, tile_groups = p.gemm.rows / kPackRows;
+      const auto group = [&](int64_t g) {
+        return static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(g) * p.group_bytes;
+      };
+      const auto gemv = [&](int64_t g, int64_t t) {
+        p.gemv.fn(job.n_in, group(g), 0, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+      };
+      int64_t g = ranges[i].begin;
+      for (; g + tile_groups <= ranges[i].end; g += tile_groups) {
         int64_t t = t0;
-        for (; t + cols <= t1; t += cols) p.gemm.fn(job.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * ldo, ldo);
-        for (; t < t1; ++t) p.gemv.fn(job.n_in, wg, 0, job.act + t * ldy, ldy, yg + t * ldo, ldo);
+        for (; t + cols <= t1; t += cols) {
+          p.gemm.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+        }
+        for (; t < t1; ++t) {
+          for (int64_t k = 0; k < tile_groups; ++k) gemv(g + k, t);
+        }
+      }
+      for (; g < ranges[i].end; ++g) {
+        for (int64_t t = t0; t < t1; ++t) gemv(g, t);
       }
     }
   }
