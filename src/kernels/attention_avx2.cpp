@@ -210,50 +210,23 @@ void AllValues(const float* const* p, const float* v, int32_t hd, const int32_t*
   for (; d < hd; d += 8) WeightedValues<R, 1>(p, v, hd, valid, alpha, out, d);
 }
 
+// out *= inv, as the reference's last step.
+void Scale(float* out, int32_t hd, float inv) {
+  for (int32_t d = 0; d < hd; d += 8) _mm256_storeu_ps(out + d, _mm256_mul_ps(_mm256_loadu_ps(out + d), _mm256_set1_ps(inv)));
+}
+
+using Vec = __m256;
+constexpr int kScoreVecs = 4;
+#include "kernels/attention_body.inc"
+
 }  // namespace
 
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
-  const int32_t hd = keys.head_dim;
-  if (hd % 8 != 0) {
+  if (keys.head_dim % 8 != 0) {
     scalar::Attention(rows, keys, work);
     return;
   }
-  float* kt = work;
-  float* v = kt + static_cast<size_t>(hd) * kT;
-  float* p = v + static_cast<size_t>(hd) * kT;
-  float m[kAttnMaxRows], l[kAttnMaxRows];
-  const int32_t max_keys = BeginAttentionRows(rows, hd, m, l);
-  for (int32_t t0 = 0; t0 < max_keys; t0 += kT) {
-    LoadTile(keys, t0, std::min(kT, max_keys - t0), kt, v);
-    int active[kAttnMaxRows], n_active = 0;
-    for (int r = 0; r < rows.n_rows; ++r)
-      if (rows.n_keys[r] > t0) active[n_active++] = r;
-    int a = 0;
-    for (; a + 2 <= n_active; a += 2) {
-      const int r0 = active[a], r1 = active[a + 1];
-      const float* q[2] = {rows.q[r0], rows.q[r1]};
-      __m256 s[2][4];
-      Scores<2>(q, kt, hd, s);
-      const int32_t valid[2] = {std::min(kT, rows.n_keys[r0] - t0), std::min(kT, rows.n_keys[r1] - t0)};
-      const float alpha[2] = {Softmax(s[0], valid[0], rows.softcap, &m[r0], &l[r0], p),
-                              Softmax(s[1], valid[1], rows.softcap, &m[r1], &l[r1], p + kT)};
-      const float* pr[2] = {p, p + kT};
-      float* out[2] = {rows.out[r0], rows.out[r1]};
-      AllValues<2>(pr, v, hd, valid, alpha, out);
-    }
-    if (a < n_active) {
-      const int r0 = active[a];
-      __m256 s[1][4];
-      Scores<1>(&rows.q[r0], kt, hd, s);
-      const int32_t valid = std::min(kT, rows.n_keys[r0] - t0);
-      const float alpha = Softmax(s[0], valid, rows.softcap, &m[r0], &l[r0], p);
-      AllValues<1>(&p, v, hd, &valid, &alpha, &rows.out[r0]);
-    }
-  }
-  for (int r = 0; r < rows.n_rows; ++r) {
-    const __m256 inv = _mm256_set1_ps(1.0f / l[r]);
-    for (int32_t d = 0; d < hd; d += 8) _mm256_storeu_ps(rows.out[r] + d, _mm256_mul_ps(_mm256_loadu_ps(rows.out[r] + d), inv));
-  }
+  TileLoop(rows, keys, work);
 }
 
 }  // namespace valet::avx2

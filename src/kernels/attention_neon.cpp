@@ -176,50 +176,23 @@ void AllValues(const float* const* p, const float* v, int32_t hd, const int32_t*
   for (; d < hd; d += 4) WeightedValues<R, 1>(p, v, hd, valid, alpha, out, d);
 }
 
+// out *= inv, as the reference's last step.
+void Scale(float* out, int32_t hd, float inv) {
+  for (int32_t d = 0; d < hd; d += 4) vst1q_f32(out + d, vmulq_n_f32(vld1q_f32(out + d), inv));
+}
+
+using Vec = float32x4_t;
+constexpr int kScoreVecs = kV;
+#include "kernels/attention_body.inc"
+
 }  // namespace
 
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
-  const int32_t hd = keys.head_dim;
-  if (hd % 4 != 0) {
+  if (keys.head_dim % 4 != 0) {
     scalar::Attention(rows, keys, work);
     return;
   }
-  float* kt = work;                                 // [head_dim][32]
-  float* v = kt + static_cast<size_t>(hd) * kT;     // [32][head_dim]
-  float* p = v + static_cast<size_t>(hd) * kT;      // [2][32]
-  float m[kAttnMaxRows], l[kAttnMaxRows];
-  const int32_t max_keys = BeginAttentionRows(rows, hd, m, l);
-  for (int32_t t0 = 0; t0 < max_keys; t0 += kT) {
-    LoadTile(keys, t0, std::min(kT, max_keys - t0), kt, v);
-    int active[kAttnMaxRows], n_active = 0;
-    for (int r = 0; r < rows.n_rows; ++r)
-      if (rows.n_keys[r] > t0) active[n_active++] = r;
-    int a = 0;
-    for (; a + 2 <= n_active; a += 2) {
-      const int r0 = active[a], r1 = active[a + 1];
-      const float* q[2] = {rows.q[r0], rows.q[r1]};
-      float32x4_t s[2][kV];
-      Scores<2>(q, kt, hd, s);
-      const int32_t valid[2] = {std::min(kT, rows.n_keys[r0] - t0), std::min(kT, rows.n_keys[r1] - t0)};
-      const float alpha[2] = {Softmax(s[0], valid[0], rows.softcap, &m[r0], &l[r0], p),
-                              Softmax(s[1], valid[1], rows.softcap, &m[r1], &l[r1], p + kT)};
-      const float* pr[2] = {p, p + kT};
-      float* out[2] = {rows.out[r0], rows.out[r1]};
-      AllValues<2>(pr, v, hd, valid, alpha, out);
-    }
-    if (a < n_active) {
-      const int r0 = active[a];
-      float32x4_t s[1][kV];
-      Scores<1>(&rows.q[r0], kt, hd, s);
-      const int32_t valid = std::min(kT, rows.n_keys[r0] - t0);
-      const float alpha = Softmax(s[0], valid, rows.softcap, &m[r0], &l[r0], p);
-      AllValues<1>(&p, v, hd, &valid, &alpha, &rows.out[r0]);
-    }
-  }
-  for (int r = 0; r < rows.n_rows; ++r) {
-    const float inv = 1.0f / l[r];
-    for (int32_t d = 0; d < hd; d += 4) vst1q_f32(rows.out[r] + d, vmulq_n_f32(vld1q_f32(rows.out[r] + d), inv));
-  }
+  TileLoop(rows, keys, work);
 }
 
 }  // namespace valet::neon
