@@ -350,6 +350,18 @@ TEST(SchedulerThreaded, ADurableTaskIsJournaledBeforeSubmitReturns) {
 
 TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   FakeEngine engine;
+  // The victim's first step is held until the chat is queued: otherwise the
+  // inference thread may finish all of the victim before the chat arrives.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool in_step = false, release = false;
+  engine.set_step_hook([&](std::span<const StepItem>) {
+    std::unique_lock<std::mutex> lock(mu);
+    in_step = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return Status::Ok();
+  });
   SchedulerOptions o;
   o.clock = engine.ClockFunction();
   std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
@@ -357,6 +369,10 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   TaskRequest victim = Req(Tier::kOfflineIndexing, "victim", 100);
   sink.Attach(victim);
   const TaskId victim_id = *s->Submit(std::move(victim));
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return in_step; });
+  }
   std::atomic<TaskId> follow{0};
   TaskRequest first = Req(Tier::kForegroundChat, "first", 3);
   sink.Attach(first);
@@ -370,6 +386,11 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
     follow = *s->Submit(std::move(next));
   };
   ASSERT_TRUE(s->Submit(std::move(first)).ok());
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
   s->WaitIdle();
   EXPECT_EQ(s->lifecycle_state(), LifecycleState::kStarted);
   std::lock_guard<std::mutex> lock(sink.mu);
