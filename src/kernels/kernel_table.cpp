@@ -33,22 +33,26 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
 // The row-group kernels a variant has, of the types that have a row-group
 // layout; the model keeps rows for the others (weight_pack.h).
 using packed_for_fn = TileKernel (*)(GgmlType, int cols);
-void PatchPacked(KernelTable& t, packed_for_fn packed) {
+using packed_gemm_fn = TileKernel (*)(GgmlType);
+void PatchPacked(KernelTable& t, packed_for_fn packed, packed_gemm_fn one_group = nullptr) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
                         GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
                         GgmlType::kQ6_K, GgmlType::kIQ4_XS}) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
     k.packed_gemm = packed(type, 4);
+    k.packed_gemm_tail = one_group != nullptr ? one_group(type) : TileKernel{};
     k.packed_gemv = packed(type, 1);
   }
 }
 
-// A variant's own prefill row-group GEMMs, for the types it has one for.
-using packed_gemm_fn = TileKernel (*)(GgmlType);
-void PatchPackedGemm(KernelTable& t, packed_gemm_fn gemm) {
+// A variant's own prefill row-group GEMMs, for the types it has one for,
+// and (when those take several groups per call) its one-group form.
+void PatchPackedGemm(KernelTable& t, packed_gemm_fn gemm, packed_gemm_fn one_group = nullptr) {
   for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
     const TileKernel k = gemm(static_cast<GgmlType>(id));
-    if (k.fn != nullptr) t.types[id].packed_gemm = k;
+    if (k.fn == nullptr) continue;
+    t.types[id].packed_gemm = k;
+    t.types[id].packed_gemm_tail = one_group != nullptr ? one_group(static_cast<GgmlType>(id)) : TileKernel{};
   }
 }
 
@@ -112,7 +116,7 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kQ5_K, nullptr, avx2::DotQ5_K);
   patch(GgmlType::kIQ4_XS, nullptr, avx2::DotIQ4_XS);
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
-  PatchPacked(t, avx2::PackedTile);
+  PatchPacked(t, avx2::PackedTile, avx2::PackedTileOneGroup);
   t.attention = avx2::Attention;
   return t;
 }
@@ -130,7 +134,7 @@ KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch)
 // The EVEX encoding, plus 512-bit row-group GEMMs (decode keeps AVX2's).
 KernelTable BuildAvx512Vnni(const KernelTable& avx2) {
   KernelTable t = BuildVnni(avx2, "avx512vnni", avx512vnni::Patch);
-  PatchPackedGemm(t, avx512vnni::PackedGemm);
+  PatchPackedGemm(t, avx512vnni::PackedGemm, avx512vnni::PackedGemmOneGroup);
   return t;
 }
 

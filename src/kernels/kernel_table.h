@@ -49,8 +49,9 @@ struct TypeKernels {
   // groups per call, consecutive ones ldx bytes apart (unused for one group).
   // Every output is the same per-block float sequence whatever cols is, and
   // the scalar table's equal the SIMD tables' bit for bit.
-  TileKernel packed_gemm = {};  // cols > 1 tokens
-  TileKernel packed_gemv = {};  // cols == 1
+  TileKernel packed_gemm = {};       // cols > 1 tokens
+  TileKernel packed_gemm_tail = {};  // one group, for a range's last groups short of packed_gemm's (or none)
+  TileKernel packed_gemv = {};       // cols == 1
 };
 
 // Indexed by the numeric GgmlType id; ids without kernels hold null functions.

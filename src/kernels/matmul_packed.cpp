@@ -41,6 +41,7 @@ struct PackedPart {
   const WeightMatrix* w;
   float* y;  // [n_tokens][w->n_out]
   TileKernel gemm;
+  TileKernel tail;  // one group, or fn == nullptr
   TileKernel gemv;
   size_t group_bytes;
   int64_t groups;
@@ -118,8 +119,9 @@ int64_t FirstGroupFrom(const PackedPart& p, size_t byte) {
 // costs more than a Q4_K one), or, with an epilogue, the same group range of
 // every part. A tile kernel may take several consecutive groups (gemm.rows a
 // multiple of kPackRows, ldx the bytes between them); a range's last groups
-// short of a tile, and every group's last tokens short of one, go through the
-// GEMV. Every output sees the same per-block operations, tile or tail alike.
+// short of a tile go through the table's one-group tile where it has one, and
+// the tokens short of a tile through the GEMV. Every output sees the same
+// per-block operations, tile or tail alike.
 void RunGroups(const PackedJob& job, int ith, int nth) {
   Range ranges[kMaxParts];
   if (job.epilogue.fn != nullptr) {
@@ -154,7 +156,11 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
         }
       }
       for (; g < ranges[i].end; ++g) {
-        for (int64_t t = t0; t < t1; ++t) gemv(g, t);
+        int64_t t = t0;
+        for (; p.tail.fn != nullptr && t + p.tail.cols <= t1; t += p.tail.cols) {
+          p.tail.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+        }
+        for (; t < t1; ++t) gemv(g, t);
       }
     }
   }
@@ -198,7 +204,7 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
     assert(w.n_out % kPackRows == 0);
     const TypeKernels& k = table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
     PackedPart& p = job.parts[i];
-    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemv, kPackRows * w.row_bytes, w.n_out / kPackRows,
+    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemv, kPackRows * w.row_bytes, w.n_out / kPackRows,
                    job.total_bytes};
     job.total_bytes += static_cast<size_t>(p.groups) * p.group_bytes;
   }

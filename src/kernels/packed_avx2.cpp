@@ -648,6 +648,17 @@ TileKernel Make(GgmlType type) {
 
 TileKernel PackedTile(GgmlType type, int cols) { return cols == 1 ? Make<1>(type) : Make<4>(type); }
 
+TileKernel PackedTileOneGroup(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return {GemmQ4_0x8<4>, kPackRows, 4};
+    case GgmlType::kQ8_0:
+      return {GemmQ8_0x8<4>, kPackRows, 4};
+    default:
+      return {};
+  }
+}
+
 }  // namespace valet::avx2
 
 VALET_TARGET_END()
@@ -656,6 +667,7 @@ VALET_TARGET_END()
 
 namespace valet::avx2 {
 TileKernel PackedTile(GgmlType, int) { return {}; }
+TileKernel PackedTileOneGroup(GgmlType) { return {}; }
 }  // namespace valet::avx2
 
 #endif

@@ -15,13 +15,16 @@ TileKernel PackedTile(GgmlType type, int cols);
 namespace avx2 {
 // The same float operations as the reference, 8 rows in the lanes of a vector.
 TileKernel PackedTile(GgmlType type, int cols);
+// For the types whose prefill tile takes two groups: the one-group tile.
+TileKernel PackedTileOneGroup(GgmlType type);
 }  // namespace avx2
 
 namespace avx512vnni {
-// Two tokens per 512-bit vector, 8 tokens per call, for every row-group type;
-// only callable when the CPU has AVX-512 F/BW/VL/VNNI. Decode keeps the AVX2
-// kernels.
+// Two row groups per 512-bit vector by 8 tokens per call, for every row-group
+// type, and the same for one group; only callable when the CPU has AVX-512
+// F/BW/VL/VNNI. Decode keeps the AVX2 kernels.
 TileKernel PackedGemm(GgmlType type);
+TileKernel PackedGemmOneGroup(GgmlType type);
 }  // namespace avx512vnni
 
 namespace neon {
