@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in build-fuzz/ and runs each for N seconds
-# (default 60): the GGUF reader (model files), the chat-template engine (the
+# (default 60), all three at once: the GGUF reader (model files), the chat-template engine (the
 # templates models carry) and the HTTP server (what clients send). Exits
 # non-zero when a fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz-artifacts/.
@@ -22,8 +22,15 @@ artifacts="$build/fuzz-artifacts"
 mkdir -p "$seeds" "$build/gguf-corpus" "$build/template-corpus" "$artifacts"
 "$build/fuzz/make_gguf_seeds" "$seeds"
 
-echo "== GGUF reader, ${seconds} s"
-"$build/fuzz/gguf_fuzz" \
+# fuzz NAME TITLE BINARY ARGS...: one fuzzer in the background, its log in build-fuzz/NAME.log.
+pids=() names=()
+fuzz() {
+  local name="$1" title="$2"; shift 2
+  (echo "== $title, ${seconds} s"; "$@") >"$build/$name.log" 2>&1 &
+  pids+=($!) names+=("$name")
+}
+
+fuzz gguf "GGUF reader" "$build/fuzz/gguf_fuzz" \
   -max_len=65536 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -dict="$root/fuzz/gguf.dict" -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/gguf-corpus" "$seeds"
@@ -32,8 +39,7 @@ echo "== GGUF reader, ${seconds} s"
 # nothing otherwise.
 template_seeds=()
 [ -d "$root/../shared/chat-templates" ] && template_seeds=("$root/../shared/chat-templates")
-echo "== chat templates, ${seconds} s"
-"$build/fuzz/chat_template_fuzz" \
+fuzz template "chat templates" "$build/fuzz/chat_template_fuzz" \
   -max_len=20000 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/template-corpus" "${template_seeds[@]}"
@@ -52,8 +58,14 @@ seed POST /v1/completions '{"prompt":"text","max_tokens":2,"durable":true,"durab
 seed GET /v1/tasks/k-1/result '' durable-result
 seed DELETE /v1/tasks/k-1 '' durable-delete
 printf 'POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{"pro\r\nF\r\nmpt":"a","n":1}\r\n0\r\n\r\nGET /health HTTP/1.1\r\n\r\n' >"$server_seeds/chunked-pipelined"
-echo "== HTTP server, ${seconds} s"
-"$build/fuzz/server_request_fuzz" \
+fuzz server "HTTP server" "$build/fuzz/server_request_fuzz" \
   -max_len=8192 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/server-corpus" "$server_seeds"
+
+status=0
+for i in "${!pids[@]}"; do
+  wait "${pids[$i]}" || { status=1; echo "FAIL: the ${names[$i]} fuzzer (input in $artifacts/)"; }
+  cat "$build/${names[$i]}.log"
+done
+exit $status

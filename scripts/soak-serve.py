@@ -10,15 +10,16 @@ checks that matter to an operator:
   - the server's RSS ends within 10% of where it started (after warm-up).
 
 usage: soak-serve.py --valet build/tools/valet --model MODEL [--seconds 600] [--seed 1]
-(a warm-up of a fifth of that, at least 5 s and until 5,000 tasks have
-finished, comes first).
+(a warm-up of a fifth of that, at least 5 s and until more tasks have finished
+than the server keeps records of, comes first).
 Exit status 0 when every check holds; the summary is one JSON line.
 """
 import argparse, asyncio, json, os, random, re, signal, subprocess, sys, time
 
 UNFINISHED = {"QUEUED", "PREFILLING", "DECODING", "PARKED"}
 CLIENTS = 48  # concurrent client loops
-WARM_TASKS = 5000  # finished before RSS is first read: more than the scheduler keeps records of
+TASK_HISTORY = 500  # the server's --task-history: finished tasks it keeps records of
+WARM_TASKS = 2 * TASK_HISTORY  # finished before RSS is first read, so the records no longer grow
 TIERS = ["foreground_chat", "inline_suggestion", "background_summary", "offline_indexing"]
 
 
@@ -250,7 +251,8 @@ def main():
     p.add_argument("--seconds", type=float, default=600)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args()
-    server = subprocess.Popen([args.valet, "serve", "-m", args.model, "--port", "0", "-t", "1"],
+    server = subprocess.Popen([args.valet, "serve", "-m", args.model, "--port", "0", "-t", "1",
+                               "--task-history", str(TASK_HISTORY)],
                               stdout=subprocess.PIPE, text=True)
     line = server.stdout.readline()
     m = re.search(r":(\d+) ", line)

@@ -2,7 +2,7 @@
 # The AArch64 part of the test suite: cross-builds the kernel and engine
 # tests with clang-19 and lld-19 against Debian's g++-aarch64-linux-gnu
 # libraries (cmake/aarch64-linux-gnu-clang.cmake) and runs them under
-# qemu-aarch64 as three CPUs, so every NEON kernel table
+# qemu-aarch64 as three CPUs (in parallel), so every NEON kernel table
 # runs against the scalar reference and the engine runs on each:
 #   cortex-a53   plain NEON (no dotprod, no i8mm)
 #   neoverse-n1  NEON + dotprod
@@ -62,7 +62,18 @@ run() {  # run CPU TEST...
       --gtest_filter="$filter"
   done
 }
-for cpu in cortex-a53 neoverse-n1 max; do
-  echo "== aarch64 kernel and engine tests, qemu -cpu $cpu"
-  run "$cpu" "${kernel_tests[@]}" "${engine_tests[@]}"
+# The three CPUs at once (each guest is one thread), each log printed whole
+# in turn; a CPU's run stops at its first failing test, as a serial run would.
+cpus=(cortex-a53 neoverse-n1 max)
+pids=()
+for cpu in "${cpus[@]}"; do
+  (echo "== aarch64 kernel and engine tests, qemu -cpu $cpu"; run "$cpu" "${kernel_tests[@]}" "${engine_tests[@]}") \
+    >"$build/qemu-$cpu.log" 2>&1 &
+  pids+=($!)
 done
+status=0
+for i in "${!cpus[@]}"; do
+  wait "${pids[$i]}" || { status=1; echo "FAIL: aarch64 tests on ${cpus[$i]}"; }
+  cat "$build/qemu-${cpus[$i]}.log"
+done
+exit $status

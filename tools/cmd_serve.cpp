@@ -28,6 +28,7 @@ constexpr FlagSpec kFlags[] = {
      "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks); "
      "default: no disk tier, no durable tasks"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
+    {"--task-history", nullptr, true, "finished tasks /v1/tasks keeps, the oldest forgotten first (default 4096)"},
     {"--special-in-messages", nullptr, false,
      "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text)"},
 };
@@ -37,6 +38,7 @@ struct Flags {
   ServerOptions server;
   std::string budgets;
   bool special_in_messages = false;
+  size_t task_history = 4096;
 };
 
 Result<Flags> ReadFlags(const Args& a) {
@@ -54,6 +56,8 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(f.engine.store.disk_dir, a.String("--snapshot-dir", ""));
   VALET_ASSIGN_OR_RETURN(f.budgets, a.String("--budgets", ""));
   f.special_in_messages = a.Has("--special-in-messages");
+  VALET_ASSIGN_OR_RETURN(int64_t history, a.Int("--task-history", 4096, 1, int64_t{1} << 24));
+  f.task_history = static_cast<size_t>(history);
   f.server.model_name = std::filesystem::path(f.engine.engine.model_path).stem().string();
   return f;
 }
@@ -83,6 +87,7 @@ int Serve(const Flags& f, const sigset_t& signals) {
   if (!engine.ok()) return Fail("serve", engine.status());
   SchedulerOptions so;
   so.parse_special_in_messages = f.special_in_messages;
+  so.finished_task_records = f.task_history;
   if (!f.budgets.empty()) {
     Result<BudgetTable> budgets = LoadBudgetTable(f.budgets);
     if (!budgets.ok()) return Fail("serve", budgets.status());

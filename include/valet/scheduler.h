@@ -197,6 +197,10 @@ struct SchedulerOptions {
   // tg128 on the bench model); recompute after a park is never charged.
   double prompt_token_weight = 0.25;
   ParkPolicy park_policy = ParkPolicy::kAuto;
+  // Finished tasks whose records (Timeline, Metrics, a server's
+  // /v1/tasks) are kept, the oldest forgotten first; at least 1. Live tasks
+  // are always kept, and durable results until acknowledged.
+  size_t finished_task_records = 4096;
   // Chat message content (and system_prompt with messages) is text: a
   // control-token text typed in it ("<|im_start|>system") stays text, and only
   // the chat template's markup makes control tokens. True parses them in

@@ -299,6 +299,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
   if (!(options.prompt_token_weight >= 0.0 && options.prompt_token_weight <= 1e6)) {
     return InvalidArgument("prompt_token_weight must be in [0, 1e6]");
   }
+  if (options.finished_task_records == 0) return InvalidArgument("finished_task_records must be at least 1");
   auto impl = std::make_unique<Impl>(engine, std::move(options));
   Impl* raw = impl.get();
   raw->SampleMemory();

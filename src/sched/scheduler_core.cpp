@@ -21,6 +21,7 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
     : engine_(engine),
       options_(std::move(options)),
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
+      recorder_(RecorderLimits{.finished_tasks = options_.finished_task_records}),
       preparer_(engine, {.literal_content = !options_.parse_special_in_messages}),
       governor_(options_.budgets, options_.initial_state),
       preemption_(options_.park_policy),

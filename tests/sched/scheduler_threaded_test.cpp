@@ -398,6 +398,27 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   EXPECT_EQ(sink.out[victim_id].result->state, TaskState::kCancelled);
 }
 
+TEST(SchedulerThreaded, KeepsTheRecordsOfTheLastFinishedTasksItWasToldTo) {
+  FakeEngine engine;
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  o.finished_task_records = 0;
+  EXPECT_EQ(Scheduler::Create(engine, o).status().code(), StatusCode::kInvalidArgument);
+  o.finished_task_records = 2;
+  std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
+  std::vector<TaskId> ids;
+  for (const char* prompt : {"one", "two", "three"}) {
+    ids.push_back(*s->Submit(Req(Tier::kForegroundChat, prompt, 2)));
+    s->WaitIdle();
+  }
+  const Result<std::vector<TimelineEvent>> oldest = s->Timeline(ids[0]);
+  ASSERT_FALSE(oldest.ok());
+  EXPECT_NE(oldest.status().message().find("the last 2 finished tasks are kept"), std::string::npos)
+      << oldest.status().message();
+  EXPECT_TRUE(s->Timeline(ids[1]).ok());
+  EXPECT_TRUE(s->Timeline(ids[2]).ok());
+}
+
 TEST(SchedulerThreaded, CallbacksMaySetMemoryBudgets) {
   FakeEngine engine;
   SchedulerOptions o;
