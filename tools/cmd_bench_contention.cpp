@@ -137,7 +137,8 @@ RealEngineOptions EngineOptions(const Flags& f, const std::string& snapshot_dir)
 Result<size_t> PoolBytes(const Flags& f, const std::string& snapshot_dir) {
   RealEngineOptions o = EngineOptions(f, snapshot_dir);
   o.calibrate = false;
-  o.engine.kv_capacity_bytes = 1u << 20;
+  // Only reserved (kv/kv_pool.cpp), so generous: a 3B model's block alone is 1.8 MB.
+  o.engine.kv_capacity_bytes = size_t{1} << 30;
   VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
   return probe->KvBytesFor(static_cast<int32_t>(f.pool_tokens));
 }
