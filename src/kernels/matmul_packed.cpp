@@ -204,8 +204,8 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
     assert(w.n_out % kPackRows == 0);
     const TypeKernels& k = table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
     PackedPart& p = job.parts[i];
-    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemv, kPackRows * w.row_bytes, w.n_out / kPackRows,
-                   job.total_bytes};
+    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemv, kPackRows * w.row_bytes,
+                   w.n_out / kPackRows, job.total_bytes};
     job.total_bytes += static_cast<size_t>(p.groups) * p.group_bytes;
   }
   if (n_tokens <= kInlineConvertTokens) {

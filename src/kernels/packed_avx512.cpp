@@ -333,8 +333,10 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
       const __m512i sc1 = Q::kTwoScales ? _mm512_srai_epi32(sc, 16) : sc;
       // -(bias * scale) for each of the groups 2s, 2s + 1, against their bsums.
       __m512i offset = _mm512_setzero_si512();
-      if constexpr (Q::kOffsetShift >= 0)
-        offset = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(Q::kTwoScales ? sc : Twice16(sc), Q::kOffsetShift));
+      if constexpr (Q::kOffsetShift >= 0) {
+        const __m512i pair = Q::kTwoScales ? sc : Twice16(sc);
+        offset = _mm512_sub_epi16(_mm512_setzero_si512(), _mm512_slli_epi16(pair, Q::kOffsetShift));
+      }
       __m512i group_mins = _mm512_setzero_si512();
       if constexpr (Q::kMins == Mins::kPerGroup) group_mins = Q::GroupMins(b0, b1, s);
 #pragma GCC unroll 8
@@ -347,11 +349,13 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
           dot1 = _mm512_dpbusd_epi32(dot1, u[4 + m], Broadcast4(ys + 16 + 4 * m));
         }
         if constexpr (Q::kTwoScales) {
-          isum[j] = _mm512_add_epi32(isum[j], _mm512_add_epi32(_mm512_mullo_epi32(dot0, sc0), _mm512_mullo_epi32(dot1, sc1)));
+          const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(dot0, sc0), _mm512_mullo_epi32(dot1, sc1));
+          isum[j] = _mm512_add_epi32(isum[j], scaled);
         } else {
           isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(_mm512_add_epi32(dot0, dot1), sc0));
         }
-        if constexpr (Q::kOffsetShift >= 0) isum[j] = _mm512_dpwssd_epi32(isum[j], offset, Broadcast4(a[j]->bsums + 2 * s));
+        if constexpr (Q::kOffsetShift >= 0)
+          isum[j] = _mm512_dpwssd_epi32(isum[j], offset, Broadcast4(a[j]->bsums + 2 * s));
         if constexpr (Q::kMins == Mins::kPerGroup)
           msum[j] = _mm512_dpwssd_epi32(msum[j], group_mins, Broadcast4(a[j]->bsums + 2 * s));
       }
@@ -372,7 +376,8 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
       const __m512 dy = _mm512_set1_ps(a[j]->d);
       float* o = out + j * ldo;
       __m512 acc = _mm512_fmadd_ps(_mm512_mul_ps(dw, dy), _mm512_cvtepi32_ps(isum[j]), LoadOut<G>(o));
-      if constexpr (Q::kMins != Mins::kNone) acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, dy), _mm512_cvtepi32_ps(msum[j]), acc);
+      if constexpr (Q::kMins != Mins::kNone)
+        acc = _mm512_fnmadd_ps(_mm512_mul_ps(dmw, dy), _mm512_cvtepi32_ps(msum[j]), acc);
       StoreOut<G>(o, acc);
     }
   }
