@@ -57,8 +57,8 @@ inline __m128i LoadPair64(const void* lo, const void* hi) {
                             _mm_loadl_epi64(static_cast<const __m128i*>(hi)));
 }
 
-// 4 activation bytes (or two int16 block sums) in every lane: a memory
-// operand of the instruction that takes it.
+// 4 activation bytes (or two int16 block sums) in every lane: one
+// broadcast load, no shuffle.
 inline __m512i Broadcast4(const void* p) {
   int32_t v;
   __builtin_memcpy(&v, p, sizeof(v));
