@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in build-fuzz/ and runs each for N seconds
-# (default 60), all three at once: the GGUF reader (model files), the chat-template engine (the
-# templates models carry) and the HTTP server (what clients send). Exits
+# (default 60), all three at once: the GGUF reader (model files), the
+# chat-template engine (the templates models carry) and the HTTP server (what
+# clients send). Exits
 # non-zero when a fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz-artifacts/.
 set -euo pipefail

@@ -198,8 +198,9 @@ struct SchedulerOptions {
   double prompt_token_weight = 0.25;
   ParkPolicy park_policy = ParkPolicy::kAuto;
   // Finished tasks whose records (Timeline, Metrics, a server's
-  // /v1/tasks) are kept, the oldest forgotten first; at least 1. Live tasks
-  // are always kept, and durable results until acknowledged.
+  // /v1/tasks) are kept, the oldest forgotten first; at least 1. Live
+  // tasks' records are always kept, and durable tasks' results stay in their
+  // journals until acknowledged, whatever this says.
   size_t finished_task_records = 4096;
   // Chat message content (and system_prompt with messages) is text: a
   // control-token text typed in it ("<|im_start|>system") stays text, and only
