@@ -24,11 +24,16 @@ mkdir -p "$seeds" "$build/gguf-corpus" "$build/template-corpus" "$artifacts"
 "$build/fuzz/make_gguf_seeds" "$seeds"
 
 # fuzz NAME TITLE BINARY ARGS...: one fuzzer in the background, its log in build-fuzz/NAME.log.
-pids=() names=()
+source "$root/scripts/parallel.sh"
+titled() {  # titled TITLE COMMAND...
+  echo "== $1, ${seconds} s"
+  shift
+  "$@"
+}
 fuzz() {
-  local name="$1" title="$2"; shift 2
-  (echo "== $title, ${seconds} s"; "$@") >"$build/$name.log" 2>&1 &
-  pids+=($!) names+=("$name")
+  local name="$1" title="$2"
+  shift 2
+  bg_start "the $name fuzzer" "$build/$name.log" titled "$title" "$@"
 }
 
 fuzz gguf "GGUF reader" "$build/fuzz/gguf_fuzz" \
@@ -64,9 +69,4 @@ fuzz server "HTTP server" "$build/fuzz/server_request_fuzz" \
   -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/server-corpus" "$server_seeds"
 
-status=0
-for i in "${!pids[@]}"; do
-  wait "${pids[$i]}" || { status=1; echo "FAIL: the ${names[$i]} fuzzer (input in $artifacts/)"; }
-  cat "$build/${names[$i]}.log"
-done
-exit $status
+bg_wait_all || { echo "the crashing inputs are in $artifacts/"; exit 1; }

@@ -62,18 +62,14 @@ run() {  # run CPU TEST...
       --gtest_filter="$filter"
   done
 }
-# The three CPUs at once (each guest is one thread), each log printed whole
-# in turn; a CPU's run stops at its first failing test, as a serial run would.
-cpus=(cortex-a53 neoverse-n1 max)
-pids=()
-for cpu in "${cpus[@]}"; do
-  (echo "== aarch64 kernel and engine tests, qemu -cpu $cpu"; run "$cpu" "${kernel_tests[@]}" "${engine_tests[@]}") \
-    >"$build/qemu-$cpu.log" 2>&1 &
-  pids+=($!)
+cpu_tests() {  # cpu_tests CPU
+  echo "== aarch64 kernel and engine tests, qemu -cpu $1"
+  run "$1" "${kernel_tests[@]}" "${engine_tests[@]}"
+}
+# The three CPUs at once (each guest is one thread); a CPU's run stops at its
+# first failing test, as a serial run would.
+source "$VALET_ROOT/scripts/parallel.sh"
+for cpu in cortex-a53 neoverse-n1 max; do
+  bg_start "aarch64 tests on $cpu" "$build/qemu-$cpu.log" cpu_tests "$cpu"
 done
-status=0
-for i in "${!cpus[@]}"; do
-  wait "${pids[$i]}" || { status=1; echo "FAIL: aarch64 tests on ${cpus[$i]}"; }
-  cat "$build/qemu-${cpus[$i]}.log"
-done
-exit $status
+bg_wait_all

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -13,6 +12,7 @@
 #include "common/private_files.h"
 #include "sched/task_journal.h"
 #include "sched_test_util.h"
+#include "support/step_gate.h"
 
 namespace valet {
 namespace {
@@ -262,16 +262,9 @@ TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
   FakeEngineOptions eo;
   eo.context_length = 128;
   TokenizeThreads engine(eo);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool in_step = false, release = false;
-  engine.set_step_hook([&](std::span<const StepItem>) {
-    std::unique_lock<std::mutex> lock(mu);
-    in_step = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return Status::Ok();
-  });
+  testing::StepGate gate;
+  gate.Close();
+  engine.set_step_hook([&](std::span<const StepItem>) { return gate.Pass(); });
   SchedulerOptions o;
   o.clock = engine.ClockFunction();
   std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
@@ -279,10 +272,7 @@ TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
   TaskRequest first = Req(Tier::kOfflineIndexing, "background", 4);
   sink.Attach(first);
   ASSERT_TRUE(s->Submit(std::move(first)).ok());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return in_step; });
-  }
+  gate.WaitHeld();
   TaskRequest chat = Req(Tier::kForegroundChat, "", 4);
   chat.messages = {{"user", std::string(50, 'q')}};
   sink.Attach(chat);
@@ -290,11 +280,7 @@ TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
   TaskRequest too_long = Req(Tier::kForegroundChat, "", 4);
   too_long.messages = {{"user", std::string(200, 'q')}};
   EXPECT_EQ(s->Submit(std::move(too_long)).status().code(), StatusCode::kOutOfRange);
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Open();
   s->WaitIdle();
   EXPECT_EQ(engine.threads(), std::set<std::thread::id>{std::this_thread::get_id()});
   EXPECT_EQ(s->Stats().done, 2);
@@ -305,16 +291,9 @@ TEST(SchedulerThreaded, PreparationRunsOnTheSubmittingThread) {
 // already on disk, so a kill right after Submit (an HTTP 202) loses nothing.
 TEST(SchedulerThreaded, ADurableTaskIsJournaledBeforeSubmitReturns) {
   FakeEngine engine;
-  std::mutex mu;
-  std::condition_variable cv;
-  bool in_step = false, release = false;
-  engine.set_step_hook([&](std::span<const StepItem>) {
-    std::unique_lock<std::mutex> lock(mu);
-    in_step = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return Status::Ok();
-  });
+  testing::StepGate gate;
+  gate.Close();
+  engine.set_step_hook([&](std::span<const StepItem>) { return gate.Pass(); });
   Result<std::string> dir = MakeScratchDirectory("valet-threaded-durable-");
   ASSERT_TRUE(dir.ok());
   SchedulerOptions o;
@@ -326,21 +305,14 @@ TEST(SchedulerThreaded, ADurableTaskIsJournaledBeforeSubmitReturns) {
   TaskRequest first = Req(Tier::kOfflineIndexing, "background", 4);
   sink.Attach(first);
   ASSERT_TRUE(s->Submit(std::move(first)).ok());
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return in_step; });
-  }
+  gate.WaitHeld();
   TaskRequest durable = Req(Tier::kOfflineIndexing, "index me", 4);
   durable.durable = true;
   durable.durable_key = "doc-1";
   sink.Attach(durable);
   ASSERT_TRUE(s->Submit(std::move(durable)).ok());
   EXPECT_TRUE(std::filesystem::exists(JournalPath(o.durable_dir, "doc-1")));
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Open();
   s->WaitIdle();
   EXPECT_EQ(s->Stats().done, 2);
   EXPECT_TRUE(s->Ack("doc-1").ok());
@@ -352,16 +324,9 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   FakeEngine engine;
   // The victim's first step is held until the chat is queued: otherwise the
   // inference thread may finish all of the victim before the chat arrives.
-  std::mutex mu;
-  std::condition_variable cv;
-  bool in_step = false, release = false;
-  engine.set_step_hook([&](std::span<const StepItem>) {
-    std::unique_lock<std::mutex> lock(mu);
-    in_step = true;
-    cv.notify_all();
-    cv.wait(lock, [&] { return release; });
-    return Status::Ok();
-  });
+  testing::StepGate gate;
+  gate.Close();
+  engine.set_step_hook([&](std::span<const StepItem>) { return gate.Pass(); });
   SchedulerOptions o;
   o.clock = engine.ClockFunction();
   std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
@@ -369,10 +334,7 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   TaskRequest victim = Req(Tier::kOfflineIndexing, "victim", 100);
   sink.Attach(victim);
   const TaskId victim_id = *s->Submit(std::move(victim));
-  {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [&] { return in_step; });
-  }
+  gate.WaitHeld();
   std::atomic<TaskId> follow{0};
   TaskRequest first = Req(Tier::kForegroundChat, "first", 3);
   sink.Attach(first);
@@ -386,11 +348,7 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
     follow = *s->Submit(std::move(next));
   };
   ASSERT_TRUE(s->Submit(std::move(first)).ok());
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    release = true;
-  }
-  cv.notify_all();
+  gate.Open();
   s->WaitIdle();
   EXPECT_EQ(s->lifecycle_state(), LifecycleState::kStarted);
   std::lock_guard<std::mutex> lock(sink.mu);

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -15,50 +14,10 @@
 
 #include "sched/fake_engine.h"
 #include "server/api_server.h"
+#include "support/step_gate.h"
 #include "valet/scheduler.h"
 
 namespace valet::testing {
-
-// Holds fake-engine steps (on the inference thread) while closed.
-class StepGate {
- public:
-  void Close() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = false;
-  }
-  void Open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  // Lets `n` more steps through while closed.
-  void Allow(int n) {
-    std::lock_guard<std::mutex> lock(mu_);
-    allowed_ += n;
-    cv_.notify_all();
-  }
-  // Blocks until a step is waiting at the gate.
-  void WaitHeld() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return held_ > 0; });
-  }
-  Status Pass() {
-    std::unique_lock<std::mutex> lock(mu_);
-    ++held_;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return open_ || allowed_ > 0; });
-    if (!open_) --allowed_;
-    --held_;
-    return Status::Ok();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = true;
-  int allowed_ = 0;
-  int held_ = 0;
-};
 
 struct SseEvents {
   std::vector<nlohmann::json> chunks;  // parsed data: payloads before [DONE]
