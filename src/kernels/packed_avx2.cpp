@@ -27,14 +27,16 @@ inline __m256i Broadcast4(const int8_t* p) {
 }
 
 // Decode streams one row group per call and prefetches every cache line of
-// the bytes 4 KiB ahead (kernels/prefetch.h): a 2-thread GEMV then runs at
-// about valet_membw's rate (BM_DecodeStream, Zen 3: Q4_0 13 -> 20 GB/s, Q6_K
-// 8 -> 18 GB/s against one line per block). 2 KiB was barely more than one
-// Q6_K group ahead (1,680 bytes): on Zen 4 4 KiB streams Q6_K at 16.3
-// against 13.0 GB/s and the others alike (medians of 6 interleaved runs).
+// the bytes 12 KiB ahead into L2 (kernels/prefetch.h), leaving the last step
+// to L1 to the hardware. Into L1 at 4 KiB (as before) the loads still
+// stalled: on Zen 4, 2 threads, Q4_K streamed at 17 GB/s and Q6_K at 11
+// against 29 and 23 this way (BM_DecodeStream, medians of 3 interleaved runs;
+// 8-32 KiB ahead into L2 all within noise of each other). Prefetching one line
+// per block, as at first, left the hardware prefetcher trailing and was
+// slower than no prefetch at all.
 template <size_t Bytes>
 inline void PrefetchAhead(const void* block) {
-  PrefetchBlockAhead<Bytes, 4096>(block);
+  PrefetchBlockAhead<Bytes, 12 * 1024, PrefetchLevel::kL2>(block);
 }
 
 // Q4_0: unsigned nibbles u = q + 8 times the activations, 8 products summed
