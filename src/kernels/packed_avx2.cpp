@@ -29,8 +29,8 @@ inline __m256i Broadcast4(const int8_t* p) {
 // Decode streams one row group per call and prefetches every cache line of
 // the bytes 12 KiB ahead into L2 (kernels/prefetch.h), leaving the last step
 // to L1 to the hardware. Into L1 at 4 KiB (as before) the loads still
-// stalled: on Zen 4, 2 threads, Q4_K streamed at 17 GB/s and Q6_K at 11
-// against 28 and 23-25 this way (BM_DecodeStream, medians of 3 interleaved runs;
+// stalled: on Zen 4, 2 threads, Q4_K streamed at 16-19 GB/s and Q6_K at
+// 11-13 against 28-29 and 23-25 this way (BM_DecodeStream, medians of 3 interleaved runs;
 // 8-32 KiB ahead into L2 all within noise of each other). Prefetching one line
 // per block, as at first, left the hardware prefetcher trailing and was
 // slower than no prefetch at all.
