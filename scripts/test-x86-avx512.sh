@@ -229,10 +229,18 @@ check() {
   return $ok
 }
 
-# Bochs is single-threaded: the models boot side by side.
+# Bochs is single-threaded: the models boot side by side. Each Bochs takes
+# the first free VNC port from 5900 as it starts, and two starting at once can
+# both pick 5900, the second then exiting ("RFB could not bind any port"): the
+# next one starts once this one's guest has written to its serial port.
 pids=()
 for m in "${models[@]}"; do
+  rm -rf "${work:?}/$m"
   boot "$m" & pids+=($!)
+  t0=$SECONDS
+  while [ ! -s "$work/$m/serial.log" ] && kill -0 "${pids[-1]}" 2>/dev/null && [ $((SECONDS - t0)) -lt 300 ]; do
+    sleep 1
+  done
 done
 for p in "${pids[@]}"; do wait "$p"; done
 status=0
