@@ -40,7 +40,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 kernel_tests=(kernels_fp16_test kernels_quant_test kernels_vec_dot_test kernels_tile_test
-              kernels_neon_ext_test kernels_attention_test kernels_packed_test)
+              kernels_neon_ext_test kernels_attention_test kernels_activation_test kernels_packed_test)
 engine_tests=(micro_engine_test llama_context_test golden_test)
 golden_filter='*/stories260K*:*/synth_tiny*:GoldenFiles.*'
 sysroot=/usr/aarch64-linux-gnu

@@ -86,6 +86,7 @@ KernelTable BuildScalar() {
   }
   PatchPacked(t, PackedTile);
   t.attention = Attention;
+  t.swiglu = SwiGlu;
   return t;
 }
 
@@ -118,6 +119,7 @@ KernelTable BuildAvx2() {
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
   PatchPacked(t, avx2::PackedTile, avx2::PackedTileOneGroup);
   t.attention = avx2::Attention;
+  t.swiglu = avx2::SwiGlu;
   return t;
 }
 
@@ -156,6 +158,7 @@ KernelTable BuildNeon() {
   PatchTiles(t, neon::GemmTile, neon::GemvTile);
   PatchPacked(t, neon::PackedTile);
   t.attention = neon::Attention;
+  t.swiglu = neon::SwiGlu;
   return t;
 }
 

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "gguf/ggml_type.h"
+#include "kernels/activation.h"
 #include "kernels/attention.h"
 
 namespace valet {
@@ -60,6 +61,7 @@ struct KernelTable {
   const char* name = "";
   TypeKernels types[kMaxTypeId] = {};
   attention_fn attention = nullptr;  // fused softmax·V over a sequence's K/V rows (kernels/attention.h)
+  swiglu_fn swiglu = nullptr;        // kernels/activation.h
 
   const TypeKernels& operator[](GgmlType t) const { return types[static_cast<uint32_t>(t)]; }
   // True when rows of `t` can be dequantized and multiplied.

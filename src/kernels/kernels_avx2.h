@@ -38,6 +38,8 @@ float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
 // attention_avx2.cpp: bit-exact with scalar::Attention (head_dim % 8 != 0 runs it).
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
+// activation_avx2.cpp: bit-exact with scalar::SwiGlu.
+void SwiGlu(int64_t n, float* gate, const float* up);
 
 // Tile kernels (tiles_avx2.cpp); fn == nullptr for types without one.
 TileKernel GemmTile(GgmlType type);

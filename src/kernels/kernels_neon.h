@@ -31,6 +31,8 @@ float DotQ4_0(int64_t n, const void* x, const void* y);
 
 // Fused attention (kernels/attention.h), bit-exact with the reference.
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
+// activation_neon.cpp: bit-exact with scalar::SwiGlu.
+void SwiGlu(int64_t n, float* gate, const float* up);
 
 // Tiles looping this table's vec_dot per pair (scalar dots for the types
 // without a NEON dot); fn == nullptr for types without one.

@@ -65,6 +65,8 @@ float DotIQ4_XS(int64_t n, const void* x, const void* y);
 
 // attention_scalar.cpp: the reference of kernels/attention.h.
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
+// activation_scalar.cpp
+void SwiGlu(int64_t n, float* gate, const float* up);
 
 // Reference tiles for the weight types: each pair through this table's vec_dot.
 TileKernel GemmTile(GgmlType type);

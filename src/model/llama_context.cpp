@@ -52,31 +52,6 @@ void AddInPlace(float* x, const float* y, int64_t n, ThreadPool& pool, bool inli
   });
 }
 
-// gate = act(gate) * up, element-wise, over columns [begin, end) of every
-// token: MatMulMany's epilogue after the gate and up products.
-template <typename Act>
-struct GatedRows {
-  float* gate;  // [n_tokens, n_ff]
-  const float* up;
-  int64_t n_ff;
-  int32_t n_tokens;
-  Act act;
-
-  static void Run(void* self, int64_t begin, int64_t end) {
-    const auto& s = *static_cast<const GatedRows*>(self);
-    for (int32_t t = 0; t < s.n_tokens; ++t) {
-      float* gate = s.gate + t * s.n_ff;
-      const float* up = s.up + t * s.n_ff;
-      for (int64_t i = begin; i < end; ++i) gate[i] = s.act(gate[i]) * up[i];
-    }
-  }
-};
-
-// SwiGLU's gate activation.
-struct Silu {
-  float operator()(float g) const { return g / (1.0f + std::exp(-g)); }
-};
-
 // GELU (tanh approximation) at every f16 value, rounded to f16: ggml's CPU
 // GeGLU looks the gate up here after rounding it to f16, and valet agrees
 // with its numerics rather than with the exact function.
@@ -94,12 +69,33 @@ const uint16_t* GeluF16Table() {
   return table.data();
 }
 
-// GeGLU's gate activation through that table; outside [-10, 10] GELU is 0
-// or the identity.
-struct GeluF16 {
-  const uint16_t* table;  // GeluF16Table()
-  float operator()(float g) const {
-    return g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(table[Fp32ToFp16(g)]);
+// gate = act(gate) * up, element-wise, over columns [begin, end) of every
+// token: MatMulMany's epilogue after the gate and up products. SwiGLU runs
+// the kernel table's; GeGLU looks GELU up in GeluF16Table() (outside
+// [-10, 10] it is 0 or the identity).
+struct GatedRows {
+  float* gate;  // [n_tokens, n_ff]
+  const float* up;
+  int64_t n_ff;
+  int32_t n_tokens;
+  swiglu_fn swiglu;            // SwiGLU families
+  const uint16_t* gelu_f16;    // GeGLU families
+
+  static void SwiGlu(void* self, int64_t begin, int64_t end) {
+    const auto& s = *static_cast<const GatedRows*>(self);
+    for (int32_t t = 0; t < s.n_tokens; ++t) s.swiglu(end - begin, s.gate + t * s.n_ff + begin, s.up + t * s.n_ff + begin);
+  }
+  static void GeGlu(void* self, int64_t begin, int64_t end) {
+    const auto& s = *static_cast<const GatedRows*>(self);
+    for (int32_t t = 0; t < s.n_tokens; ++t) {
+      float* gate = s.gate + t * s.n_ff;
+      const float* up = s.up + t * s.n_ff;
+      for (int64_t i = begin; i < end; ++i) {
+        const float g = gate[i];
+        const float gelu = g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(s.gelu_f16[Fp32ToFp16(g)]);
+        gate[i] = gelu * up[i];
+      }
+    }
   }
 };
 
@@ -348,11 +344,9 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
 
   RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
   // gate = act(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
-  GatedRows<Silu> swiglu{gate_.data(), up_.data(), c.n_ff, n, Silu{}};
-  GatedRows<GeluF16> geglu{gate_.data(), up_.data(), c.n_ff, n, GeluF16{gelu_f16_}};
-  const RowsEpilogue activation = c.arch->activation == FfnActivation::kGeluTanh
-                                      ? RowsEpilogue{GatedRows<GeluF16>::Run, &geglu}
-                                      : RowsEpilogue{GatedRows<Silu>::Run, &swiglu};
+  GatedRows gated{gate_.data(), up_.data(), c.n_ff, n, ActiveKernels().swiglu, gelu_f16_};
+  const RowsEpilogue activation{
+      c.arch->activation == FfnActivation::kGeluTanh ? GatedRows::GeGlu : GatedRows::SwiGlu, &gated};
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
   MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, activation);
   MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
