@@ -3,9 +3,12 @@
 // used to pick BlasMinTokens (BM_MatMulBackend).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
 #include "kernels/weight_pack.h"
@@ -228,6 +231,58 @@ void DecodeStreamArgs(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_DecodeStream)->Apply(DecodeStreamArgs)->UseRealTime();
+
+// Prefill attention of one causal prompt on 1 thread, the way LlamaContext
+// calls it: blocks of `rows` query rows (tokens x the 4 query heads of a KV
+// head) against F16 keys. args: head_dim, prompt tokens, rows per call.
+void BM_Attention(benchmark::State& state) {
+  const auto hd = static_cast<int32_t>(state.range(0));
+  const auto n = static_cast<int32_t>(state.range(1));
+  const int rows_per_call = static_cast<int>(state.range(2));
+  constexpr int kGroup = 4;
+  const size_t row_bytes = GgmlRowSize(GgmlType::kF16, hd);
+  const auto k = Encode(GgmlType::kF16, Random(int64_t{n} * hd, 5));
+  const auto v = Encode(GgmlType::kF16, Random(int64_t{n} * hd, 6));
+  std::vector<const void*> k_rows, v_rows;
+  for (int32_t j = 0; j < n; ++j) {
+    k_rows.push_back(k.data() + j * row_bytes);
+    v_rows.push_back(v.data() + j * row_bytes);
+  }
+  std::vector<float> q = Random(int64_t{n} * kGroup * hd, 7), out(q.size());
+  for (float& x : q) x *= kLog2e / std::sqrt(static_cast<float>(hd));
+  std::vector<float> work(AttentionWorkFloats(hd));
+  const KernelTable& table = ActiveKernels();
+  const AttentionKeys keys{GgmlType::kF16, hd, k_rows.data(), v_rows.data()};
+  for (auto _ : state) {
+    for (int32_t r0 = 0; r0 < n * kGroup; r0 += rows_per_call) {
+      const float* qp[kAttnMaxRows];
+      float* op[kAttnMaxRows];
+      int32_t n_keys[kAttnMaxRows];
+      const int count = std::min(rows_per_call, n * kGroup - r0);
+      for (int r = 0; r < count; ++r) {
+        qp[r] = q.data() + static_cast<size_t>(r0 + r) * hd;
+        op[r] = out.data() + static_cast<size_t>(r0 + r) * hd;
+        n_keys[r] = (r0 + r) / kGroup + 1;
+      }
+      table.attention({count, qp, n_keys, op, 0.0f}, keys, work.data());
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(table.name);
+  // q·k and p·v: 4 flops per key and element of every row, causal.
+  const double flops = 4.0 * hd * kGroup * (static_cast<double>(n) * (n + 1) / 2);
+  state.counters["GFLOPS"] =
+      benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+}
+
+void AttentionArgs(benchmark::internal::Benchmark* b) {
+  for (int64_t hd : {64, 128}) {
+    for (int64_t rows : {16, 32, 64}) {
+      if (rows <= kAttnMaxRows) b->Args({hd, 512, rows});
+    }
+  }
+}
+BENCHMARK(BM_Attention)->Apply(AttentionArgs);
 
 // args: type id, n_out, n_tokens, backend (1 native, 2 blas); n_in = 2048, 2 threads.
 void BM_MatMulBackend(benchmark::State& state) {

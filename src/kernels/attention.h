@@ -24,7 +24,7 @@
 namespace valet {
 
 inline constexpr int kAttnTileKeys = 32;
-inline constexpr int kAttnMaxRows = 16;
+inline constexpr int kAttnMaxRows = 64;
 // Softmax in base 2: queries come multiplied by log2(e) / sqrt(head_dim).
 inline constexpr float kLog2e = 1.44269504088896340736f;
 
