@@ -57,12 +57,19 @@ inline __m128i LoadPair64(const void* lo, const void* hi) {
                             _mm_loadl_epi64(static_cast<const __m128i*>(hi)));
 }
 
-// 4 activation bytes (or two int16 block sums) in every lane: one
-// broadcast load, no shuffle.
-inline __m512i Broadcast4(const void* p) {
-  int32_t v;
-  __builtin_memcpy(&v, p, sizeof(v));
-  return _mm512_set1_epi32(v);
+// acc + the dot of u's unsigned bytes with the 4 signed activation bytes at p
+// (or of u's int16 pairs with two int16 block sums) in every lane, the bytes
+// read as the instruction's {1to16} broadcast operand: GCC 12 broadcasts them
+// into a register first (clang folds them), one more µop per product, and
+// these loops issue one product per 64 multiply-adds.
+using UnalignedI32 = int32_t __attribute__((may_alias, aligned(1)));
+inline __m512i DpbusdBroadcast(__m512i acc, __m512i u, const void* p) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(u), "m"(*static_cast<const UnalignedI32*>(p)));
+  return acc;
+}
+inline __m512i DpwssdBroadcast(__m512i acc, __m512i w, const void* p) {
+  asm("vpdpwssd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*static_cast<const UnalignedI32*>(p)));
+  return acc;
 }
 
 // Both groups' 8 fp16 scales (or offsets).
@@ -165,7 +172,7 @@ void GemmRows(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, f
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
 #pragma GCC unroll 8
-      for (int j = 0; j < kTokens; ++j) isum[j] = _mm512_dpbusd_epi32(isum[j], u[i], Broadcast4(a[j]->qs + 4 * i));
+      for (int j = 0; j < kTokens; ++j) isum[j] = DpbusdBroadcast(isum[j], u[i], a[j]->qs + 4 * i);
     }
 #pragma GCC unroll 8
     for (int j = 0; j < kTokens; ++j) {
@@ -355,8 +362,8 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
         __m512i dot0 = _mm512_setzero_si512(), dot1 = _mm512_setzero_si512();
 #pragma GCC unroll 4
         for (int m = 0; m < 4; ++m) {
-          dot0 = _mm512_dpbusd_epi32(dot0, u[m], Broadcast4(ys + 4 * m));
-          dot1 = _mm512_dpbusd_epi32(dot1, u[4 + m], Broadcast4(ys + 16 + 4 * m));
+          dot0 = DpbusdBroadcast(dot0, u[m], ys + 4 * m);
+          dot1 = DpbusdBroadcast(dot1, u[4 + m], ys + 16 + 4 * m);
         }
         if constexpr (Q::kTwoScales) {
           const __m512i scaled = _mm512_add_epi32(_mm512_mullo_epi32(dot0, sc0), _mm512_mullo_epi32(dot1, sc1));
@@ -365,9 +372,9 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
           isum[j] = _mm512_add_epi32(isum[j], _mm512_mullo_epi32(_mm512_add_epi32(dot0, dot1), sc0));
         }
         if constexpr (Q::kOffsetShift >= 0)
-          isum[j] = _mm512_dpwssd_epi32(isum[j], offset, Broadcast4(a[j]->bsums + 2 * s));
+          isum[j] = DpwssdBroadcast(isum[j], offset, a[j]->bsums + 2 * s);
         if constexpr (Q::kMins == Mins::kPerGroup)
-          msum[j] = _mm512_dpwssd_epi32(msum[j], group_mins, Broadcast4(a[j]->bsums + 2 * s));
+          msum[j] = DpwssdBroadcast(msum[j], group_mins, a[j]->bsums + 2 * s);
       }
     }
     if constexpr (Q::kMins == Mins::kPerSubBlock) {
@@ -375,7 +382,7 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
       for (int s = 0; s < 8; ++s) {
         const __m512i mins = Q::SubBlockMins(b0, b1, s);
 #pragma GCC unroll 8
-        for (int j = 0; j < kTokens; ++j) msum[j] = _mm512_dpwssd_epi32(msum[j], mins, Broadcast4(a[j]->bsums + 2 * s));
+        for (int j = 0; j < kTokens; ++j) msum[j] = DpwssdBroadcast(msum[j], mins, a[j]->bsums + 2 * s);
       }
     }
     const __m512 dw = RowScales(b0.d, b1.d);
