@@ -183,6 +183,7 @@ void Scale(float* out, int32_t hd, float inv) {
 
 using Vec = float32x4_t;
 constexpr int kScoreVecs = kV;
+constexpr int kPass = 2;
 #include "kernels/attention_body.inc"
 
 }  // namespace

@@ -137,6 +137,7 @@ KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch)
 KernelTable BuildAvx512Vnni(const KernelTable& avx2) {
   KernelTable t = BuildVnni(avx2, "avx512vnni", avx512vnni::Patch);
   PatchPackedGemm(t, avx512vnni::PackedGemm, avx512vnni::PackedGemmOneGroup);
+  t.attention = avx512vnni::Attention;
   return t;
 }
 

@@ -16,6 +16,8 @@ void Patch(KernelTable& t);
 
 namespace valet::avx512vnni {
 void Patch(KernelTable& t);
+// attention_avx512.cpp: bit-exact with scalar::Attention.
+void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work);
 }  // namespace valet::avx512vnni
 
 // BF16 weights with AVX512_BF16 dot products (kernels_avx512_bf16.cpp).
