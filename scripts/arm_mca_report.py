@@ -34,6 +34,10 @@ KERNELS = [
      "void valet::neon::smmla::(anonymous namespace)::GemmPairs<valet::BlockQ4_0x8>(", "block"),
     ("packed smmla Q8_0 8x4", "packed_neon.s",
      "void valet::neon::smmla::(anonymous namespace)::GemmPairs<valet::BlockQ8_0x8>(", "block"),
+    ("packed smmla Q4_K 8x4", "packed_neon.s",
+     "void valet::neon::smmla::(anonymous namespace)::GemmSuperPairs<valet::BlockQ4_Kx8>(", "sub-block"),
+    ("packed smmla Q6_K 8x4", "packed_neon.s",
+     "void valet::neon::smmla::(anonymous namespace)::GemmSuperPairs<valet::BlockQ6_Kx8>(", "sub-block"),
     ("rows sdot Q8_0 4x2", "kernels_neon_ext.s",
      "void valet::neon::(anonymous namespace)::TileDotprod<valet::BlockQ8_0, "
      "&valet::neon::(anonymous namespace)::LoadQ8_0(valet::BlockQ8_0 const&), 4, 2>(", "block"),

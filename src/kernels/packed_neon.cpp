@@ -6,7 +6,7 @@
 // pairwise adds. The kernels are written once (packed_neon_body.inc) and
 // compiled twice: plain armv8-a, and under the dotprod target for the
 // neon_dotprod table, which is offered only when the CPU reports SDOT. The
-// neon_i8mm table adds SMMLA prefill GEMMs for the 32-element types.
+// neon_i8mm table adds SMMLA prefill GEMMs for every row-group type.
 //
 // Integer dots are exact; each block's scale product and multiply-add follow
 // the scalar reference (packed_scalar.cpp), so every variant equals it bit for
@@ -82,6 +82,92 @@ inline void SignedQuants(const Packed& b, int8x16_t* q) {
   }
 }
 
+// Sub-block s (32 elements) of a K-quant row group as 16 vectors of int8 in
+// SignedQuants' layout (q[2i + h]: rows 4h..4h+3 of dword i), values whose dot
+// is the reference's integer: Q2_K, Q4_K and Q5_K unsigned (they fit int8),
+// IQ4_XS its levels, Q3_K and Q6_K centred.
+template <class Packed>
+  requires std::is_same_v<Packed, BlockQ4_Kx8> || std::is_same_v<Packed, BlockQ5_Kx8>
+inline void SubBlockQuants(const Packed& b, int s, int8x16_t* q) {
+  const uint8_t* qs = b.qs + 256 * (s / 2);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    const uint8x16_t raw = vld1q_u8(qs + 16 * i);
+    uint8x16_t u = s % 2 == 0 ? vandq_u8(raw, vdupq_n_u8(0x0f)) : vshrq_n_u8(raw, 4);
+    if constexpr (std::is_same_v<Packed, BlockQ5_Kx8>) {
+      // Bit s of the qh byte as bit 4 of the quant.
+      const uint8x16_t h = vandq_u8(vshlq_u8(vld1q_u8(b.qh + 16 * i), vdupq_n_s8(static_cast<int8_t>(-s))),
+                                    vdupq_n_u8(1));
+      u = vorrq_u8(u, vshlq_n_u8(h, 4));
+    }
+    q[i] = vreinterpretq_s8_u8(u);
+  }
+}
+
+inline void SubBlockQuants(const BlockIQ4_XSx8& b, int s, int8x16_t* q) {
+  const int8x16_t values = vld1q_s8(kIQ4NLValues);
+  // Low nibbles: elements 4m..4m+3 (dwords 0..3), high: 16+4m.. (dwords 4..7).
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    const uint8x16_t raw = vld1q_u8(b.qs + 128 * s + 16 * i);
+    q[i] = vqtbl1q_s8(values, vandq_u8(raw, vdupq_n_u8(0x0f)));
+    q[8 + i] = vqtbl1q_s8(values, vshrq_n_u8(raw, 4));
+  }
+}
+
+inline void SubBlockQuants(const BlockQ2_Kx8& b, int s, int8x16_t* q) {
+  const uint8_t* qs = b.qs + 256 * (s / 4);
+  const int8x16_t shift = vdupq_n_s8(static_cast<int8_t>(-2 * (s % 4)));
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) q[i] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(vld1q_u8(qs + 16 * i), shift), vdupq_n_u8(3)));
+}
+
+inline void SubBlockQuants(const BlockQ6_Kx8& b, int s, int8x16_t* q) {
+  const uint8x16_t low4 = vdupq_n_u8(0x0f), low2 = vdupq_n_u8(3);
+  const uint8_t* ql = b.ql + 256 * (s / 2);
+  const uint8_t* qh = b.qh + 256 * (s / 4);
+  const int8x16_t lo_shift = vdupq_n_s8(static_cast<int8_t>(-4 * (s % 2)));
+  const int8x16_t hi_shift = vdupq_n_s8(static_cast<int8_t>(-2 * (s % 4)));
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    const uint8x16_t lo = vandq_u8(vshlq_u8(vld1q_u8(ql + 16 * i), lo_shift), low4);
+    const uint8x16_t hi = vandq_u8(vshlq_u8(vld1q_u8(qh + 16 * i), hi_shift), low2);
+    q[i] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 4))), vdupq_n_s8(32));
+  }
+}
+
+inline void SubBlockQuants(const BlockQ3_Kx8& b, int s, int8x16_t* q) {
+  const uint8x16_t low2 = vdupq_n_u8(3), one = vdupq_n_u8(1);
+  const uint8_t* qs = b.qs + 256 * (s / 4);
+  const int8x16_t lo_shift = vdupq_n_s8(static_cast<int8_t>(-2 * (s % 4)));
+  const int8x16_t hi_shift = vdupq_n_s8(static_cast<int8_t>(-s));
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) {
+    const uint8x16_t lo = vandq_u8(vshlq_u8(vld1q_u8(qs + 16 * i), lo_shift), low2);
+    const uint8x16_t hi = vandq_u8(vshlq_u8(vld1q_u8(b.hmask + 16 * i), hi_shift), one);
+    q[i] = vsubq_s8(vreinterpretq_s8_u8(vorrq_u8(lo, vshlq_n_u8(hi, 2))), vdupq_n_s8(4));
+  }
+}
+
+// Lane r: the min of Q4_K / Q5_K row r for sub-block s, as int16.
+template <class Packed>
+inline int16x8_t SubBlockMins(const Packed& b, int s) {
+  const uint8x8x2_t m = vld2_u8(b.mins + 16 * (s / 2));
+  return vreinterpretq_s16_u16(vmovl_u8(m.val[s % 2]));
+}
+
+// m0 (rows 0..3), m1 (rows 4..7): the sum over sub-blocks s of each row's min
+// times the token's sub-block sum.
+inline void MinSums(const int16x8_t* mins, const BlockQ8_K& a, int32x4_t* m0, int32x4_t* m1) {
+  *m0 = *m1 = vdupq_n_s32(0);
+#pragma GCC unroll 8
+  for (int s = 0; s < 8; ++s) {
+    const auto bs = static_cast<int16_t>(a.bsums[2 * s] + a.bsums[2 * s + 1]);
+    *m0 = vmlal_n_s16(*m0, vget_low_s16(mins[s]), bs);
+    *m1 = vmlal_high_n_s16(*m1, mins[s], bs);
+  }
+}
+
 }  // namespace
 
 namespace plain {
@@ -135,7 +221,7 @@ VALET_TARGET_END()
 
 VALET_TARGET_BEGIN("arch=armv8.2-a+dotprod+i8mm")
 
-// Prefill of the 32-element types with SMMLA, which multiplies a 2 x 8 block
+// Prefill with SMMLA, which multiplies a 2 x 8 block
 // of int8 by the transpose of another into 2 x 2 int32: rows (2p, 2p + 1) of a
 // group times tokens (t, t + 1), 8 elements deep, twice SDOT's products per
 // instruction. A row pair's 8 quants are two 4-byte dwords of the group's
@@ -163,6 +249,18 @@ inline void PairLanes(float32x4_t v, float32x4_t* out) {
 inline float32x4_t TokenLanes(float t0, float t1) {
   const float32x2_t two = {t0, t1};
   return vcombine_f32(two, two);
+}
+
+// acc[token pair][row pair] back to rows of 8 outputs per token.
+inline void StorePairs(const float32x4_t (*acc)[4], float* out, int64_t ldo) {
+#pragma GCC unroll 2
+  for (int t = 0; t < kTokens / 2; ++t) {
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      vst1q_f32(out + (2 * t) * ldo + 4 * h, vuzp1q_f32(acc[t][2 * h], acc[t][2 * h + 1]));
+      vst1q_f32(out + (2 * t + 1) * ldo + 4 * h, vuzp2q_f32(acc[t][2 * h], acc[t][2 * h + 1]));
+    }
+  }
 }
 
 template <class Packed>
@@ -214,16 +312,188 @@ void GemmPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, floa
       }
     }
   }
-#pragma GCC unroll 2
-  for (int t = 0; t < kTokens / 2; ++t) {
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      vst1q_f32(out + (2 * t) * ldo + 4 * h, vuzp1q_f32(acc[t][2 * h], acc[t][2 * h + 1]));
-      vst1q_f32(out + (2 * t + 1) * ldo + 4 * h, vuzp2q_f32(acc[t][2 * h], acc[t][2 * h + 1]));
-    }
-  }
+  StorePairs(acc, out, ldo);
 }
 
+
+// Row lanes 0..7 as the lanes (r0 r0 r1 r1) of row pairs p = 0..3.
+inline void RowPairLanes(int16x8_t v, int32x4_t* out) {
+  const int32x4_t lo = vmovl_s16(vget_low_s16(v)), hi = vmovl_high_s16(v);
+  out[0] = vzip1q_s32(lo, lo);
+  out[1] = vzip2q_s32(lo, lo);
+  out[2] = vzip1q_s32(hi, hi);
+  out[3] = vzip2q_s32(hi, hi);
+}
+
+// Lanes (t0 t1 t0 t1).
+inline int32x4_t TokenLanes(int32_t t0, int32_t t1) {
+  const int32x2_t two = {t0, t1};
+  return vcombine_s32(two, two);
+}
+
+enum class Mins { kNone, kPerSubBlock, kPerGroup };
+
+// Per K-quant: its scales of sub-block s (lane r: row r; one per sub-block,
+// or one per group of 16 elements, 2s and 2s + 1) and where its mins are.
+template <class Packed>
+struct SuperScales {  // Q4_K, Q5_K
+  static constexpr bool kTwoScales = false;
+  static constexpr Mins kMins = Mins::kPerSubBlock;
+  static void Scales(const Packed& b, int s, int16x8_t* sc) {
+    sc[0] = vreinterpretq_s16_u16(vmovl_u8(vld1_u8(b.sc + 8 * s)));
+  }
+};
+template <>
+struct SuperScales<BlockIQ4_XSx8> {
+  static constexpr bool kTwoScales = false;
+  static constexpr Mins kMins = Mins::kNone;
+  static void Scales(const BlockIQ4_XSx8& b, int s, int16x8_t* sc) { sc[0] = vmovl_s8(vld1_s8(b.sc + 8 * s)); }
+};
+template <class Packed>
+  requires std::is_same_v<Packed, BlockQ3_Kx8> || std::is_same_v<Packed, BlockQ6_Kx8>
+struct SuperScales<Packed> {
+  static constexpr bool kTwoScales = true;
+  static constexpr Mins kMins = Mins::kNone;
+  static void Scales(const Packed& b, int s, int16x8_t* sc) {
+    const int8x8x2_t raw = vld2_s8(b.sc + 16 * s);
+    sc[0] = vmovl_s8(raw.val[0]);
+    sc[1] = vmovl_s8(raw.val[1]);
+  }
+};
+template <>
+struct SuperScales<BlockQ2_Kx8> {  // 4-bit scale and 4-bit min per group
+  static constexpr bool kTwoScales = true;
+  static constexpr Mins kMins = Mins::kPerGroup;
+  static void Scales(const BlockQ2_Kx8& b, int s, int16x8_t* sc) {
+    const uint8x8x2_t raw = vld2_u8(b.sc + 16 * s);
+    sc[0] = vreinterpretq_s16_u16(vmovl_u8(vand_u8(raw.val[0], vdup_n_u8(15))));
+    sc[1] = vreinterpretq_s16_u16(vmovl_u8(vand_u8(raw.val[1], vdup_n_u8(15))));
+  }
+  static void GroupMins(const BlockQ2_Kx8& b, int s, int16x8_t* mn) {
+    const uint8x8x2_t raw = vld2_u8(b.sc + 16 * s);
+    mn[0] = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(raw.val[0], 4)));
+    mn[1] = vreinterpretq_s16_u16(vmovl_u8(vshr_n_u8(raw.val[1], 4)));
+  }
+};
+
+// The K-quants with SMMLA: per sub-block the quants in SDOT's layout
+// (SubBlockQuants) zipped into row pairs, 4 SMMLA per row pair and token pair
+// (8 elements deep each), the 2 x 2 int32 dots times the rows' scales in
+// int32, the mins against the activation sums; the integers are the
+// reference's and the float steps per super-block its own.
+template <class Packed>
+void GemmSuperPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  using K = SuperScales<Packed>;
+  const auto* w = static_cast<const Packed*>(x);
+  const auto* yb = static_cast<const uint8_t*>(y);
+  float32x4_t acc[kTokens / 2][4];  // [token pair][row pair]: lanes (r0 t0, r0 t1, r1 t0, r1 t1)
+#pragma GCC unroll 2
+  for (int t = 0; t < kTokens / 2; ++t) {
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; ++p) acc[t][p] = vdupq_n_f32(0.0f);
+  }
+  const int64_t nb = n / kQK_K;
+  for (int64_t l = 0; l < nb; ++l) {
+    const Packed& b = w[l];
+    const BlockQ8_K* a[kTokens];
+#pragma GCC unroll 4
+    for (int j = 0; j < kTokens; ++j) a[j] = reinterpret_cast<const BlockQ8_K*>(yb + j * ldy) + l;
+    int32x4_t isum[kTokens / 2][4], msum[kTokens / 2][4];
+#pragma GCC unroll 2
+    for (int t = 0; t < kTokens / 2; ++t) {
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) isum[t][p] = msum[t][p] = vdupq_n_s32(0);
+    }
+    for (int s = 0; s < 8; ++s) {
+      int8x16_t q[16];
+      SubBlockQuants(b, s, q);
+      int8x16_t rows[4][4];  // [element group g][row pair p]
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) rows[g][p] = RowPair(q, g, p);
+      }
+      int16x8_t sc16[2];
+      K::Scales(b, s, sc16);
+      int32x4_t sc[2][4];  // [scale: sub-block, or its group 2s + i][row pair]
+      RowPairLanes(sc16[0], sc[0]);
+      if constexpr (K::kTwoScales) RowPairLanes(sc16[1], sc[1]);
+#pragma GCC unroll 2
+      for (int t = 0; t < kTokens / 2; ++t) {
+        const int8_t* y0 = a[2 * t]->qs + 32 * s;
+        const int8_t* y1 = a[2 * t + 1]->qs + 32 * s;
+        int32x4_t dot[2][4];  // [16-element half, with two scales][row pair]
+#pragma GCC unroll 2
+        for (int i = 0; i < 2; ++i) {
+#pragma GCC unroll 4
+          for (int p = 0; p < 4; ++p) dot[i][p] = vdupq_n_s32(0);
+        }
+#pragma GCC unroll 4
+        for (int g = 0; g < 4; ++g) {
+          const int8x16_t tokens = vcombine_s8(vld1_s8(y0 + 8 * g), vld1_s8(y1 + 8 * g));
+          const int i = K::kTwoScales ? g / 2 : 0;
+#pragma GCC unroll 4
+          for (int p = 0; p < 4; ++p) dot[i][p] = vmmlaq_s32(dot[i][p], rows[g][p], tokens);
+        }
+#pragma GCC unroll 4
+        for (int p = 0; p < 4; ++p) {
+          isum[t][p] = vmlaq_s32(isum[t][p], dot[0][p], sc[0][p]);
+          if constexpr (K::kTwoScales) isum[t][p] = vmlaq_s32(isum[t][p], dot[1][p], sc[1][p]);
+        }
+      }
+      if constexpr (K::kMins == Mins::kPerGroup) {
+        int16x8_t mn16[2];
+        K::GroupMins(b, s, mn16);
+        int32x4_t mn[2][4];
+        RowPairLanes(mn16[0], mn[0]);
+        RowPairLanes(mn16[1], mn[1]);
+#pragma GCC unroll 2
+        for (int t = 0; t < kTokens / 2; ++t) {
+#pragma GCC unroll 2
+          for (int i = 0; i < 2; ++i) {
+            const int32x4_t bs = TokenLanes(a[2 * t]->bsums[2 * s + i], a[2 * t + 1]->bsums[2 * s + i]);
+#pragma GCC unroll 4
+            for (int p = 0; p < 4; ++p) msum[t][p] = vmlaq_s32(msum[t][p], mn[i][p], bs);
+          }
+        }
+      }
+    }
+    if constexpr (K::kMins == Mins::kPerSubBlock) {
+      int16x8_t mins[8];  // lane r: row r's min of sub-block s
+#pragma GCC unroll 8
+      for (int s = 0; s < 8; ++s) mins[s] = SubBlockMins(b, s);
+#pragma GCC unroll 2
+      for (int t = 0; t < kTokens / 2; ++t) {
+        int32x4_t m[2][2];  // [token of the pair][rows 0..3 / 4..7]
+        MinSums(mins, *a[2 * t], &m[0][0], &m[0][1]);
+        MinSums(mins, *a[2 * t + 1], &m[1][0], &m[1][1]);
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          msum[t][2 * h] = vzip1q_s32(m[0][h], m[1][h]);
+          msum[t][2 * h + 1] = vzip2q_s32(m[0][h], m[1][h]);
+        }
+      }
+    }
+    float32x4_t dw[4], dm[4];
+    PairLanes(LoadF16(b.d), dw);
+    PairLanes(LoadF16(b.d + 4), dw + 2);
+    if constexpr (K::kMins != Mins::kNone) {
+      PairLanes(LoadF16(b.dmin), dm);
+      PairLanes(LoadF16(b.dmin + 4), dm + 2);
+    }
+#pragma GCC unroll 2
+    for (int t = 0; t < kTokens / 2; ++t) {
+      const float32x4_t dy = TokenLanes(a[2 * t]->d, a[2 * t + 1]->d);
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {
+        acc[t][p] = vfmaq_f32(acc[t][p], vmulq_f32(dw[p], dy), vcvtq_f32_s32(isum[t][p]));
+        if constexpr (K::kMins != Mins::kNone)
+          acc[t][p] = vfmsq_f32(acc[t][p], vmulq_f32(dm[p], dy), vcvtq_f32_s32(msum[t][p]));
+      }
+    }
+  }
+  StorePairs(acc, out, ldo);
+}
 }  // namespace
 }  // namespace smmla
 
@@ -246,6 +516,18 @@ TileKernel I8mmPackedGemm(GgmlType type) {
       return {smmla::GemmPairs<BlockQ5_1x8>, kPackRows, smmla::kTokens};
     case GgmlType::kIQ4_NL:
       return {smmla::GemmPairs<BlockIQ4_NLx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kQ4_K:
+      return {smmla::GemmSuperPairs<BlockQ4_Kx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kQ5_K:
+      return {smmla::GemmSuperPairs<BlockQ5_Kx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kQ6_K:
+      return {smmla::GemmSuperPairs<BlockQ6_Kx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kQ3_K:
+      return {smmla::GemmSuperPairs<BlockQ3_Kx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kQ2_K:
+      return {smmla::GemmSuperPairs<BlockQ2_Kx8>, kPackRows, smmla::kTokens};
+    case GgmlType::kIQ4_XS:
+      return {smmla::GemmSuperPairs<BlockIQ4_XSx8>, kPackRows, smmla::kTokens};
     default:
       return {};
   }
