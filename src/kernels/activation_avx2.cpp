@@ -15,7 +15,9 @@ namespace valet::avx2 {
 namespace {
 
 // 2^k for k in [-126, 127] per lane.
-__m256 Pow2(__m256i k) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23)); }
+__m256 Pow2(__m256i k) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(k, _mm256_set1_epi32(127)), 23));
+}
 
 __m256 Exp(__m256 x) {
   __m256 xc = _mm256_max_ps(x, _mm256_set1_ps(kExpMin));

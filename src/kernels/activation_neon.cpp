@@ -14,7 +14,9 @@ namespace valet::neon {
 namespace {
 
 // 2^k for k in [-126, 127] per lane.
-float32x4_t Pow2(int32x4_t k) { return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k, vdupq_n_s32(127)), 23)); }
+float32x4_t Pow2(int32x4_t k) {
+  return vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(k, vdupq_n_s32(127)), 23));
+}
 
 float32x4_t Exp(float32x4_t x) {
   float32x4_t xc = vmaxnmq_f32(x, vdupq_n_f32(kExpMin));

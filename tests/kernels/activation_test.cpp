@@ -18,10 +18,10 @@ using testing::Tables;
 
 std::vector<float> SpecialGates() {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  std::vector<float> g = {0.0f,    -0.0f,   1e-30f,  -1e-30f, 1e-45f,  -1e-45f,  0.5f,    -0.5f,
-                          20.0f,   -20.0f,  87.3f,   -87.3f,  88.72f,  -88.72f,  88.73f,  -88.73f,
-                          89.0f,   -89.0f,  103.9f,  -103.9f, 104.0f,  -104.0f,  150.0f,  -150.0f,
-                          kInf,    -kInf,   std::numeric_limits<float>::quiet_NaN(), 3e38f, -3e38f};
+  std::vector<float> g = {std::numeric_limits<float>::quiet_NaN(), kInf, 3e38f, 1e-30f, 1e-45f};
+  for (float x : {0.0f, 0.5f, 20.0f, 87.3f, 88.72f, 88.73f, 89.0f, 103.9f, 104.0f, 150.0f})
+    g.push_back(x);
+  for (size_t i = 1, n = g.size(); i < n; ++i) g.push_back(-g[i]);
   // Around the rounding boundaries of n = round(x log2 e).
   for (int k = -150; k <= 130; k += 7) {
     const float x = (static_cast<float>(k) + 0.5f) * 0.693147180559945f;
@@ -69,8 +69,8 @@ TEST(SwiGlu, EveryTableEqualsTheReference) {
     ASSERT_NE(table->swiglu, nullptr);
     // Every length up to two vectors and a long one, from odd offsets, so the
     // variants' tails are covered.
-    for (size_t n : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16}, size_t{17},
-                     gate.size() - 5}) {
+    for (size_t n : {size_t{1}, size_t{3}, size_t{7}, size_t{8}, size_t{9}, size_t{15}, size_t{16},
+                     size_t{17}, gate.size() - 5}) {
       for (size_t off : {size_t{0}, size_t{1}, size_t{5}}) {
         std::vector<float> want(gate.begin() + off, gate.begin() + off + n), got = want;
         scalar::SwiGlu(static_cast<int64_t>(n), want.data(), up.data() + off);
