@@ -24,11 +24,7 @@ constexpr int kPass = 2;
 }  // namespace
 
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
-  if (keys.head_dim % 8 != 0) {
-    scalar::Attention(rows, keys, work);
-    return;
-  }
-  TileLoop(rows, keys, work);
+  Run(rows, keys, work);
 }
 
 }  // namespace valet::avx2

@@ -26,11 +26,7 @@ constexpr int kPass = 4;
 }  // namespace
 
 void Attention(const AttentionRows& rows, const AttentionKeys& keys, float* work) {
-  if (keys.head_dim % 8 != 0) {
-    scalar::Attention(rows, keys, work);
-    return;
-  }
-  TileLoop(rows, keys, work);
+  Run(rows, keys, work);
 }
 
 }  // namespace valet::avx512vnni

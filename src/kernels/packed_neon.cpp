@@ -149,11 +149,15 @@ inline void SubBlockQuants(const BlockQ3_Kx8& b, int s, int8x16_t* q) {
   }
 }
 
-// Lane r: the min of Q4_K / Q5_K row r for sub-block s, as int16.
+// mins[s], lane r: the min of Q4_K / Q5_K row r for sub-block s, as int16.
 template <class Packed>
-inline int16x8_t SubBlockMins(const Packed& b, int s) {
-  const uint8x8x2_t m = vld2_u8(b.mins + 16 * (s / 2));
-  return vreinterpretq_s16_u16(vmovl_u8(m.val[s % 2]));
+inline void SubBlockMins(const Packed& b, int16x8_t* mins) {
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {
+    const uint8x8x2_t m = vld2_u8(b.mins + 16 * k);
+    mins[2 * k] = vreinterpretq_s16_u16(vmovl_u8(m.val[0]));
+    mins[2 * k + 1] = vreinterpretq_s16_u16(vmovl_u8(m.val[1]));
+  }
 }
 
 // m0 (rows 0..3), m1 (rows 4..7): the sum over sub-blocks s of each row's min
@@ -315,7 +319,6 @@ void GemmPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy, floa
   StorePairs(acc, out, ldo);
 }
 
-
 // Row lanes 0..7 as the lanes (r0 r0 r1 r1) of row pairs p = 0..3.
 inline void RowPairLanes(int16x8_t v, int32x4_t* out) {
   const int32x4_t lo = vmovl_s16(vget_low_s16(v)), hi = vmovl_high_s16(v);
@@ -459,9 +462,8 @@ void GemmSuperPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy,
       }
     }
     if constexpr (K::kMins == Mins::kPerSubBlock) {
-      int16x8_t mins[8];  // lane r: row r's min of sub-block s
-#pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) mins[s] = SubBlockMins(b, s);
+      int16x8_t mins[8];
+      SubBlockMins(b, mins);
 #pragma GCC unroll 2
       for (int t = 0; t < kTokens / 2; ++t) {
         int32x4_t m[2][2];  // [token of the pair][rows 0..3 / 4..7]
@@ -494,6 +496,7 @@ void GemmSuperPairs(int64_t n, const void* x, size_t, const void* y, size_t ldy,
   }
   StorePairs(acc, out, ldo);
 }
+
 }  // namespace
 }  // namespace smmla
 
