@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -58,6 +59,34 @@ TEST(SwiGlu, ReferenceMatchesSiluInDouble) {
     // is -0 against a true value under 1e-36.
     EXPECT_NEAR(out[i], want, 4e-7 * std::fabs(want) + 1e-36);
   }
+}
+
+// Every 4096th float of [-88, 88]: the reference's worst SiLU error in ulps
+// of the float result, printed (docs/engine.md quotes it) and bounded.
+TEST(SwiGlu, ReferenceSweepStaysWithinAFewUlps) {
+  std::vector<float> gate;
+  for (uint32_t bits = 0; std::bit_cast<float>(bits) <= 88.0f; bits += 4096) {
+    gate.push_back(std::bit_cast<float>(bits));
+    gate.push_back(-std::bit_cast<float>(bits));
+  }
+  std::vector<float> out = gate;
+  const std::vector<float> up(gate.size(), 1.0f);
+  scalar::SwiGlu(static_cast<int64_t>(out.size()), out.data(), up.data());
+  double worst = 0.0;
+  float worst_g = 0.0f;
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double want = SiluExact(gate[i]);
+    if (want == 0.0 || std::fabs(want) < std::numeric_limits<float>::min()) continue;  // no float ulp to speak of
+    const double ulp = std::ldexp(1.0, std::ilogb(want) - 23);
+    const double err = std::fabs(out[i] - want) / ulp;
+    if (err > worst) {
+      worst = err;
+      worst_g = gate[i];
+    }
+  }
+  std::printf("[ swiglu   ] reference SiLU over %zu gates in [-88, 88]: worst %.2f ulp at g = %g\n", gate.size(), worst,
+              worst_g);
+  EXPECT_LE(worst, 4.0);
 }
 
 TEST(SwiGlu, EveryTableEqualsTheReference) {
