@@ -6,6 +6,7 @@
 
 #include "kernels/fp16.h"
 #include "kernels/packed_blocks.h"
+#include "kernels/prefetch.h"
 
 namespace valet {
 namespace {
@@ -147,8 +148,16 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
       };
       int64_t g = ranges[i].begin;
       for (; g + tile_groups <= ranges[i].end; g += tile_groups) {
+        // The next tile's weights come from L3 or memory: each token tile's
+        // call first asks for its share of them into L2.
+        const uint8_t* next = group(g + tile_groups);
+        const size_t ahead = static_cast<size_t>(group(std::min(ranges[i].end, g + 2 * tile_groups)) - next);
+        const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLine - 1) /
+                             kCacheLine * kCacheLine;
         int64_t t = t0;
-        for (; t + cols <= t1; t += cols) {
+        for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
+          for (size_t o = from; o < std::min(ahead, from + share); o += kCacheLine)
+            __builtin_prefetch(next + o, 0, static_cast<int>(PrefetchLevel::kL2));
           p.gemm.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
         }
         for (; t < t1; ++t) {
