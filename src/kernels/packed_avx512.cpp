@@ -247,11 +247,10 @@ struct SuperQuants<Packed> {
   static __m512i Scales(const Packed& b0, const Packed& b1, int s) {
     return RowBytes<false>(b0.sc + 8 * s, b1.sc + 8 * s);
   }
-  // Lanes r and 8 + r: row r's min of sub-block s in both int16 halves, so
-  // one vpdpwssd with the bsums pair (2s, 2s + 1) adds min * the sub-block's sum.
-  static __m512i SubBlockMins(const Packed& b0, const Packed& b1, int s) {
-    const __m512i pairs = GroupPairs<false>(b0.mins + 16 * (s / 2), b1.mins + 16 * (s / 2));
-    return Twice16(s % 2 == 0 ? _mm512_and_si512(pairs, _mm512_set1_epi32(0xffff)) : _mm512_srli_epi32(pairs, 16));
+  // Lanes r and 8 + r: row r's mins of sub-blocks 2k and 2k + 1 as an int16
+  // pair, so one vpdpwssd with the two sub-blocks' sums adds both products.
+  static __m512i SubBlockMinPairs(const Packed& b0, const Packed& b1, int k) {
+    return GroupPairs<false>(b0.mins + 16 * k, b1.mins + 16 * k);
   }
 };
 
@@ -378,11 +377,21 @@ void GemmSuperRows(int64_t n, const void* x, size_t ldx, const void* y, size_t l
       }
     }
     if constexpr (Q::kMins == Mins::kPerSubBlock) {
+      // Each token's 8 sub-block sums (its bsums added in pairs, |sum| <=
+      // 32 * 127) as int16, so one vpdpwssd takes two sub-blocks' mins.
+      alignas(16) int16_t sums[kTokens][8];
 #pragma GCC unroll 8
-      for (int s = 0; s < 8; ++s) {
-        const __m512i mins = Q::SubBlockMins(b0, b1, s);
+      for (int j = 0; j < kTokens; ++j) {
+        const __m256i pairs =
+            _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[j]->bsums)), _mm256_set1_epi16(1));
+        _mm_store_si128(reinterpret_cast<__m128i*>(sums[j]),
+                        _mm_packs_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1)));
+      }
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        const __m512i mins = Q::SubBlockMinPairs(b0, b1, k);
 #pragma GCC unroll 8
-        for (int j = 0; j < kTokens; ++j) msum[j] = DpwssdBroadcast(msum[j], mins, a[j]->bsums + 2 * s);
+        for (int j = 0; j < kTokens; ++j) msum[j] = DpwssdBroadcast(msum[j], mins, sums[j] + 2 * k);
       }
     }
     const __m512 dw = RowScales(b0.d, b1.d);
