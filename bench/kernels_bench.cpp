@@ -185,6 +185,35 @@ void LayoutArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MatMulLayout)->Apply(LayoutArgs);
 
+// A prefill step's product: the bench preset's 1024 -> 2816 row groups times
+// 512 tokens in real time, activation conversion included. Against
+// BM_MatMulLayout's 64 tokens it shows what the cache misses of a long step
+// cost (its activations and outputs overflow L2). args: type id, threads.
+void BM_MatMulPrefill(benchmark::State& state) {
+  const auto type = static_cast<GgmlType>(state.range(0));
+  const int64_t n_in = 1024, n_out = 2816, n_tokens = 512;
+  Problem p = MakeProblem(type, n_in, n_out, n_tokens);
+  std::vector<uint8_t> packed(PackedBytes(p.w));
+  p.w = PackWeights(p.w, packed.data());
+  ThreadPool pool(static_cast<int>(state.range(1)));
+  MatMulScratch scratch;
+  for (auto _ : state) {
+    MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch);
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
+                                                benchmark::Counter::kIsIterationInvariantRate,
+                                                benchmark::Counter::kIs1000);
+}
+
+void PrefillArgs(benchmark::internal::Benchmark* b) {
+  for (GgmlType t : {GgmlType::kQ4_0, GgmlType::kQ8_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (int64_t threads : {1, 2}) b->Args({static_cast<int64_t>(t), threads});
+  }
+}
+BENCHMARK(BM_MatMulPrefill)->Apply(PrefillArgs)->UseRealTime();
+
 // Decode's weight stream: one token through 512 MiB of matrices (3072 ->
 // 8192, copies of one matrix), far past the last-level cache, so the rate is
 // the GEMV's share of memory bandwidth; compare with build/bench/valet_membw
