@@ -120,6 +120,7 @@ KernelTable BuildAvx2() {
   PatchPacked(t, avx2::PackedTile, avx2::PackedTileOneGroup);
   t.attention = avx2::Attention;
   t.swiglu = avx2::SwiGlu;
+  t.q8_0s_from_float = avx2::Q8_0SFromFloat;
   return t;
 }
 

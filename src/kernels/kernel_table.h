@@ -62,6 +62,10 @@ struct KernelTable {
   TypeKernels types[kMaxTypeId] = {};
   attention_fn attention = nullptr;  // fused softmax·V over a sequence's K/V rows (kernels/attention.h)
   swiglu_fn swiglu = nullptr;        // kernels/activation.h
+  // n floats (whole blocks) into the row groups' BlockQ8_0S activations
+  // (kernels/packed_blocks.h): the table's Q8_0 quantization, d widened and
+  // the quants summed, in one pass; nullptr: built from kQ8_0's from_float.
+  from_float_fn q8_0s_from_float = nullptr;
 
   const TypeKernels& operator[](GgmlType t) const { return types[static_cast<uint32_t>(t)]; }
   // True when rows of `t` can be dequantized and multiplied.

@@ -12,6 +12,7 @@
 
 #include "kernels/fp16.h"
 #include "kernels/kernels_scalar.h"
+#include "kernels/packed_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/rounding.h"
 
@@ -99,7 +100,7 @@ namespace {
 
 // One block of Q8_0/Q8_1 quantization (llama.cpp's x86 rule: scale by
 // 127/amax, round half to even); returns d (unrounded) and the quants' sum.
-VALET_AVX2 float QuantizeBlock32(const float* x, int8_t* qs, int* sum) {
+VALET_AVX2 __attribute__((always_inline)) inline float QuantizeBlock32(const float* x, int8_t* qs, int* sum) {
   __m256 v[4];
   __m256 vmax = _mm256_setzero_ps();
   for (int k = 0; k < 4; ++k) {
@@ -130,6 +131,15 @@ VALET_AVX2 void Q8_0FromFloat(const float* src, void* dst, int64_t n) {
   }
 }
 
+VALET_AVX2 void Q8_0SFromFloat(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0S*>(dst);
+  for (int64_t i = 0; i < n / kQK8_0; ++i) {
+    int sum;
+    b[i].d = Fp16ToFp32(Fp32ToFp16(QuantizeBlock32(src + i * kQK8_0, b[i].qs, &sum)));
+    b[i].sum = sum;
+  }
+}
+
 VALET_AVX2 void Q8_1FromFloat(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ8_1*>(dst);
   for (int64_t i = 0; i < n / kQK8_0; ++i) {
@@ -141,6 +151,19 @@ VALET_AVX2 void Q8_1FromFloat(const float* src, void* dst, int64_t n) {
 }
 
 namespace {
+
+// FillQ8KBsums with vectors: each 32 quants' two sums of 16.
+VALET_AVX2 inline void FillQ8KBsumsAvx2(BlockQ8_K* b) {
+  for (int k = 0; k < kQK_K / 32; ++k) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * k));
+    // Sums of 2, then of 4 (lanes 0-3: the first 16 quants, 4-7: the second), then of 16.
+    const __m256i s4 = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), q), _mm256_set1_epi16(1));
+    const __m256i s8 = _mm256_hadd_epi32(s4, s4);
+    const __m256i s16 = _mm256_hadd_epi32(s8, s8);
+    b->bsums[2 * k] = static_cast<int16_t>(_mm256_cvtsi256_si32(s16));
+    b->bsums[2 * k + 1] = static_cast<int16_t>(_mm256_extract_epi32(s16, 4));
+  }
+}
 
 // The reference's "first element of largest magnitude": the vector pass finds
 // the magnitude, a scan finds where it first occurs.
@@ -178,7 +201,7 @@ VALET_AVX2 void Q8_KFromFloat(const float* src, void* dst, int64_t n) {
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(b[i].qs + k), PackI32ToI8(q[0], q[1], q[2], q[3]));
     }
-    FillQ8KBsums(&b[i]);
+    FillQ8KBsumsAvx2(&b[i]);
     b[i].d = 1.0f / iscale;
   }
 }
@@ -221,6 +244,9 @@ void F16FromFloat(const float* src, void* dst, int64_t n) { scalar::F16FromFloat
 void Q8_0FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_0FromFloat(src, dst, n); }
 void Q8_1FromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_1FromFloat(src, dst, n); }
 void Q8_KFromFloat(const float* src, void* dst, int64_t n) { scalar::Q8_KFromFloat(src, dst, n); }
+void Q8_0SFromFloat(const float* src, void* dst, int64_t n) {
+  WidenQ8_0Blocks(scalar::Q8_0FromFloat, src, static_cast<BlockQ8_0S*>(dst), n / kQK8_0);
+}
 float DotQ8_0(int64_t n, const void* x, const void* y) { return scalar::DotQ8_0(n, x, y); }
 float DotQ4_0(int64_t n, const void* x, const void* y) { return scalar::DotQ4_0(n, x, y); }
 

@@ -17,6 +17,7 @@ void F16FromFloat(const float* src, void* dst, int64_t n);
 void Q8_0FromFloat(const float* src, void* dst, int64_t n);
 void Q8_1FromFloat(const float* src, void* dst, int64_t n);
 void Q8_KFromFloat(const float* src, void* dst, int64_t n);
+void Q8_0SFromFloat(const float* src, void* dst, int64_t n);  // KernelTable::q8_0s_from_float
 
 float DotQ8_0(int64_t n, const void* x, const void* y);
 float DotQ4_0(int64_t n, const void* x, const void* y);

@@ -56,26 +56,12 @@ struct PackedJob {
   const float* x;  // [n_tokens][n_in]
   int64_t n_tokens;
   ActFormat format;
-  from_float_fn quantize;  // Q8_0 / Q8_1 (then widened) or Q8_K
+  from_float_fn quantize;    // Q8_0 / Q8_1 (then widened) or Q8_K
+  from_float_fn quantize_s;  // Q8_0 straight into BlockQ8_0S, or nullptr
   uint8_t* act;            // [n_tokens][n_in / format.block] activation blocks
   size_t total_bytes;
   RowsEpilogue epilogue;
 };
-
-// Blocks [begin, end) of one activation row: the table's Q8_0 quantization,
-// then the widened scale and the quant sum.
-void ConvertBlocks(from_float_fn q8_0, const float* x, BlockQ8_0S* out, int64_t begin, int64_t end) {
-  for (int64_t l = begin; l < end; ++l) {
-    BlockQ8_0 b;
-    q8_0(x + l * kQK8_0, &b, kQK8_0);
-    BlockQ8_0S& s = out[l];
-    s.d = Fp16ToFp32(b.d);
-    int32_t sum = 0;
-    for (int8_t q : b.qs) sum += q;
-    s.sum = sum;
-    std::memcpy(s.qs, b.qs, sizeof(s.qs));
-  }
-}
 
 // The same for Q8_1: its fp16 d and s widened.
 void ConvertBlocks1(from_float_fn q8_1, const float* x, BlockQ8_1S* out, int64_t begin, int64_t end) {
@@ -98,8 +84,12 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
   for (int64_t t = 0; t < job.n_tokens; ++t) {
     uint8_t* row = job.act + static_cast<size_t>(t * nb) * f.block_bytes;
     const float* x = job.x + t * job.n_in;
-    if (f.act == GgmlType::kQ8_0) {
-      ConvertBlocks(job.quantize, x, reinterpret_cast<BlockQ8_0S*>(row), r.begin, r.end);
+    if (f.act == GgmlType::kQ8_0 && job.quantize_s != nullptr) {
+      job.quantize_s(x + r.begin * f.block, row + static_cast<size_t>(r.begin) * f.block_bytes,
+                     (r.end - r.begin) * f.block);
+    } else if (f.act == GgmlType::kQ8_0) {
+      WidenQ8_0Blocks(job.quantize, x + r.begin * f.block, reinterpret_cast<BlockQ8_0S*>(row) + r.begin,
+                      r.end - r.begin);
     } else if (f.act == GgmlType::kQ8_1) {
       ConvertBlocks1(job.quantize, x, reinterpret_cast<BlockQ8_1S*>(row), r.begin, r.end);
     } else {
@@ -206,6 +196,7 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
   job.n_tokens = n_tokens;
   job.format = format;
   job.quantize = table[format.act].from_float;
+  job.quantize_s = table.q8_0s_from_float;
   job.act = scratch.activations.data();
   job.epilogue = epilogue;
   for (size_t i = 0; i < outs.size(); ++i) {

@@ -11,7 +11,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
+#include "kernels/fp16.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quant_blocks_k.h"
 
@@ -176,6 +178,21 @@ struct BlockQ8_0S {
   int8_t qs[kQK8_0];
 };
 static_assert(sizeof(BlockQ8_0S) == 40, "block_q8_0s is 40 bytes");
+
+// n_blocks BlockQ8_0S from x through a Q8_0 quantizer (a table's kQ8_0
+// from_float): what KernelTable::q8_0s_from_float computes in one pass.
+inline void WidenQ8_0Blocks(void (*q8_0)(const float*, void*, int64_t), const float* x, BlockQ8_0S* out,
+                            int64_t n_blocks) {
+  for (int64_t l = 0; l < n_blocks; ++l) {
+    BlockQ8_0 b;
+    q8_0(x + l * kQK8_0, &b, kQK8_0);
+    out[l].d = Fp16ToFp32(b.d);
+    int32_t sum = 0;
+    for (int8_t q : b.qs) sum += q;
+    out[l].sum = sum;
+    std::memcpy(out[l].qs, b.qs, sizeof(b.qs));
+  }
+}
 
 // The activation block of Q4_1 and Q5_1 row groups: the Q8_1 block of the
 // same 32 floats, d and s (fp16 in Q8_1, so the offset term equals the row

@@ -9,6 +9,7 @@
 #include "kernel_test_util.h"
 #include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
+#include "kernels/packed_blocks.h"
 #include "kernels/quant_blocks_k.h"
 
 namespace valet {
@@ -209,6 +210,36 @@ TEST(Quantize, SimdActivationQuantizersAreBitExact) {
       }
     }
   }
+}
+
+// A table's fused BlockQ8_0S converter equals the reference's Q8_0
+// quantization widened block by block: quants, scale and sum.
+TEST(Quantize, FusedQ8_0SConvertersMatchTheReference) {
+  const KernelTable* tables[kMaxKernelTables];
+  const int n_tables = AvailableKernelTables(tables);
+  int tested = 0;
+  for (uint32_t seed = 1; seed <= 20; ++seed) {
+    auto x = RandomRow(32 * 24, seed, seed % 2 ? 1.0f : 1e-3f);
+    x[5] = -x[7];
+    for (int j = 32; j < 64; ++j) x[j] = static_cast<float>(j - 48) * 0.5f;
+    std::fill(x.begin() + 64, x.begin() + 96, 0.0f);
+    x[100] = 7e4f;  // a scale past fp16's range
+    std::vector<BlockQ8_0S> want(x.size() / kQK8_0), got(want.size());
+    WidenQ8_0Blocks(ScalarKernels()[GgmlType::kQ8_0].from_float, x.data(), want.data(),
+                    static_cast<int64_t>(want.size()));
+    for (int k = 0; k < n_tables; ++k) {
+      if (tables[k]->q8_0s_from_float == nullptr) continue;
+      ++tested;
+      std::memset(got.data(), 0x5a, got.size() * sizeof(BlockQ8_0S));
+      tables[k]->q8_0s_from_float(x.data(), got.data(), static_cast<int64_t>(x.size()));
+      for (size_t b = 0; b < want.size(); ++b) {
+        EXPECT_EQ(std::memcmp(&want[b], &got[b], sizeof(BlockQ8_0S)), 0)
+            << tables[k]->name << " block " << b << " seed " << seed << ": d " << got[b].d << " vs " << want[b].d
+            << ", sum " << got[b].sum << " vs " << want[b].sum;
+      }
+    }
+  }
+  if (tested == 0) GTEST_SKIP() << "no table on this CPU has a fused BlockQ8_0S converter";
 }
 
 }  // namespace
