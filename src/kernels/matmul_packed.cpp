@@ -148,6 +148,15 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
         for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
           for (size_t o = from; o < std::min(ahead, from + share); o += kCacheLine)
             __builtin_prefetch(next + o, 0, static_cast<int>(PrefetchLevel::kL2));
+          // The next call's outputs, written without being read yet: have
+          // their lines owned before the kernel's stores reach them.
+          const bool last = t + 2 * cols > t1;
+          const float* next_out = p.y + (last ? t0 : t + cols) * ldo + (last ? g + tile_groups : g) * kPackRows;
+          if (!last || g + 2 * tile_groups <= ranges[i].end) {
+            for (int64_t k = 0; k < cols; ++k)
+              for (int64_t r = 0; r < p.gemm.rows; r += kCacheLine / sizeof(float))
+                __builtin_prefetch(next_out + k * ldo + r, 1, static_cast<int>(PrefetchLevel::kL1));
+          }
           p.gemm.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
         }
         for (; t < t1; ++t) {
