@@ -58,7 +58,7 @@ struct PackedJob {
   ActFormat format;
   from_float_fn quantize;    // Q8_0 / Q8_1 (then widened) or Q8_K
   from_float_fn quantize_s;  // Q8_0 straight into BlockQ8_0S, or nullptr
-  uint8_t* act;            // [n_tokens][n_in / format.block] activation blocks
+  uint8_t* act;              // [n_tokens][n_in / format.block] activation blocks
   size_t total_bytes;
   RowsEpilogue epilogue;
 };
@@ -96,6 +96,23 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
       job.quantize(x + r.begin * f.block, row + static_cast<size_t>(r.begin) * f.block_bytes,
                    (r.end - r.begin) * f.block);
     }
+  }
+}
+
+// Bytes [from, to) of p, into L2.
+void PrefetchBytes(const uint8_t* p, size_t from, size_t to) {
+  for (size_t o = from; o < to; o += kCacheLine) __builtin_prefetch(p + o, 0, static_cast<int>(PrefetchLevel::kL2));
+}
+
+// A tile call's outputs (cols token rows of `rows` floats, ldo apart), for
+// writing: they are written before they are read, and a 512-token step's
+// outputs overflow L2, so the lines are owned before the kernel's stores (and,
+// for the K-quants, the loads behind them) reach them.
+void PrefetchOutputs(const float* out, int64_t ldo, int64_t cols, int64_t rows) {
+  constexpr int64_t kLineFloats = kCacheLine / sizeof(float);
+  for (int64_t k = 0; k < cols; ++k) {
+    for (int64_t r = 0; r < rows; r += kLineFloats)
+      __builtin_prefetch(out + k * ldo + r, 1, static_cast<int>(PrefetchLevel::kL1));
   }
 }
 
@@ -146,16 +163,11 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
                              kCacheLine * kCacheLine;
         int64_t t = t0;
         for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
-          for (size_t o = from; o < std::min(ahead, from + share); o += kCacheLine)
-            __builtin_prefetch(next + o, 0, static_cast<int>(PrefetchLevel::kL2));
-          // The next call's outputs, written without being read yet: have
-          // their lines owned before the kernel's stores reach them.
-          const bool last = t + 2 * cols > t1;
-          const float* next_out = p.y + (last ? t0 : t + cols) * ldo + (last ? g + tile_groups : g) * kPackRows;
-          if (!last || g + 2 * tile_groups <= ranges[i].end) {
-            for (int64_t k = 0; k < cols; ++k)
-              for (int64_t r = 0; r < p.gemm.rows; r += kCacheLine / sizeof(float))
-                __builtin_prefetch(next_out + k * ldo + r, 1, static_cast<int>(PrefetchLevel::kL1));
+          PrefetchBytes(next, from, std::min(ahead, from + share));
+          if (t + 2 * cols <= t1) {
+            PrefetchOutputs(p.y + (t + cols) * ldo + g * kPackRows, ldo, cols, p.gemm.rows);
+          } else if (g + 2 * tile_groups <= ranges[i].end) {
+            PrefetchOutputs(p.y + t0 * ldo + (g + tile_groups) * kPackRows, ldo, cols, p.gemm.rows);
           }
           p.gemm.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
         }
