@@ -117,20 +117,26 @@ Problem MakeProblem(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens
   return p;
 }
 
-void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out,
-               int64_t n_tokens, MatMulBackend backend, int threads) {
-  Problem p = MakeProblem(type, n_in, n_out, n_tokens);
+// Times p's product of n_tokens rows on `threads` threads and reports its
+// rate, labelled with the weight type and the active kernel table.
+void TimeMatMul(benchmark::State& state, Problem& p, int64_t n_tokens, int threads,
+                const MatMulOptions& options = {}) {
   ThreadPool pool(threads);
   MatMulScratch scratch;
-  const MatMulOptions options{backend, nullptr};
   for (auto _ : state) {
     MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch, options);
     benchmark::ClobberMemory();
   }
-  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
+  state.SetLabel(std::string(GgmlTypeName(p.w.type)) + "/" + ActiveKernelsName());
+  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(p.w.n_in * p.w.n_out * n_tokens),
                                                 benchmark::Counter::kIsIterationInvariantRate,
                                                 benchmark::Counter::kIs1000);
+}
+
+void RunMatMul(benchmark::State& state, GgmlType type, int64_t n_in, int64_t n_out,
+               int64_t n_tokens, MatMulBackend backend, int threads) {
+  Problem p = MakeProblem(type, n_in, n_out, n_tokens);
+  TimeMatMul(state, p, n_tokens, threads, MatMulOptions{backend, nullptr});
 }
 
 // args: type id, n_tokens, threads. 2048x2048, native kernels.
@@ -162,16 +168,7 @@ void BM_MatMulLayout(benchmark::State& state) {
     packed.resize(PackedBytes(p.w));
     p.w = PackWeights(p.w, packed.data());
   }
-  ThreadPool pool(1);
-  MatMulScratch scratch;
-  for (auto _ : state) {
-    MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch);
-    benchmark::ClobberMemory();
-  }
-  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
-                                                benchmark::Counter::kIsIterationInvariantRate,
-                                                benchmark::Counter::kIs1000);
+  TimeMatMul(state, p, n_tokens, 1);
 }
 
 void LayoutArgs(benchmark::internal::Benchmark* b) {
@@ -195,16 +192,7 @@ void BM_MatMulPrefill(benchmark::State& state) {
   Problem p = MakeProblem(type, n_in, n_out, n_tokens);
   std::vector<uint8_t> packed(PackedBytes(p.w));
   p.w = PackWeights(p.w, packed.data());
-  ThreadPool pool(static_cast<int>(state.range(1)));
-  MatMulScratch scratch;
-  for (auto _ : state) {
-    MatMul(p.w, p.x.data(), n_tokens, p.y.data(), pool, scratch);
-    benchmark::ClobberMemory();
-  }
-  state.SetLabel(std::string(GgmlTypeName(type)) + "/" + ActiveKernelsName());
-  state.counters["GFLOPS"] = benchmark::Counter(2.0 * static_cast<double>(n_in * n_out * n_tokens),
-                                                benchmark::Counter::kIsIterationInvariantRate,
-                                                benchmark::Counter::kIs1000);
+  TimeMatMul(state, p, n_tokens, static_cast<int>(state.range(1)));
 }
 
 void PrefillArgs(benchmark::internal::Benchmark* b) {
