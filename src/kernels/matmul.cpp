@@ -248,9 +248,9 @@ void MatMulMany(std::span<const MatMulOutput> outs, const float* x, int64_t n_to
   if (!with_epilogue) return;
   const int64_t n_out = outs[0].w->n_out;
   assert(std::all_of(outs.begin(), outs.end(), [n_out](const MatMulOutput& o) { return o.w->n_out == n_out; }));
-  pool.Run([&epilogue, n_out](int ith, int nth) {
+  pool.Run([&epilogue, n_out, n_tokens](int ith, int nth) {
     const Range r = SplitRange(n_out, ith, nth);
-    if (r.begin < r.end) epilogue.fn(epilogue.ctx, r.begin, r.end);
+    if (r.begin < r.end) epilogue.fn(epilogue.ctx, Range{0, n_tokens}, r);
   });
 }
 

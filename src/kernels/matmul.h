@@ -72,11 +72,13 @@ struct MatMulOutput {
   float* y = nullptr;
 };
 
-// Work MatMulMany runs on each thread after its share of the products:
-// fn(ctx, row_begin, row_end) for rows [row_begin, row_end) of every output,
-// all tokens. A plain function and context, so a call allocates nothing.
+// Work MatMulMany runs on a thread once it has computed rows [rows.begin,
+// rows.end) of every output for tokens [tokens.begin, tokens.end):
+// fn(ctx, tokens, rows), each (token, row) exactly once. A long batch calls it
+// per chunk of tokens, while the chunk's outputs are still in the thread's
+// cache. A plain function and context, so a call allocates nothing.
 struct RowsEpilogue {
-  void (*fn)(void* ctx, int64_t row_begin, int64_t row_end) = nullptr;
+  void (*fn)(void* ctx, Range tokens, Range rows) = nullptr;
   void* ctx = nullptr;
 };
 

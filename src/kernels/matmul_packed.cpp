@@ -75,13 +75,17 @@ void ConvertBlocks1(from_float_fn q8_1, const float* x, BlockQ8_1S* out, int64_t
   }
 }
 
-// Each thread converts the same block range of every row, so short batches split evenly.
+// A short batch splits evenly when each thread converts the same block range
+// of every row; a long one converts whole rows per thread, one stream each
+// for the prefetchers (its x comes from L3).
 void RunConvert(const PackedJob& job, int ith, int nth) {
   const ActFormat& f = job.format;
   const int64_t nb = job.n_in / f.block;
-  const Range r = SplitRange(nb, ith, nth);
+  const bool by_rows = job.n_tokens >= kChunkTokens;
+  const Range r = by_rows ? Range{0, nb} : SplitRange(nb, ith, nth);
+  const Range tokens = by_rows ? SplitRange(job.n_tokens, ith, nth) : Range{0, job.n_tokens};
   if (r.begin >= r.end) return;
-  for (int64_t t = 0; t < job.n_tokens; ++t) {
+  for (int64_t t = tokens.begin; t < tokens.end; ++t) {
     uint8_t* row = job.act + static_cast<size_t>(t * nb) * f.block_bytes;
     const float* x = job.x + t * job.n_in;
     if (f.act == GgmlType::kQ8_0 && job.quantize_s != nullptr) {
@@ -183,9 +187,9 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
         for (; t < t1; ++t) gemv(g, t);
       }
     }
+    if (job.epilogue.fn != nullptr && ranges[0].begin < ranges[0].end)
+      job.epilogue.fn(job.epilogue.ctx, Range{t0, t1}, Range{ranges[0].begin * kPackRows, ranges[0].end * kPackRows});
   }
-  if (job.epilogue.fn != nullptr && ranges[0].begin < ranges[0].end)
-    job.epilogue.fn(job.epilogue.ctx, ranges[0].begin * kPackRows, ranges[0].end * kPackRows);
 }
 
 }  // namespace

@@ -27,21 +27,33 @@ void Parallel(ThreadPool& pool, bool inline_run, const std::function<void(int, i
   }
 }
 
-// y = (x / rms(x)) * w over each row; the sum of squares accumulates in double
-// as llama.cpp does, so long rows do not drift.
+// R rows from x to y: y = (x / rms(x)) * w. Each row's sum of squares is one
+// chain of double additions in element order, as llama.cpp accumulates it
+// (long rows do not drift); a chain waits on every addition, so R rows'
+// chains advance side by side.
+template <int R>
+void RmsNormRows(const float* x, const float* w, float* y, int32_t dim, float eps) {
+  double sum[R] = {};
+  for (int32_t i = 0; i < dim; ++i) {
+    for (int k = 0; k < R; ++k) sum[k] += static_cast<double>(x[k * dim + i] * x[k * dim + i]);
+  }
+  for (int k = 0; k < R; ++k) {
+    const float mean = static_cast<float>(sum[k] / dim);
+    const float scale = 1.0f / std::sqrt(mean + eps);
+    const float* xr = x + k * dim;
+    float* yr = y + k * dim;
+    for (int32_t i = 0; i < dim; ++i) yr[i] = (xr[i] * scale) * w[i];
+  }
+}
+
 void RmsNorm(const float* x, const float* w, float* y, int32_t n_rows, int32_t dim, float eps,
              ThreadPool& pool, bool inline_run) {
+  constexpr int kRows = 4;
   Parallel(pool, inline_run, [&](int ith, int nth) {
-    Range r = SplitRange(n_rows, ith, nth);
-    for (int64_t row = r.begin; row < r.end; ++row) {
-      const float* xr = x + row * dim;
-      float* yr = y + row * dim;
-      double sum = 0.0;
-      for (int32_t i = 0; i < dim; ++i) sum += static_cast<double>(xr[i] * xr[i]);
-      const float mean = static_cast<float>(sum / dim);
-      const float scale = 1.0f / std::sqrt(mean + eps);
-      for (int32_t i = 0; i < dim; ++i) yr[i] = (xr[i] * scale) * w[i];
-    }
+    const Range r = SplitRange(n_rows, ith, nth);
+    int64_t row = r.begin;
+    for (; row + kRows <= r.end; row += kRows) RmsNormRows<kRows>(x + row * dim, w, y + row * dim, dim, eps);
+    for (; row < r.end; ++row) RmsNormRows<1>(x + row * dim, w, y + row * dim, dim, eps);
   });
 }
 
@@ -69,28 +81,28 @@ const uint16_t* GeluF16Table() {
   return table.data();
 }
 
-// gate = act(gate) * up, element-wise, over columns [begin, end) of every
-// token: MatMulMany's epilogue after the gate and up products. SwiGLU runs
-// the kernel table's; GeGLU looks GELU up in GeluF16Table() (outside
-// [-10, 10] it is 0 or the identity).
+// gate = act(gate) * up, element-wise, over a block of tokens and columns:
+// MatMulMany's epilogue after the gate and up products. SwiGLU runs the
+// kernel table's; GeGLU looks GELU up in GeluF16Table() (outside [-10, 10] it
+// is 0 or the identity).
 struct GatedRows {
   float* gate;  // [n_tokens, n_ff]
   const float* up;
   int64_t n_ff;
-  int32_t n_tokens;
   swiglu_fn swiglu;            // SwiGLU families
   const uint16_t* gelu_f16;    // GeGLU families
 
-  static void SwiGlu(void* self, int64_t begin, int64_t end) {
+  static void SwiGlu(void* self, Range tokens, Range cols) {
     const auto& s = *static_cast<const GatedRows*>(self);
-    for (int32_t t = 0; t < s.n_tokens; ++t) s.swiglu(end - begin, s.gate + t * s.n_ff + begin, s.up + t * s.n_ff + begin);
+    for (int64_t t = tokens.begin; t < tokens.end; ++t)
+      s.swiglu(cols.end - cols.begin, s.gate + t * s.n_ff + cols.begin, s.up + t * s.n_ff + cols.begin);
   }
-  static void GeGlu(void* self, int64_t begin, int64_t end) {
+  static void GeGlu(void* self, Range tokens, Range cols) {
     const auto& s = *static_cast<const GatedRows*>(self);
-    for (int32_t t = 0; t < s.n_tokens; ++t) {
+    for (int64_t t = tokens.begin; t < tokens.end; ++t) {
       float* gate = s.gate + t * s.n_ff;
       const float* up = s.up + t * s.n_ff;
-      for (int64_t i = begin; i < end; ++i) {
+      for (int64_t i = cols.begin; i < cols.end; ++i) {
         const float g = gate[i];
         const float gelu = g <= -10.0f ? 0.0f : g >= 10.0f ? g : Fp16ToFp32(s.gelu_f16[Fp32ToFp16(g)]);
         gate[i] = gelu * up[i];
@@ -344,7 +356,7 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
 
   RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
   // gate = act(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
-  GatedRows gated{gate_.data(), up_.data(), c.n_ff, n, ActiveKernels().swiglu, gelu_f16_};
+  GatedRows gated{gate_.data(), up_.data(), c.n_ff, ActiveKernels().swiglu, gelu_f16_};
   const RowsEpilogue activation{
       c.arch->activation == FfnActivation::kGeluTanh ? GatedRows::GeGlu : GatedRows::SwiGlu, &gated};
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};

@@ -88,17 +88,22 @@ TEST_P(BatchInvarianceTest, ManyProductsEqualSeparateProducts) {
   const Matrix b = MakeMatrix(other, n_in, 16, 12);
   const Matrix c = MakeMatrix(GetParam(), n_in, 40, 13);
   // Per row, never shared between rows: each thread touches only its own rows.
+  // Per (token, row) of the 40-row outputs: how often the epilogue saw it and
+  // whether both outputs held their values then.
   struct Seen {
     std::vector<int> count;
     std::vector<int> written;
     const float* y0;
     const float* y2;
-    static void Fn(void* self, int64_t begin, int64_t end) {
+    static void Fn(void* self, Range tokens, Range rows) {
       auto& s = *static_cast<Seen*>(self);
-      for (int64_t r = begin; r < end; ++r) {
-        ++s.count[static_cast<size_t>(r)];
-        // Rows of both outputs are done: neither still holds the fill value.
-        s.written[static_cast<size_t>(r)] = s.y0[r] != -1.0f && s.y2[r] != -1.0f;
+      for (int64_t t = tokens.begin; t < tokens.end; ++t) {
+        for (int64_t r = rows.begin; r < rows.end; ++r) {
+          const size_t i = static_cast<size_t>(t * 40 + r);
+          ++s.count[i];
+          // Both outputs are done: neither still holds the fill value.
+          s.written[i] = s.y0[i] != -1.0f && s.y2[i] != -1.0f;
+        }
       }
     }
   };
@@ -131,14 +136,14 @@ TEST_P(BatchInvarianceTest, ManyProductsEqualSeparateProducts) {
 
           std::fill(ya.begin(), ya.end(), -1.0f);
           std::fill(yc.begin(), yc.end(), -1.0f);
-          Seen seen{std::vector<int>(40, 0), std::vector<int>(40, 0), ya.data() + (tokens - 1) * 40,
-                    yc.data() + (tokens - 1) * 40};
+          const size_t cells = static_cast<size_t>(tokens) * 40;
+          Seen seen{std::vector<int>(cells, 0), std::vector<int>(cells, 0), ya.data(), yc.data()};
           const MatMulOutput two[] = {{&wa, ya.data()}, {&wc, yc.data()}};
           MatMulMany(two, x.data(), tokens, pool, scratch, RowsEpilogue{Seen::Fn, &seen}, options);
           EXPECT_EQ(0, std::memcmp(ya.data(), want_a.data(), ya.size() * sizeof(float))) << what;
           EXPECT_EQ(0, std::memcmp(yc.data(), want_c.data(), yc.size() * sizeof(float))) << what;
-          EXPECT_EQ(seen.count, std::vector<int>(40, 1)) << what;
-          EXPECT_EQ(seen.written, std::vector<int>(40, 1)) << what;
+          EXPECT_EQ(seen.count, std::vector<int>(cells, 1)) << what;
+          EXPECT_EQ(seen.written, std::vector<int>(cells, 1)) << what;
         }
       }
     }
