@@ -125,6 +125,17 @@ void KvPool::Release(KvBlockId id) {
 
 Status KvSequence::Reserve(int32_t n) { return Grow(n, 0); }
 
+void KvSequence::Rows(int32_t layer, int32_t kv, int32_t head, int32_t first, int32_t n, const void** rows) {
+  const KvLayout& l = pool_->layout();
+  const size_t row_bytes = l.row_bytes();
+  for (int32_t pos = first, end = first + n; pos < end;) {
+    const int32_t in_block = std::min(end, (pos / l.block_tokens + 1) * l.block_tokens) - pos;
+    const uint8_t* r = static_cast<const uint8_t*>(row(layer, kv, head, pos));
+    for (int32_t i = 0; i < in_block; ++i, r += row_bytes) *rows++ = r;
+    pos += in_block;
+  }
+}
+
 Status KvSequence::Grow(int32_t n, int32_t window_from) {
   if (n <= 0) return Status::Ok();
   const KvLayout& l = pool_->layout();

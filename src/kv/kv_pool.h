@@ -147,6 +147,9 @@ class KvSequence {
     return pool_->block_data(blocks_[static_cast<size_t>(pos / l.block_tokens) * n_slices_ + s.slice]) +
            l.slab_byte_offset(s.sub, kv, head) + static_cast<size_t>(pos % l.block_tokens) * l.row_bytes();
   }
+  // rows[i] = row(layer, kv, head, first + i) for i in [0, n), a block at a
+  // time: attention gathers every key row of a head per block of queries.
+  void Rows(int32_t layer, int32_t kv, int32_t head, int32_t first, int32_t n, const void** rows);
 
  private:
   // Reserve, with a windowed slice's blocks before position `window_from` left out.

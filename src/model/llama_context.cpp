@@ -454,10 +454,8 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
         n_keys[r - b.row_begin] = pos_of_[t] + 1 - first_key;
         max_keys = std::max(max_keys, n_keys[r - b.row_begin]);
       }
-      for (int32_t j = 0; j < max_keys; ++j) {
-        k_rows[j] = seq.row(il, 0, b.kv_head, first_key + j);
-        v_rows[j] = seq.row(il, 1, b.kv_head, first_key + j);
-      }
+      seq.Rows(il, 0, b.kv_head, first_key, max_keys, k_rows);
+      seq.Rows(il, 1, b.kv_head, first_key, max_keys, v_rows);
       const AttentionRows rows{b.row_end - b.row_begin, q, n_keys, out, softcap};
       kernels.attention(rows, AttentionKeys{row_type, hd, k_rows, v_rows}, work);
     }

@@ -54,6 +54,20 @@ TEST(KvSequenceTest, WritingIntoASharedBlockCopiesItFirst) {
   EXPECT_NE(Row(a, 0, 0, 0, 6)[0], Row(b, 0, 0, 0, 6)[0]) << "the original block was not written";
 }
 
+TEST(KvSequenceTest, RowsGatherWhatRowGivesAcrossBlocks) {
+  auto pool = MakePool(8);
+  KvSequence a(*pool);
+  ASSERT_TRUE(a.Reserve(11).ok());  // three blocks of 4 tokens, the last partly filled
+  for (int32_t first : {0, 3, 4, 7}) {
+    for (int32_t n : {0, 1, 4, 11 - first}) {
+      std::vector<const void*> rows(static_cast<size_t>(n) + 1, nullptr);
+      a.Rows(1, 1, 1, first, n, rows.data());
+      for (int32_t i = 0; i < n; ++i) EXPECT_EQ(rows[static_cast<size_t>(i)], a.row(1, 1, 1, first + i)) << first << "+" << i;
+      EXPECT_EQ(rows[static_cast<size_t>(n)], nullptr) << "wrote past n";
+    }
+  }
+}
+
 TEST(KvSequenceTest, FailedReserveLeavesTheSequenceUnchanged) {
   auto pool = MakePool(3);
   KvSequence a(*pool);
