@@ -1,6 +1,7 @@
 #include "kernels/matmul_packed.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cstring>
 
@@ -17,6 +18,9 @@ constexpr int64_t kChunkTokens = 64;
 // Up to this many tokens the caller converts the activations alone: waking
 // the pool costs more than the work (decode).
 constexpr int64_t kInlineConvertTokens = 4;
+// Rows of one unit of prefill work (RunUnit): enough units that threads end
+// together, each long enough that taking it costs nothing.
+constexpr int64_t kSlabRows = 64;
 
 // What the row-group kernels of a type read: BlockQ8_0S rows (the 32-element
 // types), BlockQ8_1S rows (Q4_1 and Q5_1, whose offsets need Q8_1's s), or the
@@ -127,14 +131,78 @@ int64_t FirstGroupFrom(const PackedPart& p, size_t byte) {
   return std::min(g, p.groups);
 }
 
-// Threads split whole row groups: by bytes across the parts (a Q6_K group
-// costs more than a Q4_K one), or, with an epilogue, the same group range of
-// every part. A tile kernel may take several consecutive groups (gemm.rows a
-// multiple of kPackRows, ldx the bytes between them); a range's last groups
-// short of a tile go through the table's one-group tile where it has one, and
-// the tokens short of a tile through the GEMV. Every output sees the same
-// per-block operations, tile or tail alike.
-void RunGroups(const PackedJob& job, int ith, int nth) {
+// Row groups [groups.begin, groups.end) of one part.
+struct Slab {
+  const PackedPart* p = nullptr;
+  Range groups{0, 0};
+
+  const uint8_t* group(int64_t g) const {
+    return static_cast<const uint8_t*>(p->w->data) + static_cast<size_t>(g) * p->group_bytes;
+  }
+};
+
+// Weights to ask into L2 ahead of their use.
+struct Ahead {
+  const uint8_t* data = nullptr;
+  size_t bytes = 0;
+};
+
+// The slab's first tile: what the slab before it prefetches.
+Ahead FirstTile(const Slab& s) {
+  const int64_t end = std::min(s.groups.end, s.groups.begin + s.p->gemm.rows / kPackRows);
+  return {s.group(s.groups.begin), static_cast<size_t>(s.group(end) - s.group(s.groups.begin))};
+}
+
+// The slab for tokens [t0, t1), then `after` prefetched. A tile kernel may
+// take several consecutive groups (gemm.rows a multiple of kPackRows, ldx the
+// bytes between them); the last groups short of a tile go through the
+// table's one-group tile where it has one, and the tokens short of a tile
+// through the GEMV. Every output sees the same per-block operations, tile or
+// tail alike.
+void RunSlab(const PackedJob& job, const Slab& s, int64_t t0, int64_t t1, Ahead after) {
+  const PackedPart& p = *s.p;
+  const size_t ldy = static_cast<size_t>(job.n_in / job.format.block) * job.format.block_bytes;
+  const int64_t ldo = p.w->n_out, cols = p.gemm.cols, tile_groups = p.gemm.rows / kPackRows;
+  const int64_t end = s.groups.end;
+  const auto gemv = [&](int64_t g, int64_t t) {
+    p.gemv.fn(job.n_in, s.group(g), 0, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+  };
+  int64_t g = s.groups.begin;
+  for (; g + tile_groups <= end; g += tile_groups) {
+    // The next tile's weights come from L3 or memory: each token tile's
+    // call first asks for its share of them into L2.
+    const bool last = g + tile_groups == end;
+    const uint8_t* next = last ? after.data : s.group(g + tile_groups);
+    const size_t ahead = last ? after.bytes : static_cast<size_t>(s.group(std::min(end, g + 2 * tile_groups)) - next);
+    const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLine - 1) /
+                         kCacheLine * kCacheLine;
+    int64_t t = t0;
+    for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
+      PrefetchBytes(next, from, std::min(ahead, from + share));
+      if (t + 2 * cols <= t1) {
+        PrefetchOutputs(p.y + (t + cols) * ldo + g * kPackRows, ldo, cols, p.gemm.rows);
+      } else if (g + 2 * tile_groups <= end) {
+        PrefetchOutputs(p.y + t0 * ldo + (g + tile_groups) * kPackRows, ldo, cols, p.gemm.rows);
+      }
+      p.gemm.fn(job.n_in, s.group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+    }
+    for (; t < t1; ++t) {
+      for (int64_t k = 0; k < tile_groups; ++k) gemv(g + k, t);
+    }
+  }
+  for (; g < end; ++g) {
+    int64_t t = t0;
+    for (; p.tail.fn != nullptr && t + p.tail.cols <= t1; t += p.tail.cols) {
+      p.tail.fn(job.n_in, s.group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+    }
+    for (; t < t1; ++t) gemv(g, t);
+  }
+}
+
+// A few tokens (decode): threads split whole row groups, by bytes across the
+// parts (a Q6_K group costs more than a Q4_K one), or, with an epilogue, the
+// same group range of every part; each streams one contiguous range.
+void RunGroupsStatic(const PackedJob& job, int ith, int nth) {
   Range ranges[kMaxParts];
   if (job.epilogue.fn != nullptr) {
     const Range r = SplitRange(job.parts[0].groups, ith, nth);
@@ -145,50 +213,70 @@ void RunGroups(const PackedJob& job, int ith, int nth) {
     for (size_t i = 0; i < job.n_parts; ++i)
       ranges[i] = {FirstGroupFrom(job.parts[i], b0), FirstGroupFrom(job.parts[i], b1)};
   }
-  const size_t ldy = static_cast<size_t>(job.n_in / job.format.block) * job.format.block_bytes;
-  for (int64_t t0 = 0; t0 < job.n_tokens; t0 += kChunkTokens) {
-    const int64_t t1 = std::min(job.n_tokens, t0 + kChunkTokens);
-    for (size_t i = 0; i < job.n_parts; ++i) {
-      const PackedPart& p = job.parts[i];
-      const int64_t ldo = p.w->n_out, cols = p.gemm.cols, tile_groups = p.gemm.rows / kPackRows;
-      const auto group = [&](int64_t g) {
-        return static_cast<const uint8_t*>(p.w->data) + static_cast<size_t>(g) * p.group_bytes;
-      };
-      const auto gemv = [&](int64_t g, int64_t t) {
-        p.gemv.fn(job.n_in, group(g), 0, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
-      };
-      int64_t g = ranges[i].begin;
-      for (; g + tile_groups <= ranges[i].end; g += tile_groups) {
-        // The next tile's weights come from L3 or memory: each token tile's
-        // call first asks for its share of them into L2.
-        const uint8_t* next = group(g + tile_groups);
-        const size_t ahead = static_cast<size_t>(group(std::min(ranges[i].end, g + 2 * tile_groups)) - next);
-        const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLine - 1) /
-                             kCacheLine * kCacheLine;
-        int64_t t = t0;
-        for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
-          PrefetchBytes(next, from, std::min(ahead, from + share));
-          if (t + 2 * cols <= t1) {
-            PrefetchOutputs(p.y + (t + cols) * ldo + g * kPackRows, ldo, cols, p.gemm.rows);
-          } else if (g + 2 * tile_groups <= ranges[i].end) {
-            PrefetchOutputs(p.y + t0 * ldo + (g + tile_groups) * kPackRows, ldo, cols, p.gemm.rows);
-          }
-          p.gemm.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
-        }
-        for (; t < t1; ++t) {
-          for (int64_t k = 0; k < tile_groups; ++k) gemv(g + k, t);
-        }
-      }
-      for (; g < ranges[i].end; ++g) {
-        int64_t t = t0;
-        for (; p.tail.fn != nullptr && t + p.tail.cols <= t1; t += p.tail.cols) {
-          p.tail.fn(job.n_in, group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
-        }
-        for (; t < t1; ++t) gemv(g, t);
-      }
+  for (size_t i = 0; i < job.n_parts; ++i) RunSlab(job, Slab{&job.parts[i], ranges[i]}, 0, job.n_tokens, Ahead{});
+  if (job.epilogue.fn != nullptr && ranges[0].begin < ranges[0].end)
+    job.epilogue.fn(job.epilogue.ctx, Range{0, job.n_tokens},
+                    Range{ranges[0].begin * kPackRows, ranges[0].end * kPackRows});
+}
+
+// Prefill: the work is cut into units of (a chunk of kChunkTokens tokens, a
+// slab of kSlabRows rows), chunk by chunk, and threads take the next unit as
+// they finish one: a core that is slowed (other work on the machine, a
+// costlier type) takes fewer, and no thread waits long for another at the
+// end. Within a chunk the activations stay in L2 across its slabs. With an
+// epilogue a slab is the same rows of every part, and its epilogue follows it.
+struct Units {
+  int64_t slab_groups;  // a multiple of every part's tile
+  int64_t slabs;        // per chunk: of every part at once with an epilogue, else of each part in turn
+  int64_t chunks;
+  int64_t total() const { return chunks * slabs; }
+};
+
+Units UnitsFor(const PackedJob& job) {
+  int64_t tile_groups = 1;
+  for (size_t i = 0; i < job.n_parts; ++i)
+    tile_groups = std::max<int64_t>(tile_groups, job.parts[i].gemm.rows / kPackRows);
+  const int64_t slab_groups = (kSlabRows / kPackRows + tile_groups - 1) / tile_groups * tile_groups;
+  Units u{};
+  u.slab_groups = slab_groups;
+  if (job.epilogue.fn != nullptr) {
+    u.slabs = (job.parts[0].groups + slab_groups - 1) / slab_groups;
+  } else {
+    for (size_t i = 0; i < job.n_parts; ++i) u.slabs += (job.parts[i].groups + slab_groups - 1) / slab_groups;
+  }
+  u.chunks = (job.n_tokens + kChunkTokens - 1) / kChunkTokens;
+  return u;
+}
+
+// The slabs of a unit, in the order they run; returns how many.
+size_t UnitSlabs(const PackedJob& job, const Units& u, int64_t unit, Slab* out) {
+  int64_t slab = unit % u.slabs;
+  if (job.epilogue.fn != nullptr) {
+    const Range groups{slab * u.slab_groups, std::min(job.parts[0].groups, (slab + 1) * u.slab_groups)};
+    for (size_t i = 0; i < job.n_parts; ++i) out[i] = Slab{&job.parts[i], groups};
+    return job.n_parts;
+  }
+  for (size_t i = 0;; ++i) {
+    const PackedPart& p = job.parts[i];
+    const int64_t in_part = (p.groups + u.slab_groups - 1) / u.slab_groups;
+    if (slab < in_part) {
+      out[0] = Slab{&p, Range{slab * u.slab_groups, std::min(p.groups, (slab + 1) * u.slab_groups)}};
+      return 1;
     }
-    if (job.epilogue.fn != nullptr && ranges[0].begin < ranges[0].end)
-      job.epilogue.fn(job.epilogue.ctx, Range{t0, t1}, Range{ranges[0].begin * kPackRows, ranges[0].end * kPackRows});
+    slab -= in_part;
+  }
+}
+
+// Unit `unit`, then the first tile of unit `next` (if any) prefetched.
+void RunUnit(const PackedJob& job, const Units& u, int64_t unit, int64_t next) {
+  const int64_t t0 = unit / u.slabs * kChunkTokens, t1 = std::min(job.n_tokens, t0 + kChunkTokens);
+  Slab slabs[kMaxParts], following[kMaxParts];
+  const size_t n = UnitSlabs(job, u, unit, slabs);
+  const Ahead after = next < u.total() && UnitSlabs(job, u, next, following) > 0 ? FirstTile(following[0]) : Ahead{};
+  for (size_t i = 0; i < n; ++i) RunSlab(job, slabs[i], t0, t1, i + 1 < n ? FirstTile(slabs[i + 1]) : after);
+  if (job.epilogue.fn != nullptr) {
+    const Range rows{slabs[0].groups.begin * kPackRows, slabs[0].groups.end * kPackRows};
+    job.epilogue.fn(job.epilogue.ctx, Range{t0, t1}, rows);
   }
 }
 
@@ -238,7 +326,20 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
   } else {
     pool.Run([&job](int ith, int nth) { RunConvert(job, ith, nth); });
   }
-  pool.Run([&job](int ith, int nth) { RunGroups(job, ith, nth); });
+  if (n_tokens <= kInlineConvertTokens) {
+    pool.Run([&job](int ith, int nth) { RunGroupsStatic(job, ith, nth); });
+    return;
+  }
+  const Units units = UnitsFor(job);
+  std::atomic<int64_t> next{0};
+  pool.Run([&job, &units, &next](int, int) {
+    // A thread holds its next unit while it runs one, to prefetch its weights.
+    for (int64_t unit = next.fetch_add(1, std::memory_order_relaxed); unit < units.total();) {
+      const int64_t following = next.fetch_add(1, std::memory_order_relaxed);
+      RunUnit(job, units, unit, following);
+      unit = following;
+    }
+  });
 }
 
 }  // namespace valet
