@@ -87,9 +87,9 @@ TEST_P(BatchInvarianceTest, ManyProductsEqualSeparateProducts) {
   const Matrix a = MakeMatrix(GetParam(), n_in, 40, 11);
   const Matrix b = MakeMatrix(other, n_in, 16, 12);
   const Matrix c = MakeMatrix(GetParam(), n_in, 40, 13);
-  // Per row, never shared between rows: each thread touches only its own rows.
   // Per (token, row) of the 40-row outputs: how often the epilogue saw it and
-  // whether both outputs held their values then.
+  // whether both outputs held their values then. Each cell belongs to one
+  // unit of work, so no two threads touch the same entry.
   struct Seen {
     std::vector<int> count;
     std::vector<int> written;
