@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "common/cache_aligned.h"
 #include "kernels/attention.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul.h"
@@ -102,16 +103,19 @@ void TileArgs(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_Tile)->Apply(TileArgs);
 
+// On cache lines, as the engine allocates its weights and activations.
 struct Problem {
-  std::vector<uint8_t> weights;
-  std::vector<float> x, y;
+  CacheAlignedVector<uint8_t> weights;
+  CacheAlignedVector<float> x, y;
   WeightMatrix w;
 };
 
 Problem MakeProblem(GgmlType type, int64_t n_in, int64_t n_out, int64_t n_tokens) {
   Problem p;
-  p.weights = Encode(type, Random(n_in * n_out, 3));
-  p.x = Random(n_in * n_tokens, 4);
+  const std::vector<uint8_t> weights = Encode(type, Random(n_in * n_out, 3));
+  const std::vector<float> x = Random(n_in * n_tokens, 4);
+  p.weights.assign(weights.begin(), weights.end());
+  p.x.assign(x.begin(), x.end());
   p.y.resize(static_cast<size_t>(n_out * n_tokens));
   p.w = WeightMatrix{type, n_in, n_out, p.weights.data(), GgmlRowSize(type, n_in)};
   return p;
@@ -159,7 +163,7 @@ void BM_MatMulLayout(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const int64_t n_in = 1024, n_out = 2816, n_tokens = state.range(1);
   Problem p = MakeProblem(type, n_in, n_out, n_tokens);
-  std::vector<uint8_t> packed;
+  CacheAlignedVector<uint8_t> packed;
   if (state.range(2) == 1) {
     if (!CanPack(p.w)) {
       state.SkipWithError("no row-group layout");
@@ -190,7 +194,7 @@ void BM_MatMulPrefill(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const int64_t n_in = 1024, n_out = 2816, n_tokens = 512;
   Problem p = MakeProblem(type, n_in, n_out, n_tokens);
-  std::vector<uint8_t> packed(PackedBytes(p.w));
+  CacheAlignedVector<uint8_t> packed(PackedBytes(p.w));
   p.w = PackWeights(p.w, packed.data());
   TimeMatMul(state, p, n_tokens, static_cast<int>(state.range(1)));
 }
@@ -210,7 +214,7 @@ void BM_DecodeStream(benchmark::State& state) {
   const auto type = static_cast<GgmlType>(state.range(0));
   const int64_t n_in = 3072, n_out = 8192;
   Problem p = MakeProblem(type, n_in, n_out, 1);
-  std::vector<uint8_t> one = p.weights;
+  CacheAlignedVector<uint8_t> one = p.weights;
   WeightMatrix packed = p.w;
   if (state.range(2) == 1) {
     if (!CanPack(p.w)) {
@@ -221,7 +225,7 @@ void BM_DecodeStream(benchmark::State& state) {
     packed = PackWeights(p.w, one.data());
   }
   const size_t copies = (size_t{512} << 20) / one.size();
-  std::vector<uint8_t> all(copies * one.size());
+  CacheAlignedVector<uint8_t> all(copies * one.size());
   std::vector<WeightMatrix> ws(copies, packed);
   for (size_t i = 0; i < copies; ++i) {
     std::copy(one.begin(), one.end(), all.begin() + static_cast<ptrdiff_t>(i * one.size()));
@@ -300,6 +304,28 @@ void AttentionArgs(benchmark::internal::Benchmark* b) {
   }
 }
 BENCHMARK(BM_Attention)->Apply(AttentionArgs);
+
+// The SwiGLU epilogue as MatMulMany runs it after a unit: 64 tokens x 64
+// columns of gate and up, rows n_ff apart. args: n_ff, columns per call.
+void BM_SwiGlu(benchmark::State& state) {
+  const int64_t n_ff = state.range(0), cols = state.range(1);
+  constexpr int64_t kTokens = 64;
+  const std::vector<float> gate0 = Random(kTokens * n_ff, 8), up = Random(kTokens * n_ff, 9);
+  std::vector<float> gate = gate0;
+  const KernelTable& table = ActiveKernels();
+  for (auto _ : state) {
+    for (int64_t t = 0; t < kTokens; ++t) {
+      // Fresh gate values each time (a few cycles per 16 elements), not the iterate of SwiGLU.
+      std::copy_n(gate0.data() + t * n_ff, cols, gate.data() + t * n_ff);
+      table.swiglu(cols, gate.data() + t * n_ff, up.data() + t * n_ff);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetLabel(table.name);
+  state.counters["elements"] = benchmark::Counter(static_cast<double>(kTokens * cols),
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_SwiGlu)->Args({2816, 64})->Args({8192, 64})->Args({64, 64});
 
 // args: type id, n_out, n_tokens, backend (1 native, 2 blas); n_in = 2048, 2 threads.
 void BM_MatMulBackend(benchmark::State& state) {

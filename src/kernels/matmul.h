@@ -11,6 +11,7 @@
 #include <span>
 #include <vector>
 
+#include "common/cache_aligned.h"
 #include "common/thread_pool.h"
 #include "gguf/ggml_type.h"
 #include "kernels/kernel_table.h"
@@ -44,7 +45,7 @@ struct WeightMatrix {
 // Per-caller reusable buffers: once grown to the largest shape seen, MatMul
 // allocates nothing. Not shareable between concurrent MatMul calls.
 struct MatMulScratch {
-  std::vector<uint8_t> activations;  // x converted to the weight's vec_dot type
+  CacheAlignedVector<uint8_t> activations;  // x converted to the weight's vec_dot type
   std::vector<float> dequantized;    // W as f32 for the BLAS path
 };
 

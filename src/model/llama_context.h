@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "common/cache_aligned.h"
 #include "common/thread_pool.h"
 #include "kernels/matmul.h"
 #include "kv/kv_pool.h"
@@ -96,15 +97,15 @@ class LlamaContext {
   std::vector<int32_t> out_rows_;    // [n_rows] token index of each logits row
 
   // Activations; n = tokens in the step.
-  std::vector<float> x_;       // [n, n_embd] residual stream
-  std::vector<float> xn_;      // [n, n_embd] normalised input of a sub-layer
-  std::vector<float> q_;       // [n, q_dim]
-  std::vector<float> k_;       // [n, kv_dim]
-  std::vector<float> v_;       // [n, kv_dim]
-  std::vector<float> attn_;    // [n, q_dim]
-  std::vector<float> gate_;    // [n, n_ff]
-  std::vector<float> up_;      // [n, n_ff]
-  std::vector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
+  CacheAlignedVector<float> x_;       // [n, n_embd] residual stream
+  CacheAlignedVector<float> xn_;      // [n, n_embd] normalised input of a sub-layer
+  CacheAlignedVector<float> q_;       // [n, q_dim]
+  CacheAlignedVector<float> k_;       // [n, kv_dim]
+  CacheAlignedVector<float> v_;       // [n, kv_dim]
+  CacheAlignedVector<float> attn_;    // [n, q_dim]
+  CacheAlignedVector<float> gate_;    // [n, n_ff]
+  CacheAlignedVector<float> up_;      // [n, n_ff]
+  CacheAlignedVector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
   std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
   std::vector<float> rope_swa_;  // [n, rope_dim] the same for sliding-window layers (empty without them)
 
@@ -116,7 +117,7 @@ class LlamaContext {
     int32_t row_begin, row_end;  // rows (token - first_token) * group + head within group
   };
   std::vector<AttentionBlock> attn_blocks_;
-  std::vector<float> attn_work_;         // [n_threads, AttentionWorkFloats(head_dim)]
+  CacheAlignedVector<float> attn_work_;         // [n_threads, AttentionWorkFloats(head_dim)]
   std::vector<const void*> attn_rows_;  // [n_threads, 2, n_ctx]
 };
 

@@ -160,16 +160,15 @@ void LlamaModel::PackMatrices() {
   }
   // A tied output shares token_embd's rows, which the embedding lookup reads.
   if (!tied_output_) consider(output_);
-  size_t total = 0;
-  for (const WeightMatrix* m : targets) total += PackedBytes(*m);
-  if (total == 0) return;
-  packed_ = std::make_unique_for_overwrite<uint8_t[]>(total);
+  // Each matrix on a cache line: its row groups' vector loads never straddle two.
   std::vector<size_t> offsets;
-  size_t offset = 0;
+  size_t total = 0;
   for (const WeightMatrix* m : targets) {
-    offsets.push_back(offset);
-    offset += PackedBytes(*m);
+    offsets.push_back(total);
+    total += RoundUpToCacheLine(PackedBytes(*m));
   }
+  if (total == 0) return;
+  packed_ = MakeCacheAlignedBytes(total);
   // Matrices pack independently into their own ranges: one per thread at a
   // time, so a large model's load takes a fraction of the single-core time.
   const size_t n_threads = std::min<size_t>(targets.size(), std::max(1u, std::thread::hardware_concurrency()));

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cache_aligned.h"
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 #include "model/model_config.h"
@@ -81,7 +82,7 @@ class LlamaModel {
   const float* rope_long_ = nullptr;
   const float* rope_short_ = nullptr;
   std::vector<LlamaLayer> layers_;
-  std::unique_ptr<uint8_t[]> packed_;  // the row-group matrices, one after another
+  CacheAlignedBytes packed_;  // the row-group matrices, one after another
   size_t weight_bytes_ = 0;
 };
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include <unistd.h>
 
+#include "common/cache_aligned.h"
 #include "model/llama_context.h"
 #include "model/synthetic_model.h"
 
@@ -95,6 +97,17 @@ TEST_P(MicroEngineTest, LogitsDoNotDependOnChunkingOrThreadsAndStayCloseToF32) {
   ASSERT_GT(stddev, 0.0);
   const double tolerance = GetParam() == GgmlType::kF16 ? 0.01 : GetParam() == GgmlType::kQ8_0 ? 0.05 : 0.4;
   EXPECT_LT(std::sqrt(diff_sq / n) / stddev, tolerance) << SynthTypeName(GetParam());
+}
+
+TEST_P(MicroEngineTest, PackedMatricesStartOnCacheLines) {
+  const std::shared_ptr<const LlamaModel> model = MicroModel(GetParam());
+  ASSERT_NE(model, nullptr);
+  for (const LlamaLayer& l : model->layers()) {
+    for (const WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (m->layout != WeightLayout::kRowGroups) continue;
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(m->data) % kCacheLineBytes, 0u) << SynthTypeName(GetParam());
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MicroEngineTest,
