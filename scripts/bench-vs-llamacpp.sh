@@ -12,10 +12,13 @@
 # Without models it uses the bench preset quantized by llama.cpp's own
 # llama-quantize to Q4_0, Q8_0 and Q4_K_M (made once under build/models/).
 # Needs a built valet (scripts/build.sh) and ../shared/peer/bin.
+# PEER=DIR runs the llama-bench in DIR instead (ggml loads the best CPU
+# variant it finds beside it): with a copy of peer/bin that holds only the x64
+# and haswell variants, and VALET_KERNELS=avx2, both sides run their AVX2 code.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VALET="${VALET:-$VALET_ROOT/build/tools/valet}"
-PEER="$VALET_ROOT/../shared/peer/bin"
+PEER="${PEER:-$VALET_ROOT/../shared/peer/bin}"
 
 threads="2 $(nproc)"
 reps=5
@@ -49,8 +52,10 @@ if [ ${#models[@]} -eq 0 ]; then
   done
 fi
 
+for i in "${!models[@]}"; do models[$i]="$(realpath "${models[$i]}")"; done
 results="$(mktemp)"
-trap 'rm -f "$results"' EXIT
+peer_log="$(mktemp)"
+trap 'rm -f "$results" "$peer_log"' EXIT
 cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -n 1)"
 echo "valet vs llama.cpp: $cpu, $(nproc) cores, $(date -u +%Y-%m-%d), median of $reps alternating runs" >&2
 
@@ -68,10 +73,12 @@ for ((rep = 1; rep <= reps; rep++)); do
           python3 -c 'import json,sys
 d=json.load(sys.stdin); p,n=sys.argv[3],sys.argv[4]
 share=(d.get("int8_peak") or {}).get("prefill_share", -1)
+print("valet", sys.argv[1], sys.argv[2], "kernels", d["kernels"], -1)
 print("valet", sys.argv[1], sys.argv[2], "pp"+p, d["pp"+p+"_tok_s"], share)
 if n!="1": print("valet", sys.argv[1], sys.argv[2], "tg"+n, d["tg"+n+"_tok_s"], -1)' "$m" "$t" "$p" "$n" >>"$results"
       done
-      "$PEER/llama-bench" -m "$m" -t "$t" -p "$(echo $prompts | tr ' ' ',')" -n "$n_gen" -r 1 -o json 2>/dev/null |
+      # From its own directory: ggml also looks for CPU variants in the working one.
+      (cd "$PEER" && ./llama-bench -m "$m" -t "$t" -p "$(echo $prompts | tr ' ' ',')" -n "$n_gen" -r 1 -o json 2>"$peer_log") |
         python3 -c 'import json,sys
 for r in json.load(sys.stdin):
     name = "pp%d" % r["n_prompt"] if r["n_gen"] == 0 else "tg%d" % r["n_gen"]
@@ -80,16 +87,21 @@ for r in json.load(sys.stdin):
   done
 done
 
+echo "llama.cpp: $(sed -n 's/^load_backend: //p' "$peer_log" | tr '\n' ' ')" >&2
 python3 - "$results" $prompts "$n_gen" <<'EOF'
 import os, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     tool, model, threads, test, rate, share = line.split()
+    if test == "kernels":
+        kernels = rate
+        continue
     rows.setdefault((model, int(threads)), {}).setdefault((tool, test), []).append((float(rate), float(share)))
 tests = ["pp" + p for p in sys.argv[2:-1]] + ["tg" + sys.argv[-1]]
 head = "| model | threads |"
 for t in tests:
     head += f" valet {t} | llama.cpp {t} | ratio |" + (" % of int8 peak |" if t.startswith("pp") else "")
+print(f"valet: {kernels} kernels", file=sys.stderr)
 print(head)
 print("|---|---:|" + "".join("---:|---:|---:|" + ("---:|" if t.startswith("pp") else "") for t in tests))
 for (model, threads), cells in sorted(rows.items()):
