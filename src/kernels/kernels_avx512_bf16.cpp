@@ -53,7 +53,7 @@ void GemmBf16(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, f
     for (int j = 0; j < C; ++j) yv[j] = Load(yr[j], k, count);
 #pragma GCC unroll 16
     for (int i = 0; i < R; ++i) {
-      if constexpr (C == 1) PrefetchBlockAhead<kCacheLine, 1024>(xr[i] + k);
+      if constexpr (C == 1) PrefetchBlockAhead<kCacheLineBytes, 1024>(xr[i] + k);
       const __m512bh xv = Load(xr[i], k, count);
 #pragma GCC unroll 16
       for (int j = 0; j < C; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, yv[j]);

@@ -46,7 +46,7 @@ struct WeightMatrix {
 // allocates nothing. Not shareable between concurrent MatMul calls.
 struct MatMulScratch {
   CacheAlignedVector<uint8_t> activations;  // x converted to the weight's vec_dot type
-  std::vector<float> dequantized;    // W as f32 for the BLAS path
+  std::vector<float> dequantized;           // W as f32 for the BLAS path
 };
 
 enum class MatMulBackend {

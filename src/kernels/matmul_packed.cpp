@@ -109,7 +109,7 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
 
 // Bytes [from, to) of p, into L2.
 void PrefetchBytes(const uint8_t* p, size_t from, size_t to) {
-  for (size_t o = from; o < to; o += kCacheLine) __builtin_prefetch(p + o, 0, static_cast<int>(PrefetchLevel::kL2));
+  for (size_t o = from; o < to; o += kCacheLineBytes) __builtin_prefetch(p + o, 0, static_cast<int>(PrefetchLevel::kL2));
 }
 
 // A tile call's outputs (cols token rows of `rows` floats, ldo apart), for
@@ -117,7 +117,7 @@ void PrefetchBytes(const uint8_t* p, size_t from, size_t to) {
 // outputs overflow L2, so the lines are owned before the kernel's stores (and,
 // for the K-quants, the loads behind them) reach them.
 void PrefetchOutputs(const float* out, int64_t ldo, int64_t cols, int64_t rows) {
-  constexpr int64_t kLineFloats = kCacheLine / sizeof(float);
+  constexpr int64_t kLineFloats = kCacheLineBytes / sizeof(float);
   for (int64_t k = 0; k < cols; ++k) {
     for (int64_t r = 0; r < rows; r += kLineFloats)
       __builtin_prefetch(out + k * ldo + r, 1, static_cast<int>(PrefetchLevel::kL1));
@@ -174,8 +174,8 @@ void RunSlab(const PackedJob& job, const Slab& s, int64_t t0, int64_t t1, Ahead 
     const bool last = g + tile_groups == end;
     const uint8_t* next = last ? after.data : s.group(g + tile_groups);
     const size_t ahead = last ? after.bytes : static_cast<size_t>(s.group(std::min(end, g + 2 * tile_groups)) - next);
-    const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLine - 1) /
-                         kCacheLine * kCacheLine;
+    const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLineBytes - 1) /
+                         kCacheLineBytes * kCacheLineBytes;
     int64_t t = t0;
     for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
       PrefetchBytes(next, from, std::min(ahead, from + share));

@@ -4,9 +4,9 @@
 
 #include <cstddef>
 
-namespace valet {
+#include "common/cache_aligned.h"
 
-inline constexpr size_t kCacheLine = 64;
+namespace valet {
 
 // The cache a prefetch fills (the values are __builtin_prefetch's locality).
 enum class PrefetchLevel { kL2 = 2, kL1 = 3 };
@@ -20,7 +20,7 @@ template <size_t Bytes, size_t Distance, PrefetchLevel Level = PrefetchLevel::kL
 inline void PrefetchBlockAhead(const void* block) {
   const char* p = static_cast<const char*>(block) + Distance;
 #pragma GCC unroll 32
-  for (size_t o = 0; o < Bytes; o += kCacheLine) __builtin_prefetch(p + o, 0, static_cast<int>(Level));
+  for (size_t o = 0; o < Bytes; o += kCacheLineBytes) __builtin_prefetch(p + o, 0, static_cast<int>(Level));
 }
 
 }  // namespace valet

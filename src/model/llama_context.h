@@ -97,17 +97,17 @@ class LlamaContext {
   std::vector<int32_t> out_rows_;    // [n_rows] token index of each logits row
 
   // Activations; n = tokens in the step.
-  CacheAlignedVector<float> x_;       // [n, n_embd] residual stream
-  CacheAlignedVector<float> xn_;      // [n, n_embd] normalised input of a sub-layer
-  CacheAlignedVector<float> q_;       // [n, q_dim]
-  CacheAlignedVector<float> k_;       // [n, kv_dim]
-  CacheAlignedVector<float> v_;       // [n, kv_dim]
-  CacheAlignedVector<float> attn_;    // [n, q_dim]
-  CacheAlignedVector<float> gate_;    // [n, n_ff]
-  CacheAlignedVector<float> up_;      // [n, n_ff]
-  CacheAlignedVector<float> tmp_;     // [n, n_embd] sub-layer output before the residual add
-  std::vector<float> rope_;    // [n, rope_dim] (cos, sin) of each rotated pair per token
-  std::vector<float> rope_swa_;  // [n, rope_dim] the same for sliding-window layers (empty without them)
+  CacheAlignedVector<float> x_;     // [n, n_embd] residual stream
+  CacheAlignedVector<float> xn_;    // [n, n_embd] normalised input of a sub-layer
+  CacheAlignedVector<float> q_;     // [n, q_dim]
+  CacheAlignedVector<float> k_;     // [n, kv_dim]
+  CacheAlignedVector<float> v_;     // [n, kv_dim]
+  CacheAlignedVector<float> attn_;  // [n, q_dim]
+  CacheAlignedVector<float> gate_;  // [n, n_ff]
+  CacheAlignedVector<float> up_;    // [n, n_ff]
+  CacheAlignedVector<float> tmp_;   // [n, n_embd] sub-layer output before the residual add
+  std::vector<float> rope_;         // [n, rope_dim] (cos, sin) of each rotated pair per token
+  std::vector<float> rope_swa_;     // [n, rope_dim] the same for sliding-window layers (empty without them)
 
   // Attention: query-row blocks sharing one sequence's KV head (see Attention),
   // and per thread the kernel's work floats and a K and a V row pointer per position.
@@ -117,8 +117,8 @@ class LlamaContext {
     int32_t row_begin, row_end;  // rows (token - first_token) * group + head within group
   };
   std::vector<AttentionBlock> attn_blocks_;
-  CacheAlignedVector<float> attn_work_;         // [n_threads, AttentionWorkFloats(head_dim)]
-  std::vector<const void*> attn_rows_;  // [n_threads, 2, n_ctx]
+  CacheAlignedVector<float> attn_work_;  // [n_threads, AttentionWorkFloats(head_dim)]
+  std::vector<const void*> attn_rows_;   // [n_threads, 2, n_ctx]
 };
 
 }  // namespace valet
