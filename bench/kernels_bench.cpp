@@ -310,8 +310,8 @@ BENCHMARK(BM_Attention)->Apply(AttentionArgs);
 void BM_SwiGlu(benchmark::State& state) {
   const int64_t n_ff = state.range(0), cols = state.range(1);
   constexpr int64_t kTokens = 64;
-  const std::vector<float> gate0 = Random(kTokens * n_ff, 8), up = Random(kTokens * n_ff, 9);
-  std::vector<float> gate = gate0;
+  const std::vector<float> gate0 = Random(kTokens * n_ff, 8), up0 = Random(kTokens * n_ff, 9);
+  CacheAlignedVector<float> gate(gate0.begin(), gate0.end()), up(up0.begin(), up0.end());
   const KernelTable& table = ActiveKernels();
   for (auto _ : state) {
     for (int64_t t = 0; t < kTokens; ++t) {
