@@ -30,29 +30,43 @@ void PatchTiles(KernelTable& t, tile_for_fn gemm, tile_for_fn gemv) {
   }
 }
 
+// The first of `candidates` that takes fewer tokens than `gemm` and whose
+// rows divide its rows: the tile for a chunk's last tokens short of gemm's.
+TileKernel NarrowerTile(const TileKernel& gemm, std::initializer_list<TileKernel> candidates) {
+  for (const TileKernel& c : candidates) {
+    if (c.fn != nullptr && c.cols < gemm.cols && gemm.rows % c.rows == 0) return c;
+  }
+  return {};
+}
+
 // The row-group kernels a variant has, of the types that have a row-group
-// layout; the model keeps rows for the others (weight_pack.h).
+// layout; the model keeps rows for the others (weight_pack.h). Prefill tiles
+// take `cols` tokens, a chunk's last ones 4 at a time where that is narrower.
 using packed_for_fn = TileKernel (*)(GgmlType, int cols);
 using packed_gemm_fn = TileKernel (*)(GgmlType);
-void PatchPacked(KernelTable& t, packed_for_fn packed, packed_gemm_fn one_group = nullptr) {
+void PatchPacked(KernelTable& t, packed_for_fn packed, packed_gemm_fn one_group = nullptr, int cols = 4) {
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1, GgmlType::kIQ4_NL,
                         GgmlType::kQ8_0, GgmlType::kQ2_K, GgmlType::kQ3_K, GgmlType::kQ4_K, GgmlType::kQ5_K,
                         GgmlType::kQ6_K, GgmlType::kIQ4_XS}) {
     TypeKernels& k = t.types[static_cast<uint32_t>(type)];
-    k.packed_gemm = packed(type, 4);
+    k.packed_gemm = packed(type, cols);
     k.packed_gemm_tail = one_group != nullptr ? one_group(type) : TileKernel{};
+    k.packed_gemm_narrow = NarrowerTile(k.packed_gemm, {packed(type, 4)});
     k.packed_gemv = packed(type, 1);
   }
 }
 
 // A variant's own prefill row-group GEMMs, for the types it has one for,
-// and (when those take several groups per call) its one-group form.
+// and (when those take several groups per call) its one-group form; the
+// table's earlier tiles serve a chunk's last tokens.
 void PatchPackedGemm(KernelTable& t, packed_gemm_fn gemm, packed_gemm_fn one_group = nullptr) {
   for (uint32_t id = 0; id < KernelTable::kMaxTypeId; ++id) {
     const TileKernel k = gemm(static_cast<GgmlType>(id));
     if (k.fn == nullptr) continue;
-    t.types[id].packed_gemm = k;
-    t.types[id].packed_gemm_tail = one_group != nullptr ? one_group(static_cast<GgmlType>(id)) : TileKernel{};
+    TypeKernels& types = t.types[id];
+    types.packed_gemm_narrow = NarrowerTile(k, {types.packed_gemm, types.packed_gemm_narrow});
+    types.packed_gemm = k;
+    types.packed_gemm_tail = one_group != nullptr ? one_group(static_cast<GgmlType>(id)) : TileKernel{};
   }
 }
 
@@ -117,7 +131,7 @@ KernelTable BuildAvx2() {
   patch(GgmlType::kQ5_K, nullptr, avx2::DotQ5_K);
   patch(GgmlType::kIQ4_XS, nullptr, avx2::DotIQ4_XS);
   PatchTiles(t, avx2::GemmTile, avx2::GemvTile);
-  PatchPacked(t, avx2::PackedTile, avx2::PackedTileOneGroup);
+  PatchPacked(t, avx2::PackedTile, avx2::PackedTileOneGroup, 8);
   t.attention = avx2::Attention;
   t.swiglu = avx2::SwiGlu;
   t.q8_0s_from_float = avx2::Q8_0SFromFloat;

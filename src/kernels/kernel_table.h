@@ -50,9 +50,11 @@ struct TypeKernels {
   // groups per call, consecutive ones ldx bytes apart (unused for one group).
   // Every output is the same per-block float sequence whatever cols is, and
   // the scalar table's equal the SIMD tables' bit for bit.
-  TileKernel packed_gemm = {};       // cols > 1 tokens
-  TileKernel packed_gemm_tail = {};  // one group, for a range's last groups short of packed_gemm's (or none)
-  TileKernel packed_gemv = {};       // cols == 1
+  TileKernel packed_gemm = {};         // cols > 1 tokens
+  TileKernel packed_gemm_tail = {};    // one group, for a range's last groups short of packed_gemm's (or none)
+  TileKernel packed_gemm_narrow = {};  // fewer tokens than packed_gemm, rows dividing its, for a chunk's last
+                                       // tokens short of a packed_gemm tile (or none: they take the GEMV)
+  TileKernel packed_gemv = {};         // cols == 1
 };
 
 // Indexed by the numeric GgmlType id; ids without kernels hold null functions.

@@ -46,7 +46,8 @@ struct PackedPart {
   const WeightMatrix* w;
   float* y;  // [n_tokens][w->n_out]
   TileKernel gemm;
-  TileKernel tail;  // one group, or fn == nullptr
+  TileKernel tail;    // one group, or fn == nullptr
+  TileKernel narrow;  // fewer tokens than gemm, or fn == nullptr
   TileKernel gemv;
   size_t group_bytes;
   int64_t groups;
@@ -157,8 +158,9 @@ Ahead FirstTile(const Slab& s) {
 // take several consecutive groups (gemm.rows a multiple of kPackRows, ldx the
 // bytes between them); the last groups short of a tile go through the
 // table's one-group tile where it has one, and the tokens short of a tile
-// through the GEMV. Every output sees the same per-block operations, tile or
-// tail alike.
+// through its narrower tile (whose rows divide the tile's) while they fill
+// one, then the GEMV. Every output sees the same per-block operations, tile
+// or tail alike.
 void RunSlab(const PackedJob& job, const Slab& s, int64_t t0, int64_t t1, Ahead after) {
   const PackedPart& p = *s.p;
   const size_t ldy = static_cast<size_t>(job.n_in / job.format.block) * job.format.block_bytes;
@@ -185,6 +187,12 @@ void RunSlab(const PackedJob& job, const Slab& s, int64_t t0, int64_t t1, Ahead 
         PrefetchOutputs(p.y + t0 * ldo + (g + tile_groups) * kPackRows, ldo, cols, p.gemm.rows);
       }
       p.gemm.fn(job.n_in, s.group(g), p.group_bytes, job.act + t * ldy, ldy, p.y + t * ldo + g * kPackRows, ldo);
+    }
+    for (; p.narrow.fn != nullptr && t + p.narrow.cols <= t1; t += p.narrow.cols) {
+      for (int64_t k = 0; k < tile_groups; k += p.narrow.rows / kPackRows) {
+        p.narrow.fn(job.n_in, s.group(g + k), p.group_bytes, job.act + t * ldy, ldy,
+                    p.y + t * ldo + (g + k) * kPackRows, ldo);
+      }
     }
     for (; t < t1; ++t) {
       for (int64_t k = 0; k < tile_groups; ++k) gemv(g + k, t);
@@ -317,8 +325,8 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
     assert(w.n_out % kPackRows == 0);
     const TypeKernels& k = table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
     PackedPart& p = job.parts[i];
-    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemv, kPackRows * w.row_bytes,
-                   w.n_out / kPackRows, job.total_bytes};
+    p = PackedPart{&w,         outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemm_narrow, k.packed_gemv,
+                   kPackRows * w.row_bytes, w.n_out / kPackRows, job.total_bytes};
     job.total_bytes += static_cast<size_t>(p.groups) * p.group_bytes;
   }
   if (n_tokens <= kInlineConvertTokens) {

@@ -650,7 +650,9 @@ TileKernel Make(GgmlType type) {
 
 }  // namespace
 
-TileKernel PackedTile(GgmlType type, int cols) { return cols == 1 ? Make<1>(type) : Make<4>(type); }
+TileKernel PackedTile(GgmlType type, int cols) {
+  return cols == 1 ? Make<1>(type) : cols == 4 ? Make<4>(type) : Make<8>(type);
+}
 
 TileKernel PackedTileOneGroup(GgmlType type) {
   switch (type) {

@@ -13,7 +13,8 @@ TileKernel PackedTile(GgmlType type, int cols);
 }  // namespace scalar
 
 namespace avx2 {
-// The same float operations as the reference, 8 rows in the lanes of a vector.
+// The same float operations as the reference, 8 rows in the lanes of a
+// vector; cols 1, 4 or 8 (Q4_0 and Q8_0 take 4 tokens by two groups for both).
 TileKernel PackedTile(GgmlType type, int cols);
 // For the types whose prefill tile takes two groups: the one-group tile.
 TileKernel PackedTileOneGroup(GgmlType type);

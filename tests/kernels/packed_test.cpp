@@ -34,9 +34,15 @@ void CheckEveryTable(GgmlType type, int64_t n_out) {
   // MatMul would fall back to the scalar kernels for a table without them,
   // and the comparison below would pass without testing anything.
   for (int k = 0; k < n_tables; ++k) {
-    ASSERT_NE((*tables[k])[type].packed_gemm.fn, nullptr) << tables[k]->name;
-    ASSERT_NE((*tables[k])[type].packed_gemv.fn, nullptr) << tables[k]->name;
+    const TypeKernels& kernels = (*tables[k])[type];
+    ASSERT_NE(kernels.packed_gemm.fn, nullptr) << tables[k]->name;
+    ASSERT_NE(kernels.packed_gemv.fn, nullptr) << tables[k]->name;
+    if (kernels.packed_gemm_narrow.fn != nullptr) {
+      EXPECT_LT(kernels.packed_gemm_narrow.cols, kernels.packed_gemm.cols) << tables[k]->name;
+      EXPECT_EQ(kernels.packed_gemm.rows % kernels.packed_gemm_narrow.rows, 0) << tables[k]->name;
+    }
   }
+  // 5 and 70 leave 5 and 6 tokens past the tiles: a narrower tile's and the GEMV's.
   for (int64_t n_tokens : {1, 5, 70}) {
     const auto x = RandomRow(n_tokens * n_in, 9);
     const size_t n_y = static_cast<size_t>(n_tokens * n_out);
