@@ -110,7 +110,8 @@ void RunConvert(const PackedJob& job, int ith, int nth) {
 
 // Bytes [from, to) of p, into L2.
 void PrefetchBytes(const uint8_t* p, size_t from, size_t to) {
-  for (size_t o = from; o < to; o += kCacheLineBytes) __builtin_prefetch(p + o, 0, static_cast<int>(PrefetchLevel::kL2));
+  for (size_t o = from; o < to; o += kCacheLineBytes)
+    __builtin_prefetch(p + o, 0, static_cast<int>(PrefetchLevel::kL2));
 }
 
 // A tile call's outputs (cols token rows of `rows` floats, ldo apart), for
@@ -176,8 +177,8 @@ void RunSlab(const PackedJob& job, const Slab& s, int64_t t0, int64_t t1, Ahead 
     const bool last = g + tile_groups == end;
     const uint8_t* next = last ? after.data : s.group(g + tile_groups);
     const size_t ahead = last ? after.bytes : static_cast<size_t>(s.group(std::min(end, g + 2 * tile_groups)) - next);
-    const size_t share = (ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)) + kCacheLineBytes - 1) /
-                         kCacheLineBytes * kCacheLineBytes;
+    const size_t share =
+        RoundUpToCacheLine(ahead / static_cast<size_t>(std::max<int64_t>(1, (t1 - t0) / cols)));
     int64_t t = t0;
     for (size_t from = 0; t + cols <= t1; t += cols, from += share) {
       PrefetchBytes(next, from, std::min(ahead, from + share));
@@ -325,7 +326,7 @@ void MatMulPacked(std::span<const MatMulOutput> outs, const float* x, int64_t n_
     assert(w.n_out % kPackRows == 0);
     const TypeKernels& k = table[w.type].packed_gemm.fn != nullptr ? table[w.type] : ScalarKernels()[w.type];
     PackedPart& p = job.parts[i];
-    p = PackedPart{&w,         outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemm_narrow, k.packed_gemv,
+    p = PackedPart{&w, outs[i].y, k.packed_gemm, k.packed_gemm_tail, k.packed_gemm_narrow, k.packed_gemv,
                    kPackRows * w.row_bytes, w.n_out / kPackRows, job.total_bytes};
     job.total_bytes += static_cast<size_t>(p.groups) * p.group_bytes;
   }

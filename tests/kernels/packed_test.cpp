@@ -42,7 +42,7 @@ void CheckEveryTable(GgmlType type, int64_t n_out) {
       EXPECT_EQ(kernels.packed_gemm.rows % kernels.packed_gemm_narrow.rows, 0) << tables[k]->name;
     }
   }
-  // 5 and 70 leave 5 and 6 tokens past the tiles: a narrower tile's and the GEMV's.
+  // 5 and 70 tokens leave a few past the tiles: a narrower tile's and the GEMV's.
   for (int64_t n_tokens : {1, 5, 70}) {
     const auto x = RandomRow(n_tokens * n_in, 9);
     const size_t n_y = static_cast<size_t>(n_tokens * n_out);
