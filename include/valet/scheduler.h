@@ -6,10 +6,10 @@
 // timers) set how much each tier may run, through a budget table.
 //
 // Scheduler is callable from any thread. One inference thread, owned by the
-// Scheduler, drives the engine; callbacks run on that thread (or, for the
-// tasks Stop cancels, on the stopping thread) and never under a scheduler
-// lock, so they may call Submit/Cancel/OnLifecycleEvent themselves, though
-// not WaitIdle or Stop, which would wait for their own thread.
+// Scheduler, drives the engine and never runs the app's code: task callbacks
+// run on delivery threads (DeliveryOptions), each task's in order, and a
+// slow one holds back only its own task. They may call every method but
+// WaitIdle, which would wait for their own on_done.
 #pragma once
 
 #include <array>
@@ -184,6 +184,20 @@ enum class QueuePolicy : int32_t {
 };
 VALET_API const char* QueuePolicyName(QueuePolicy policy);
 
+// Where task callbacks run. Each task's events (on_token, on_logprobs,
+// on_state, on_done) are delivered in order, one at a time, on a pool of
+// delivery threads that grows while every thread is busy in a callback, so
+// one slow listener never delays another task's events. A task whose
+// consumer falls max_pending_events behind is parked (like any park: resumed
+// exactly where it was) until its backlog is down to resume_at_events; the
+// engine and every other task go on meanwhile.
+struct DeliveryOptions {
+  size_t max_pending_events = 32;  // per task, at least 1
+  size_t resume_at_events = 8;     // below max_pending_events
+  size_t max_threads = 64;         // at least 1; beyond it, ready tasks' events wait their turn
+  size_t idle_threads = 2;         // kept waiting for work; more exit when idle
+};
+
 struct SchedulerOptions {
   QueuePolicy queue_policy = QueuePolicy::kValet;
   BudgetTable budgets = BudgetTable::Defaults();
@@ -225,6 +239,7 @@ struct SchedulerOptions {
   // Seconds on a monotonic clock; default std::chrono::steady_clock. Tests
   // pass the fake engine's virtual clock. Must be callable from any thread.
   std::function<double()> clock;
+  DeliveryOptions delivery;
 };
 
 // A chat turn. Roles: "system", "user", "assistant".
@@ -236,7 +251,8 @@ struct ChatMessage {
 struct TaskMetrics;
 struct TaskResult;
 
-// Called on the inference thread, never under a scheduler lock.
+// Called on a delivery thread (DeliveryOptions), never under a scheduler
+// lock: a task's callbacks one at a time, in order, exactly once each.
 struct TaskCallbacks {
   // Every generated token exactly once, in order (EOS included when sampled);
   // `text` is what may be shown now (held back near a possible stop string).
@@ -246,7 +262,8 @@ struct TaskCallbacks {
   // its on_token. Never called otherwise.
   std::function<void(TaskId, const TokenLogprobs&)> on_logprobs;
   std::function<void(TaskId, TaskState)> on_state;
-  // Exactly once per accepted task, when it reaches DONE, CANCELLED or FAILED.
+  // Exactly once per accepted task, when it reaches DONE, CANCELLED or
+  // FAILED; the task's last callback.
   std::function<void(TaskId, const TaskResult&)> on_done;
 };
 
@@ -422,6 +439,7 @@ struct SchedulerStats {
   int64_t resume_fallbacks = 0;  // snapshot missing/corrupt: recomputed instead
   int64_t preemptions = 0;       // parks caused by a higher tier
   int64_t aborted_steps = 0;     // steps stopped between layers: a lower tier's for an arrival, any for Stop
+  int64_t consumer_waits = 0;    // times a task was held because its callbacks fell behind (DeliveryOptions)
   std::vector<double> preemption_latencies;  // higher-tier submit -> lower-tier parked, seconds (the last 1-2k)
   double busy_seconds = 0.0;                 // engine step + park/resume time
   // Filled by Scheduler::Stats() only (SchedulerCore leaves them zero).
@@ -437,35 +455,32 @@ class SchedulerCore;
 class VALET_API Scheduler {
  public:
   static Result<std::unique_ptr<Scheduler>> Create(EngineInterface& engine, SchedulerOptions options = {});
-  // Stop("scheduler destroyed"). Never from a task callback of this
-  // scheduler: the inference thread cannot join itself.
+  // Stop("scheduler destroyed"), and waits for every callback to return.
+  // From a task callback of this scheduler it stops, then leaves the rest
+  // (the other callbacks still running, and freeing) to a thread of its own:
+  // the engine is no longer used when it returns, but callbacks still
+  // running must not use this Scheduler.
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Stops for good: a running step of any tier stops at its next layer
   // boundary (the engine's abort flag), the inference thread ends, and every
-  // unfinished task (queued, parked or running) gets on_done with kCancelled
-  // and status kAborted `reason`, on this thread, before Stop returns. WaitIdle then returns, Submit is refused (InvalidArgument) and
-  // SetMemoryBudgets is Aborted; the other calls keep answering. Idempotent:
-  // a call made while another stops waits for it. Safe concurrently with
-  // every call but the destructor. InvalidArgument from a task callback of
-  // this scheduler (it would wait for its own thread).
+  // unfinished task (queued, parked or running) ends CANCELLED with status
+  // kAborted `reason`. Returns once every task's on_done has run; from a task
+  // callback of this scheduler, once the tasks are cancelled (their
+  // callbacks follow when it returns). WaitIdle then returns, Submit is
+  // refused (InvalidArgument) and SetMemoryBudgets is Aborted; the other
+  // calls keep answering. Idempotent: a call made while another stops waits
+  // for it. Safe concurrently with every call but the destructor.
   Status Stop(const std::string& reason = "scheduler stopped");
-  // True on the inference thread and, while Stop cancels, on the stopping
-  // thread: where this scheduler's task callbacks run, so where a call that
-  // waits for the scheduler would wait for itself.
+  // True on this scheduler's delivery threads, where its task callbacks run.
   bool OnCallbackThread() const;
 
-  // Prepares the task on the calling thread: checks tier, max_tokens and stop
-  // strings, renders the chat template and tokenizes, so a long prompt costs
-  // its caller and never stalls the tasks running. Every invalid request is
-  // refused here: InvalidArgument, or OutOfRange for a prompt plus max_tokens
-  // over the context. Only a task too large for the KV pool even alone is
-  // accepted and then ends FAILED (ResourceExhausted, through on_done), since
-  // the pool's budget is only known on the inference thread.
   Result<TaskId> Submit(TaskRequest request);
-  // NotFound for an unknown id, InvalidArgument for a finished task.
+  // NotFound for an unknown id, InvalidArgument for a finished task. Ok
+  // exactly when the task ends CANCELLED: the cancel is settled against the
+  // task's own end under one lock, whichever comes first.
   Status Cancel(TaskId id);
   // InvalidArgument when out of order; the scheduler's state is then unchanged.
   Status OnLifecycleEvent(LifecycleEvent event);
@@ -479,8 +494,8 @@ class VALET_API Scheduler {
   // Never cancels; applied before the next step. InvalidArgument below 5.
   Status OnTrimMemory(int level);
   // New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
-  // Waits for the inference thread (at most one step); from a task callback
-  // it applies them at once. Aborted once Stop has begun.
+  // Waits for the inference thread (at most one step), also from a task
+  // callback. Aborted once Stop has begun.
   Status SetMemoryBudgets(const MemoryBudgets& budgets);
   MemoryBudgets memory_budgets() const;
 

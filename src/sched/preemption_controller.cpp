@@ -12,6 +12,7 @@ const char* ParkReasonName(ParkReason reason) {
     case ParkReason::kPressure: return "pressure";
     case ParkReason::kDestroy: return "destroy";
     case ParkReason::kTrim: return "trim";
+    case ParkReason::kConsumerBehind: return "consumer_behind";
   }
   return "unknown";
 }

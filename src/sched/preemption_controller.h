@@ -18,6 +18,7 @@ enum class ParkReason {
   kPressure,   // the pool is full: memory must be freed now
   kDestroy,    // ON_DESTROY: keep everything, off the pool, on disk
   kTrim,       // the app was asked to trim memory: KV down to the shared prefix
+  kConsumerBehind,  // the task's callbacks fell behind: it waits for its consumer
 };
 const char* ParkReasonName(ParkReason reason);
 

@@ -1,7 +1,8 @@
 // The threaded Scheduler: callers post commands to a mutex-protected inbox;
 // the inference thread drains it between steps and drives SchedulerCore. It
 // waits on a condition variable only when the core has nothing to run, for
-// "a command or stop" - an event, never a timeout.
+// "a command or stop" - an event, never a timeout. The app's callbacks only
+// queue events there; delivery threads run them (CallbackDispatcher).
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -12,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "sched/callback_dispatcher.h"
 #include "sched/scheduler_core.h"
 #include "valet/scheduler.h"
 
@@ -19,16 +21,14 @@ namespace valet {
 
 namespace {
 
-// The scheduler (its Impl) whose inference thread this is, and the one whose
-// Stop is cancelling on this thread: where its callbacks run. Thread ids are
-// reused once a thread ends; these markers die with their thread.
+// The scheduler (its Impl) whose inference thread this is. Thread ids are
+// reused once a thread ends; this marker dies with its thread.
 thread_local const void* t_inference_of = nullptr;
-thread_local const void* t_stopping = nullptr;
 
 }  // namespace
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCall };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCaughtUp, kCall };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -44,9 +44,13 @@ struct Scheduler::Impl {
   Impl(EngineInterface& engine, SchedulerOptions options)
       : engine(engine),
         lifecycle(options.initial_state),
+        delivery(options.delivery),
         core(engine, std::move(options)),
-        budgets(core.memory_budgets()) {
+        budgets(core.memory_budgets()),
+        dispatcher(delivery, [this](TaskId id) { CaughtUp(id); }) {
     core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived, &stop_requested});
+    core.set_app_hooks({.consumer_behind = [this](TaskId id) { return dispatcher.Behind(id); },
+                        .settle_end = [this](TaskId id) { return SettleEnd(id); }});
   }
 
   void Loop();
@@ -70,16 +74,23 @@ struct Scheduler::Impl {
   // On the inference thread: the core's Recover, with the recovered tasks
   // counted and tracked like submitted ones.
   Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for);
-  // Wraps the task's callbacks to keep the per-tier counts and to finish
-  // the task's bookkeeping after its on_done.
+  // Wraps the task's callbacks: on the inference thread they keep the
+  // per-tier counts and queue the app's callbacks for delivery, after whose
+  // on_done the task's bookkeeping ends.
   void Track(TaskRequest& request);
   void NoteState(Tier tier, TaskState from, TaskState to);
-  void TaskFinished(TaskId id, Tier tier, TaskState state);
+  void NoteFinished(Tier tier, TaskState state);
+  void TaskDelivered(TaskId id);
+  // AppHooks::settle_end: whether the app's Cancel came first.
+  bool SettleEnd(TaskId id);
+  // From a delivery thread: the task's consumer has caught up.
+  void CaughtUp(TaskId id);
   void SampleMemory();
   Status Stop(const std::string& reason);
   // Stop's second half: the inference thread has ended, so the core belongs
   // to the stopping thread.
   void CancelUnfinished();
+  bool OnCallbackThread() const { return t_inference_of == this || dispatcher.OnDeliveryThread(); }
 
   EngineInterface& engine;
   mutable std::mutex mu;
@@ -100,37 +111,53 @@ struct Scheduler::Impl {
   std::string stop_message;
   LifecycleState lifecycle;  // as of the last accepted event
   LifecycleHistory history = LifecycleHistory::kNoEventYet;
-  int64_t outstanding = 0;   // accepted tasks not yet finished
+  int64_t outstanding = 0;   // accepted tasks whose on_done has not run yet
   std::set<TaskId> unfinished;
+  // Cancel and a task's end meet here (SettleEnd): the first decides.
+  std::set<TaskId> cancel_requested;
+  std::set<TaskId> settled;  // ended (or ending) on the inference thread
   std::array<TierTaskCounts, kNumTiers> tier_counts{};
   MemoryStats memory;
-  // Set after the inference thread has joined; read by callbacks that run
-  // on the stopping thread from then on.
+  // Set after the inference thread has joined, by the stopping thread, which
+  // then runs the core and its callback wrappers.
   bool cancelling_unfinished = false;
+  DeliveryOptions delivery;
   SchedulerCore core;        // inference thread only (its recorder is thread-safe)
   MemoryBudgets budgets;     // as last set (guarded by mu)
   std::thread thread;
+  // Last: destroyed first, once every event is delivered, while what its
+  // callbacks reach (the inbox) still exists.
+  CallbackDispatcher dispatcher;
 };
 
 void Scheduler::Impl::Track(TaskRequest& request) {
   const Tier tier = request.tier;
-  auto last = std::make_shared<TaskState>(TaskState::kQueued);
-  auto user_state = std::move(request.callbacks.on_state);
-  request.callbacks.on_state = [this, tier, last, user_state](TaskId id, TaskState state) {
+  TaskCallbacks user = std::move(request.callbacks);
+  TaskCallbacks& cb = request.callbacks;
+  if (user.on_token) {
+    cb.on_token = [this, tier, f = std::move(user.on_token)](TaskId id, int32_t token, std::string_view text) {
+      dispatcher.Post(id, tier, [f, id, token, text = std::string(text)] { f(id, token, text); });
+    };
+  }
+  if (user.on_logprobs) {
+    cb.on_logprobs = [this, tier, f = std::move(user.on_logprobs)](TaskId id, const TokenLogprobs& lp) {
+      dispatcher.Post(id, tier, [f, id, lp] { f(id, lp); });
+    };
+  }
+  auto last = std::make_shared<TaskState>(TaskState::kQueued);  // inference (or stopping) thread only
+  cb.on_state = [this, tier, last, f = std::move(user.on_state)](TaskId id, TaskState state) {
     NoteState(tier, *last, state);
     *last = state;
-    if (user_state) user_state(id, state);
+    if (f) dispatcher.Post(id, tier, [f, id, state] { f(id, state); });
   };
-  auto user_done = std::move(request.callbacks.on_done);
-  request.callbacks.on_done = [this, tier, last, user_done](TaskId id, const TaskResult& result) {
-    if (user_done && cancelling_unfinished) {
-      TaskResult cancelled = result;
-      cancelled.status = Aborted(stop_message);
-      user_done(id, cancelled);
-    } else if (user_done) {
-      user_done(id, result);
-    }
-    TaskFinished(id, tier, result.state);
+  cb.on_done = [this, tier, f = std::move(user.on_done)](TaskId id, const TaskResult& result) {
+    NoteFinished(tier, result.state);
+    TaskResult r = result;
+    if (cancelling_unfinished) r.status = Aborted(stop_message);
+    dispatcher.Post(id, tier, [this, f, id, r = std::move(r)] {
+      if (f) f(id, r);
+      TaskDelivered(id);
+    });
   };
 }
 
@@ -140,15 +167,34 @@ void Scheduler::Impl::NoteState(Tier tier, TaskState from, TaskState to) {
   tier_counts[static_cast<size_t>(tier)].parked += to == TaskState::kParked ? 1 : -1;
 }
 
-void Scheduler::Impl::TaskFinished(TaskId id, Tier tier, TaskState state) {
+void Scheduler::Impl::NoteFinished(Tier tier, TaskState state) {
   std::lock_guard<std::mutex> lock(mu);
   TierTaskCounts& c = tier_counts[static_cast<size_t>(tier)];
   --c.active;
   if (state == TaskState::kDone) ++c.done;
   if (state == TaskState::kCancelled) ++c.cancelled;
   if (state == TaskState::kFailed) ++c.failed;
+}
+
+void Scheduler::Impl::TaskDelivered(TaskId id) {
+  std::lock_guard<std::mutex> lock(mu);
   unfinished.erase(id);
+  cancel_requested.erase(id);
+  settled.erase(id);
   if (--outstanding == 0) idle_cv.notify_all();
+}
+
+bool Scheduler::Impl::SettleEnd(TaskId id) {
+  std::lock_guard<std::mutex> lock(mu);
+  settled.insert(id);
+  return cancel_requested.count(id) != 0;
+}
+
+void Scheduler::Impl::CaughtUp(TaskId id) {
+  Command command;
+  command.kind = CommandKind::kCaughtUp;
+  command.id = id;
+  (void)Post(std::move(command));  // stopping: nothing runs again anyway
 }
 
 void Scheduler::Impl::SampleMemory() {
@@ -158,32 +204,36 @@ void Scheduler::Impl::SampleMemory() {
 }
 
 Status Scheduler::Impl::Stop(const std::string& reason) {
+  if (t_inference_of == this) {
+    return InvalidArgument("Stop called on the scheduler's inference thread: it would wait for itself");
+  }
+  bool first = false;
   {
-    if (t_inference_of == this || t_stopping == this) {
-      return InvalidArgument("Stop called from a task callback of this scheduler: it would wait for its own thread");
-    }
     std::unique_lock<std::mutex> lock(mu);
     if (phase != Phase::kRunning) {
       stopped_cv.wait(lock, [&] { return phase == Phase::kStopped; });
-      return Status::Ok();
+    } else {
+      first = true;
+      phase = Phase::kStopping;
+      stop_message = reason;
+      chat_arrived.store(true, std::memory_order_relaxed);
+      chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
+      stop_requested.store(true, std::memory_order_relaxed);
     }
-    phase = Phase::kStopping;
-    stop_message = reason;
-    chat_arrived.store(true, std::memory_order_relaxed);
-    chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
-    stop_requested.store(true, std::memory_order_relaxed);
   }
-  work_cv.notify_one();
-  thread.join();
-  // A callback here may stop another scheduler, whose callbacks then run nested.
-  const void* outer = std::exchange(t_stopping, this);
-  CancelUnfinished();
-  t_stopping = outer;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    phase = Phase::kStopped;
+  if (first) {
+    work_cv.notify_one();
+    thread.join();
+    CancelUnfinished();
+    core.ReleaseEngine();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      phase = Phase::kStopped;
+    }
+    stopped_cv.notify_all();
   }
-  stopped_cv.notify_all();
+  // A callback's own task has events queued behind it: they follow when it returns.
+  if (!dispatcher.OnDeliveryThread()) dispatcher.WaitUntilIdle();
   return Status::Ok();
 }
 
@@ -226,6 +276,9 @@ void Scheduler::Impl::Apply(Command& command) {
       break;
     case CommandKind::kTrim:
       (void)core.OnTrimMemory(command.trim).ok();
+      break;
+    case CommandKind::kCaughtUp:
+      core.ConsumerCaughtUp(command.id);
       break;
     case CommandKind::kCall:
       command.call();
@@ -308,13 +361,18 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
   return scheduler;
 }
 
-// From a task callback Stop refuses, and the joinable thread then ends the
-// process: the documented misuse, which a destructor cannot report.
-Scheduler::~Scheduler() { (void)impl_->Stop("scheduler destroyed"); }
+Scheduler::~Scheduler() {
+  (void)impl_->Stop("scheduler destroyed");
+  if (!impl_->dispatcher.OnDeliveryThread()) return;  // every callback has returned
+  // A delivery thread cannot wait for its own callback: another thread waits
+  // for the rest of delivery, then frees. The engine is no longer used.
+  Impl* impl = impl_.release();
+  std::thread([impl] { delete impl; }).detach();
+}
 
 Status Scheduler::Stop(const std::string& reason) { return impl_->Stop(reason); }
 
-bool Scheduler::OnCallbackThread() const { return t_inference_of == impl_.get() || t_stopping == impl_.get(); }
+bool Scheduler::OnCallbackThread() const { return impl_->OnCallbackThread(); }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
   // Preparation is part of the wait the caller sees (TTFT counts it).
@@ -363,10 +421,12 @@ Status Scheduler::Cancel(TaskId id) {
     std::lock_guard<std::mutex> lock(impl_->mu);
     const std::optional<TaskState> state = impl_->core.recorder().State(id);
     if (!state && !impl_->core.recorder().Registered(id)) return NotFound("unknown task " + std::to_string(id));
-    if (!state) return InvalidArgument("task " + std::to_string(id) + " already finished");
-    if (IsTerminal(*state)) {
-      return InvalidArgument("task " + std::to_string(id) + " already finished (" + TaskStateName(*state) + ")");
+    if (!state || IsTerminal(*state) || impl_->settled.count(id) != 0) {
+      return InvalidArgument("task " + std::to_string(id) + " already finished" +
+                             (state && IsTerminal(*state) ? std::string(" (") + TaskStateName(*state) + ")" : ""));
     }
+    // Settled from here: the task ends CANCELLED whatever else ends it first.
+    if (!impl_->cancel_requested.insert(id).second) return Status::Ok();
     Impl::Command command;
     command.kind = Impl::CommandKind::kCancel;
     command.id = id;

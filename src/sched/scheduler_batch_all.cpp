@@ -19,6 +19,7 @@ std::vector<Task*> SchedulerCore::AdmitBatchMembers() {
       queue_.Erase(id);
       continue;
     }
+    if (HoldIfConsumerBehind(*t)) continue;
     candidates.push_back(t);
   }
   std::sort(candidates.begin(), candidates.end(), [](const Task* a, const Task* b) { return a->ticket < b->ticket; });
@@ -39,7 +40,12 @@ std::vector<Task*> SchedulerCore::AdmitBatchMembers() {
     }
   }
   std::sort(others.begin(), others.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
-  for (Task* t : others) Park(*t, held_.count(t->id) != 0 ? ParkReason::kStateCap : ParkReason::kPressure, 0, nullptr);
+  for (Task* t : others) {
+    const ParkReason reason = held_.count(t->id) != 0     ? ParkReason::kStateCap
+                              : behind_.count(t->id) != 0 ? ParkReason::kConsumerBehind
+                                                          : ParkReason::kPressure;
+    Park(*t, reason, 0, nullptr);
+  }
   return members;
 }
 

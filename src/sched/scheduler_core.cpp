@@ -55,27 +55,37 @@ Status SchedulerCore::Admit(TaskId id, PreparedTask prepared, std::optional<Task
     return Status::Ok();
   }
   // Found too large after an id was handed out: the task ends FAILED, visibly,
-  // and a durable one's journal says so until the app acknowledges it.
-  if (journal && !journal->MarkDone({TaskState::kFailed, StopReason::kNone, max_tokens.status().message()}).ok()) {
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  // and a durable one's journal says so until the app acknowledges it (a
+  // cancel that came first forgets it, as any cancel does).
+  const TaskState state = FailRegistered(id, prepared.request.callbacks, max_tokens.status(), prepared.request.durable_key);
+  if (journal) {
+    const Status written = state == TaskState::kCancelled
+                               ? RemoveJournal(journal->path())
+                               : journal->MarkDone({TaskState::kFailed, StopReason::kNone, max_tokens.status().message()});
+    if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
   }
-  FailRegistered(id, prepared.request.callbacks, max_tokens.status(), prepared.request.durable_key);
   Deliver();
   return max_tokens.status();
 }
 
-void SchedulerCore::FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status,
-                                   const std::string& durable_key) {
-  recorder_.Event(id, TimelineKind::kFailed, Now());
-  recorder_.SetState(id, TaskState::kFailed);
-  recorder_.UpdateStats([](SchedulerStats& s) { ++s.failed; });
+TaskState SchedulerCore::FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status,
+                                        const std::string& durable_key) {
   TaskResult result;
   result.state = TaskState::kFailed;
   result.status = status;
+  if (hooks_.settle_end && hooks_.settle_end(id)) {
+    result.state = TaskState::kCancelled;
+    result.status = Status::Ok();
+  }
+  const TaskState state = result.state;
+  recorder_.Event(id, state == TaskState::kFailed ? TimelineKind::kFailed : TimelineKind::kCancelled, Now());
+  recorder_.SetState(id, state);
+  recorder_.UpdateStats([&](SchedulerStats& s) { ++(state == TaskState::kFailed ? s.failed : s.cancelled); });
   result.durable_key = durable_key;
   if (Result<TaskMetrics> m = recorder_.Metrics(id); m.ok()) result.metrics = *m;
-  if (callbacks.on_state) outbox_.push_back([cb = callbacks.on_state, id] { cb(id, TaskState::kFailed); });
+  if (callbacks.on_state) outbox_.push_back([cb = callbacks.on_state, id, state] { cb(id, state); });
   if (callbacks.on_done) outbox_.push_back([cb = callbacks.on_done, id, result] { cb(id, result); });
+  return state;
 }
 
 void SchedulerCore::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal) {
@@ -156,6 +166,17 @@ Status SchedulerCore::OnThermalStatus(ThermalStatus status, float headroom) {
   ReleaseHeld();
   Deliver();
   return Status::Ok();
+}
+
+void SchedulerCore::ConsumerCaughtUp(TaskId id) {
+  if (behind_.erase(id) == 0) return;
+  Task* task = Find(id);
+  if (task == nullptr) return;
+  if (governor_.MayRun(task->tier)) {
+    queue_.Push(id, KeyFor(*task));
+  } else {
+    held_.insert(id);
+  }
 }
 
 void SchedulerCore::ReleaseHeld() {
@@ -253,6 +274,11 @@ void SchedulerCore::SetState(Task& task, TaskState state) {
 }
 
 void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReason reason) {
+  if (hooks_.settle_end && hooks_.settle_end(task.id) && state != TaskState::kCancelled) {
+    state = TaskState::kCancelled;
+    status = Status::Ok();
+    reason = StopReason::kNone;
+  }
   JournalEnd(task, state, status, reason);
   if (task.seq_open) {
     // The task is over either way; a close error only leaks engine state.
@@ -262,6 +288,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   }
   queue_.Erase(task.id);
   held_.erase(task.id);
+  behind_.erase(task.id);
   const TimelineKind kind = state == TaskState::kDone        ? TimelineKind::kDone
                             : state == TaskState::kCancelled ? TimelineKind::kCancelled
                                                              : TimelineKind::kFailed;

@@ -98,6 +98,24 @@ class SchedulerCore {
   };
   void set_arrival_signals(ArrivalSignals signals) { arrivals_ = signals; }
 
+  // What the threaded Scheduler settles with the app's threads; unset, neither
+  // applies.
+  struct AppHooks {
+    // Asked before a task runs: true holds it (parked) until
+    // ConsumerCaughtUp(id), its callbacks having fallen behind.
+    std::function<bool(TaskId)> consumer_behind;
+    // When a task ends: true when the app's cancel came first, which makes
+    // the end CANCELLED whatever ended it. Either way the end is settled
+    // from then on.
+    std::function<bool(TaskId)> settle_end;
+  };
+  void set_app_hooks(AppHooks hooks) { hooks_ = std::move(hooks); }
+  // A held task's consumer has caught up: it may run again.
+  void ConsumerCaughtUp(TaskId id);
+  // Gives back what the engine lent (a trimmed pool): after it, destroying
+  // this object no longer touches the engine.
+  void ReleaseEngine() { (void)RestorePool(); }
+
   // Runs one engine step; false when nothing is runnable (idle).
   bool RunOneStep();
   // Steps until idle or max_steps (< 0: no limit); returns the steps run.
@@ -126,8 +144,9 @@ class SchedulerCore {
   // a limit, the most that fit); ResourceExhausted otherwise.
   Result<int32_t> FitPool(const PreparedTask& task) const;
   void Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std::optional<TaskJournal> journal = {});
-  // Ends a registered task that never ran: FAILED, through its callbacks.
-  void FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
+  // Ends a registered task that never ran: FAILED (CANCELLED if the app's
+  // cancel came first, AppHooks::settle_end), through its callbacks; returns which.
+  TaskState FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
   // Whether a durable request can be journaled here (its key made up when
   // empty, the directory under its disk budget); any thread.
   Status CheckDurable(TaskRequest& request) const;
@@ -160,6 +179,8 @@ class SchedulerCore {
   QueueKey KeyFor(const Task& task) const;
   // kFifo and kPriorityNoPreempt: a started task keeps the engine until done.
   bool RunsToCompletion() const;
+  // Moves a task whose consumer is behind out of the queue; true if it did.
+  bool HoldIfConsumerBehind(Task& task);
   Task* PickLead();
   void ParkAllRunning(ParkReason reason);
   std::vector<Task*> PlanRiders(const Task& lead);
@@ -241,6 +262,8 @@ class SchedulerCore {
   TaskQueue queue_;
   std::unordered_map<TaskId, std::unique_ptr<Task>> tasks_;
   std::unordered_set<TaskId> held_;  // over their tier's state cap until a lifecycle event
+  std::unordered_set<TaskId> behind_;  // waiting for their consumer (AppHooks::consumer_behind)
+  AppHooks hooks_;
   uint64_t next_ticket_ = 1;
   TaskId last_lead_ = 0;
   int current_threads_ = -1;

@@ -191,7 +191,7 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
   Result<TaskJournal> journal = max_tokens.ok() ? TaskJournal::Reopen(c) : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
-    FailRegistered(r.id, callbacks, journal.status(), c.task_key);
+    (void)FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery
     r.state = TaskState::kFailed;
     r.error = journal.status().ToString();
     return;

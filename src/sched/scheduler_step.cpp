@@ -11,15 +11,30 @@ namespace valet {
 Task* SchedulerCore::PickLead() {
   if (RunsToCompletion() && last_lead_ != 0) {
     Task* current = Find(last_lead_);
-    if (current != nullptr && queue_.Contains(current->id) && governor_.MayRun(current->tier)) return current;
+    if (current != nullptr && queue_.Contains(current->id) && governor_.MayRun(current->tier) &&
+        !HoldIfConsumerBehind(*current)) {
+      return current;
+    }
   }
   while (!queue_.empty()) {
     Task* task = Find(queue_.Top());
-    if (governor_.MayRun(task->tier)) return task;
-    held_.insert(task->id);  // back in the queue on the next lifecycle event
-    queue_.Pop();
+    if (!governor_.MayRun(task->tier)) {
+      held_.insert(task->id);  // back in the queue on the next lifecycle event
+      queue_.Pop();
+      continue;
+    }
+    if (HoldIfConsumerBehind(*task)) continue;
+    return task;
   }
   return nullptr;
+}
+
+bool SchedulerCore::HoldIfConsumerBehind(Task& task) {
+  if (!hooks_.consumer_behind || !hooks_.consumer_behind(task.id)) return false;
+  queue_.Erase(task.id);
+  behind_.insert(task.id);
+  recorder_.UpdateStats([](SchedulerStats& s) { ++s.consumer_waits; });
+  return true;
 }
 
 std::vector<Task*> SchedulerCore::PlanRiders(const Task& lead) {
@@ -30,6 +45,7 @@ std::vector<Task*> SchedulerCore::PlanRiders(const Task& lead) {
     Task* t = Find(id);
     if (t == &lead || t->tier <= lead.tier || !t->decode_ready() || !t->seq_open) continue;
     if (!t->active && t->park_kind != ParkKind::kResident) continue;  // riders must not cost a restore
+    if (hooks_.consumer_behind && hooks_.consumer_behind(id)) continue;  // held when it leads
     candidates.push_back(t);
   }
   std::sort(candidates.begin(), candidates.end(), [](const Task* a, const Task* b) {
@@ -57,6 +73,8 @@ void SchedulerCore::DisplaceOthers(const Task& lead, const std::vector<Task*>& r
     ParkReason reason = ParkReason::kTurnEnded;
     if (held_.count(t->id) != 0) {
       reason = ParkReason::kStateCap;
+    } else if (behind_.count(t->id) != 0) {
+      reason = ParkReason::kConsumerBehind;
     } else if (t->tier > lead.tier) {
       reason = ParkReason::kPreempted;
     }

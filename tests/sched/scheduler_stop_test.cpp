@@ -1,7 +1,7 @@
 // Scheduler::Stop: a running step of any tier, under any queue policy, stops
 // at the engine's abort flag; waiters wake; unfinished tasks get on_done once,
-// on the stopping thread; later calls are refused or still answer; calls that
-// would wait for the scheduler's own thread are refused from its callbacks.
+// on a delivery thread, before Stop returns; later calls are refused or still
+// answer; a callback may stop and even destroy its own scheduler.
 // Every wait is on an event (join, WaitIdle, the abort flag); no sleeps.
 #include <gtest/gtest.h>
 
@@ -86,7 +86,7 @@ void StopWhileAStepRuns(QueuePolicy policy, Tier tier) {
   EXPECT_EQ(log.results[0].state, TaskState::kCancelled);
   EXPECT_EQ(log.results[0].status.code(), StatusCode::kAborted);
   EXPECT_EQ(log.results[0].status.message(), "scheduler stopped");
-  EXPECT_EQ(log.threads[0], stopper_id);
+  EXPECT_NE(log.threads[0], stopper_id);  // a delivery thread's, waited for
   EXPECT_FALSE(token_seen);  // the aborted step computed nothing
   const SchedulerStats stats = s->Stats();
   EXPECT_EQ(stats.aborted_steps, 1);
@@ -144,43 +144,96 @@ TEST(SchedulerStop, ConcurrentStopsEachReturnWhenEveryTaskIsDone) {
   EXPECT_EQ(log.size(), static_cast<size_t>(kTasks));
 }
 
-// Stop and WaitIdle would wait for the thread a callback runs on: on the
-// inference thread, and on the stopping thread while Stop cancels.
-TEST(SchedulerStop, CallbacksAreRecognisedAndMayNotStop) {
+// Every step after the first holds the inference thread until the stop's
+// abort flag is raised: a task cannot finish before its callback stops it.
+void HoldStepsAfterTheFirstUntilStopped(FakeEngine& engine) {
+  auto steps = std::make_shared<int>(0);
+  engine.set_step_hook([&engine, steps](std::span<const StepItem>) {
+    if (++*steps == 1) return Status::Ok();
+    const std::atomic<bool>* flag = engine.abort_flag();
+    if (flag == nullptr) return Internal("no abort flag lent for this step");
+    while (!flag->load()) std::this_thread::yield();
+    return Status::Ok();
+  });
+}
+
+// Callbacks run on delivery threads, never the inference thread, so one may
+// stop its own scheduler: Stop returns once the tasks are cancelled, and
+// their callbacks (the caller's own task's on_done included) follow after.
+TEST(SchedulerStop, ACallbackMayStopItsOwnScheduler) {
   FakeEngine engine;
+  HoldStepsAfterTheFirstUntilStopped(engine);
   SchedulerOptions o;
   o.clock = engine.ClockFunction();
   std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
   Scheduler* raw = s.get();
   EXPECT_FALSE(s->OnCallbackThread());
+  ASSERT_TRUE(s->OnThermalStatus(ThermalStatus::kEmergency).ok());  // holds the background task
+  DoneLog log;
+  TaskRequest held = Req(Tier::kOfflineIndexing, "held", 10);
+  log.Attach(held);
+  ASSERT_TRUE(s->Submit(std::move(held)).ok());
   std::vector<Status> from_token;
   std::vector<bool> on_callback_thread;
-  TaskRequest first = Req(Tier::kForegroundChat, "first", 1);
-  first.callbacks.on_token = [&](TaskId, int32_t, std::string_view) {
+  TaskRequest chat = Req(Tier::kForegroundChat, "first", 3);
+  log.Attach(chat);
+  chat.callbacks.on_token = [&](TaskId, int32_t, std::string_view) {
     on_callback_thread.push_back(raw->OnCallbackThread());
     from_token.push_back(raw->Stop());
+    from_token.push_back(raw->SetMemoryBudgets(raw->memory_budgets()));
   };
-  ASSERT_TRUE(s->Submit(std::move(first)).ok());
-  s->WaitIdle();
-  ASSERT_EQ(from_token.size(), 1u);
-  EXPECT_EQ(from_token[0].code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(from_token[0].message().find("task callback"), std::string::npos);
+  ASSERT_TRUE(s->Submit(std::move(chat)).ok());
+  s->WaitIdle();  // both on_done have run
+  ASSERT_EQ(from_token.size(), 2u);  // the chat's other tokens never came
+  EXPECT_TRUE(from_token[0].ok()) << from_token[0].ToString();
+  EXPECT_EQ(from_token[1].code(), StatusCode::kAborted);
+  EXPECT_EQ(on_callback_thread, std::vector<bool>{true});
+  ASSERT_EQ(log.size(), 2u);
+  for (const TaskResult& r : log.results) {
+    EXPECT_EQ(r.state, TaskState::kCancelled);
+    EXPECT_EQ(r.status.code(), StatusCode::kAborted);
+  }
+  EXPECT_EQ(s->Submit(Req(Tier::kForegroundChat, "late", 4)).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(s->Stop().ok());
+  engine.set_step_hook({});
+}
 
-  ASSERT_TRUE(s->OnThermalStatus(ThermalStatus::kEmergency).ok());  // holds the next task
-  std::vector<Status> from_done;
-  TaskRequest held = Req(Tier::kOfflineIndexing, "held", 10);
-  held.callbacks.on_done = [&](TaskId, const TaskResult&) {
-    on_callback_thread.push_back(raw->OnCallbackThread());
-    from_done.push_back(raw->Stop());
-    from_done.push_back(raw->SetMemoryBudgets(raw->memory_budgets()));
-  };
-  ASSERT_TRUE(s->Submit(std::move(held)).ok());
-  ASSERT_TRUE(s->Stop().ok());
-  EXPECT_FALSE(s->OnCallbackThread());  // no longer stopping
-  EXPECT_EQ(on_callback_thread, (std::vector<bool>{true, true}));
-  ASSERT_EQ(from_done.size(), 2u);
-  EXPECT_EQ(from_done[0].code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(from_done[1].code(), StatusCode::kAborted);
+// The last reference to a task's callbacks dies with the scheduler's state.
+struct FreedSignal {
+  std::shared_ptr<std::promise<void>> freed;
+  ~FreedSignal() {
+    if (freed) freed->set_value();
+  }
+};
+
+// A callback may even destroy its scheduler: the engine is done with when the
+// destructor returns, and a thread of the scheduler's own frees the rest once
+// every callback has returned (the signal fires only when it is freed).
+TEST(SchedulerStop, ACallbackMayDestroyItsOwnScheduler) {
+  FakeEngine engine;
+  HoldStepsAfterTheFirstUntilStopped(engine);
+  SchedulerOptions o;
+  o.clock = engine.ClockFunction();
+  Scheduler* raw = std::move(Scheduler::Create(engine, o)).value().release();
+  auto freed = std::make_shared<std::promise<void>>();
+  std::future<void> freed_future = freed->get_future();
+  auto sentinel = std::make_shared<FreedSignal>();
+  sentinel->freed = freed;
+  std::promise<TaskResult> done;
+  TaskRequest chat = Req(Tier::kForegroundChat, "first", 5);
+  auto owner = std::make_shared<std::atomic<Scheduler*>>(raw);
+  chat.callbacks.on_token = [owner, sentinel](TaskId, int32_t, std::string_view) { delete owner->exchange(nullptr); };
+  chat.callbacks.on_done = [&done](TaskId, const TaskResult& r) { done.set_value(r); };
+  ASSERT_TRUE(raw->Submit(std::move(chat)).ok());
+  sentinel.reset();
+  const TaskResult r = done.get_future().get();  // its on_done still comes, after the destroying callback
+  EXPECT_EQ(r.state, TaskState::kCancelled);
+  EXPECT_EQ(r.status.code(), StatusCode::kAborted);
+  EXPECT_EQ(r.status.message(), "scheduler destroyed");
+  EXPECT_EQ(r.tokens.size(), 1u);
+  freed_future.wait();
+  EXPECT_EQ(engine.open_sequences(), 0u);
+  engine.set_step_hook({});
 }
 
 }  // namespace
