@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <random>
 #include <unordered_set>
 
+#include "common/log.h"
 #include "engine/sequence_snapshot.h"
 #include "sampling/logprobs.h"
 
@@ -58,7 +58,7 @@ void RealEngine::Warn(const std::string& message) const {
   if (options_.store.warn) {
     options_.store.warn(message);
   } else {
-    std::fprintf(stderr, "valet: warning: %s\n", message.c_str());
+    LogWarn(message);
   }
 }
 

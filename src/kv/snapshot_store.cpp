@@ -8,6 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "common/log.h"
 #include "common/private_files.h"
 #include "kv/checksum.h"
 
@@ -59,7 +60,7 @@ void SnapshotStore::Warn(const std::string& message) const {
   if (options_.warn) {
     options_.warn(message);
   } else {
-    std::fprintf(stderr, "valet: warning: %s\n", message.c_str());
+    LogWarn(message);
   }
 }
 

@@ -33,7 +33,8 @@ struct SnapshotStoreOptions {
   size_t disk_budget_bytes = SIZE_MAX;   // beyond it the disk tier counts as full
   Compression compression = Compression::kNone;
   int zstd_level = 1;  // with kZstd: 1..ZstdMaxLevel()
-  // Receives warnings (disk trouble, corrupt snapshots); default: stderr.
+  // Receives warnings (disk trouble, corrupt snapshots); default: valet's
+  // log (common/log.h), the app's sink or else logcat/stderr.
   std::function<void(std::string_view)> warn;
 };
 

@@ -17,6 +17,7 @@
 #include <mutex>
 #include <utility>
 
+#include "common/log.h"
 #include "common/private_files.h"
 #include "kv/checksum.h"
 #include "sched/task_checkpoint.h"
@@ -243,11 +244,10 @@ void ReadFaultFromEnvironment() {
     if (spec == nullptr || *spec == '\0') return;
     const std::optional<JournalFault> fault = ParseJournalFault(spec);
     if (!fault && !ParseCheckpointFault(spec)) {
-      std::fprintf(stderr,
-                   "valet: warning: VALET_FAULT=%s is neither journal-append:<n>:<bytes> nor checkpoint-rename:<n>\n",
-                   spec);
+      LogWarn(std::string("VALET_FAULT=") + spec + " is neither journal-append:<n>:<bytes> nor checkpoint-rename:<n>");
       return;
     }
+    if (!fault) return;  // a checkpoint fault: task_checkpoint.cpp arms it
     g_fault_after_bytes.store(fault->after_bytes);
     g_fault_countdown.store(fault->append);
   });

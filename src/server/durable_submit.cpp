@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "common/log.h"
 #include "server/http_reply.h"
 
 namespace valet {
@@ -25,9 +26,9 @@ std::string NewTaskKey() {
   return key;
 }
 
-void Log(const ServerContext& ctx, const std::string& line) {
+void Report(const ServerContext& ctx, LogLevel level, const std::string& line) {
   if (ctx.options.log) return ctx.options.log(line);
-  std::fprintf(stderr, "%s\n", line.c_str());
+  Log(level, line);
 }
 
 // `slot` may be null (a task recovered while the server was not running yet
@@ -163,10 +164,10 @@ Status RecoverDurableTasks(const std::shared_ptr<ServerContext>& ctx) {
                          ctx->scheduler.Recover([ctx](const RecoveredTask& r) { return OnRecovered(ctx, r); }));
   for (const RecoveredTask& r : report.tasks) {
     if (r.id == 0) AddEnded(*ctx, r);
-    Log(*ctx, RecoveredLine(r));
+    Report(*ctx, r.state == TaskState::kFailed ? LogLevel::kWarn : LogLevel::kInfo, RecoveredLine(r));
   }
   for (const auto& [path, why] : report.skipped) {
-    Log(*ctx, "valet serve: skipped " + path + ": " + why.ToString());
+    Report(*ctx, LogLevel::kWarn, "valet serve: skipped " + path + ": " + why.ToString());
   }
   return Status::Ok();
 }

@@ -49,7 +49,7 @@ struct ServerOptions {
   // durable.dir is set, to the scheduler's durable_dir.
   DurableServerOptions durable;
   // One line per event worth an operator's eye (a journal recovered or
-  // skipped at Start); null: stderr.
+  // skipped at Start); null: valet's log (common/log.h).
   std::function<void(const std::string&)> log;
 };
 

@@ -1,10 +1,6 @@
 #include "jni_util.h"
 
-#include <dlfcn.h>
-
-#include <algorithm>
 #include <cstdint>
-#include <cstdio>
 
 namespace valet_jni {
 namespace {
@@ -42,8 +38,6 @@ bool Cache(JNIEnv* env, jclass* out, const char* name) {
   return *out != nullptr;
 }
 
-char PriorityLetter(int priority) { return "??VDIWEF"[std::clamp(priority, 2, 7)]; }
-
 }  // namespace
 
 const JavaRefs& Refs() { return g_refs; }
@@ -70,15 +64,16 @@ bool Init(JavaVM* vm, JNIEnv* env) {
   return !env->ExceptionCheck();
 }
 
-JNIEnv* CallbackEnv() {
+JNIEnv* CallbackEnv(const char* thread_name) {
   JNIEnv* env = nullptr;
   if (g_vm->GetEnv(reinterpret_cast<void**>(&env), kJniVersion) == JNI_OK) return env;
   JavaVMAttachArgs args;
   args.version = kJniVersion;
-  args.name = const_cast<char*>("valet-inference");  // char* in a JDK's jni.h
+  args.name = const_cast<char*>(thread_name);  // char* in a JDK's jni.h
   args.group = nullptr;
   if (AttachAsDaemon(g_vm, &env, &args, &JavaVM::AttachCurrentThreadAsDaemon) != JNI_OK) {
-    WriteLog(kLogError, "valet: the JVM refused to attach the inference thread; its callbacks are lost");
+    WriteLog(kLogError, std::string("valet: the JVM refused to attach thread ") + thread_name +
+                            "; what it had for Java is lost");
     return nullptr;
   }
   t_attachment.vm = g_vm;
@@ -150,28 +145,9 @@ bool ReportPending(JNIEnv* env, const char* where) {
 }
 
 void WriteLog(int priority, std::string_view message) {
-  using Print = int (*)(int, const char*, const char*, ...);
-  // Never unloaded: the log is wanted until the process ends.
-  static const Print print = [] {
-    void* liblog = dlopen("liblog.so", RTLD_NOW | RTLD_LOCAL);
-    return liblog == nullptr ? nullptr : reinterpret_cast<Print>(dlsym(liblog, "__android_log_print"));
-  }();
-  if (print == nullptr) {
-    std::fprintf(stderr, "valet %c: %.*s\n", PriorityLetter(priority), static_cast<int>(message.size()),
-                 message.data());
-    return;
-  }
-  // logcat keeps about 4 KB of an entry: a stack trace goes in pieces, cut at line ends.
-  constexpr size_t kEntryBytes = 4000;
-  while (!message.empty()) {
-    size_t n = std::min(message.size(), kEntryBytes);
-    if (n < message.size()) {
-      const size_t line_end = message.rfind('\n', n - 1);
-      if (line_end != std::string_view::npos) n = line_end + 1;
-    }
-    print(priority, "valet", "%.*s", static_cast<int>(n), message.data());
-    message.remove_prefix(n);
-  }
+  // valet_log_level's values are android.util.Log's priorities (VERBOSE and
+  // DEBUG count as INFO, FATAL as ERROR), and it holds any int.
+  valet_log_default(nullptr, static_cast<valet_log_level>(priority), message.data(), message.size());
 }
 
 }  // namespace valet_jni

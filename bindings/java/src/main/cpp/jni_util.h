@@ -1,7 +1,7 @@
 // What valet's JNI glue needs beyond jni.h: the JNI version Android accepts,
 // attaching native threads with either jni.h (Android's or a JDK's), text as
 // UTF-8 byte[] both ways, exceptions checked after every call that can raise
-// one (-Xcheck:jni's rule), and a log that reaches Android's logcat or stderr.
+// one (-Xcheck:jni's rule), and the library's default log (logcat or stderr).
 #pragma once
 
 #include <jni.h>
@@ -41,9 +41,10 @@ const JavaRefs& Refs();
 bool Init(JavaVM* vm, JNIEnv* env);
 
 // The calling thread's JNIEnv, attaching a native thread (the scheduler's
-// inference thread) to the VM as a daemon on first use and detaching it when
-// the thread ends. nullptr when the VM refuses; that is logged.
-JNIEnv* CallbackEnv();
+// inference thread, valet's logger thread) to the VM as a daemon named
+// `thread_name` on first use and detaching it when the thread ends. nullptr
+// when the VM refuses; that is logged.
+JNIEnv* CallbackEnv(const char* thread_name = "valet-inference");
 
 // Pushes a local reference frame for a callback on an attached native thread,
 // whose local references would otherwise live as long as the thread.
@@ -75,8 +76,8 @@ void ThrowNew(JNIEnv* env, const char* class_name, const char* message);
 // there was one.
 bool ReportPending(JNIEnv* env, const char* where);
 
-// Writes to Android's log (liblog's __android_log_print, looked up at run
-// time so the library also loads on desktop JVMs) or else to stderr.
+// Writes to valet's default log (valet_log_default: logcat, else stderr) at
+// once, never to the app's handler: the end of the line for a message.
 void WriteLog(int priority, std::string_view message);
 
 }  // namespace valet_jni

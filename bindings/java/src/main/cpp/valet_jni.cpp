@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "jni_util.h"
+#include "log_bridge.h"
 #include "task_callbacks.h"
 #include "valet/valet.h"
 
@@ -110,8 +111,14 @@ extern "C" {
 JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
   JNIEnv* env = nullptr;
   if (vm->GetEnv(reinterpret_cast<void**>(&env), valet_jni::kJniVersion) != JNI_OK) return JNI_ERR;
-  return valet_jni::Init(vm, env) ? valet_jni::kJniVersion : JNI_ERR;
+  if (!valet_jni::Init(vm, env)) return JNI_ERR;
+  valet_jni::InstallLogBridge();
+  return valet_jni::kJniVersion;
 }
+
+// libvalet.so may outlive this library (its class loader collected): its log
+// must not call into unloaded code.
+JNIEXPORT void JNICALL JNI_OnUnload(JavaVM*, void*) { valet_jni::RemoveLogBridge(); }
 
 JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jbyteArray model_path, jint model_fd,
                                                         jlong model_offset, jlong model_size, jint threads,

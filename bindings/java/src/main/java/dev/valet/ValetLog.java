@@ -32,7 +32,8 @@ final class ValetLog {
         error);
   }
 
-  // Called from native code (jni_util.cpp) for an exception no Java caller would see.
+  // Called from native code: an exception no Java caller would see (jni_util.cpp), and the
+  // library's log on its logger thread (log_bridge.cpp), error null.
   static void fromNative(int priority, byte[] utf8, Throwable error) {
     log(priority, new String(utf8, StandardCharsets.UTF_8), error);
   }
