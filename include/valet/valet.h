@@ -1,13 +1,15 @@
 /* valet C API v3: a priority scheduler for on-device LLM inference.
  *
  * One valet_scheduler owns a model, its engine and the scheduler's inference
- * thread. All functions may be called from any thread; callbacks run on the
- * inference thread (never under a scheduler lock) or, for the tasks
- * valet_stop cancels, on the stopping thread. They may call every function
- * but the ones that wait for the scheduler: valet_wait_idle,
- * valet_set_memory_budgets and valet_stop return VALET_INVALID_ARGUMENT from
- * a callback of the same scheduler, and valet_destroy does nothing there. No
- * C++ exception crosses this boundary: failures are status values, with a
+ * thread, which never runs the app's code. All functions may be called from
+ * any thread. Task callbacks run on the scheduler's delivery threads, never
+ * under a scheduler lock: each task's callbacks one at a time, in order,
+ * exactly once each, on_done last. A slow callback holds back only its own
+ * task: once 32 of its events wait, the task is parked (resumed exactly
+ * where it was when its callbacks catch up) while the engine and every other
+ * task go on. Callbacks may call every function but valet_wait_idle, which
+ * would wait for their own on_done (VALET_INVALID_ARGUMENT). No C++
+ * exception crosses this boundary: failures are status values, with a
  * message from valet_last_error() on the calling thread.
  *
  * Text: every string is UTF-8. Where a length can be given (prompt_length,
@@ -50,8 +52,11 @@ extern "C" {
 #pragma GCC visibility push(default)
 
 /* 3: valet_stop, valet_tokenize, text lengths in valet_task_params, models
- * read from a file descriptor (valet_params.model_fd). */
-#define VALET_API_VERSION 4
+ * read from a file descriptor (valet_params.model_fd).
+ * 5: valet_log_set, valet_log_default (the log); callbacks on delivery
+ * threads; valet_task_params.on_text and valet_task_result.text_len (text
+ * with its length, NUL bytes included). */
+#define VALET_API_VERSION 5
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -197,14 +202,20 @@ typedef struct valet_task_result {
   valet_task_state state;   /* DONE, CANCELLED or FAILED */
   valet_status status;      /* FAILED: why; CANCELLED: VALET_OK (the app) or VALET_ABORTED (stopped, destroyed) */
   const char* message;      /* the failure message, "scheduler stopped", "scheduler destroyed", or "" */
-  const char* text;         /* the generated text */
+  const char* text;         /* the generated text, NUL-terminated (see text_len) */
   int32_t n_tokens;         /* generated tokens */
   valet_task_metrics metrics;
   const char* durable_key;  /* a durable task's key, else "" (within struct_size from v4) */
+  size_t text_len;          /* v5: the bytes of text, which may hold NUL bytes (a generated <0x00>) */
 } valet_task_result;
 
-/* `text` is NUL-terminated and valid only during the call. */
+/* `text` is NUL-terminated and valid only during the call; a NUL byte the
+ * model generated ends it early (valet_text_fn has the length). */
 typedef void (*valet_token_fn)(void* user_data, valet_task_id id, int32_t token, const char* text);
+/* v5: the same with text's length: text_len bytes (NUL bytes included),
+ * then a NUL. The text never ends inside a UTF-8 character: a character
+ * split across tokens comes whole with its last token. */
+typedef void (*valet_text_fn)(void* user_data, valet_task_id id, int32_t token, const char* text, size_t text_len);
 typedef void (*valet_state_fn)(void* user_data, valet_task_id id, valet_task_state state);
 /* Exactly once per accepted task: when it finishes, fails, is cancelled, or
  * is still unfinished when valet_stop or valet_destroy runs (then on that
@@ -245,6 +256,9 @@ typedef struct valet_task_params {
   /* v4. Names a durable task across restarts: 1-128 of [A-Za-z0-9_.-], not
    * starting with '.'; NULL: one is made up (valet_task_result.durable_key). */
   const char* durable_key;
+  /* v5. Each generated token with its text and length; called just before
+   * on_token when both are set. */
+  valet_text_fn on_text;
 } valet_task_params;
 
 /* A durable task found by valet_recover; valid only during the call. */
@@ -260,8 +274,9 @@ typedef struct valet_recovered_task {
 } valet_recovered_task;
 
 /* For a resumed task (`callbacks` non-NULL) sets the callbacks it runs with:
- * on_token, on_state, on_done and user_data of *callbacks (the other fields
- * are ignored); called on the scheduler's thread before the task runs. For an
+ * on_token, on_text, on_state, on_done and user_data of *callbacks (the
+ * other fields are ignored); called on the scheduler's thread before the
+ * task runs. For an
  * ended one `callbacks` is NULL, on valet_recover's thread. */
 typedef void (*valet_recover_fn)(void* user_data, const valet_recovered_task* task, valet_task_params* callbacks);
 
@@ -308,18 +323,22 @@ valet_memory_budgets valet_default_memory_budgets(void);
 valet_status valet_create(const valet_params* params, valet_scheduler** out);
 /* Stops the scheduler for good. The engine's abort flag is raised, so a
  * running step of any tier stops at its next layer boundary; then every
- * unfinished task (queued, parked or running) gets its on_done (CANCELLED,
- * VALET_ABORTED, "scheduler stopped") on this thread before valet_stop
- * returns, and valet_wait_idle returns. Later submits are refused
+ * unfinished task (queued, parked or running) ends CANCELLED (VALET_ABORTED,
+ * "scheduler stopped"), every on_done has run when valet_stop returns, and
+ * valet_wait_idle returns. From a task callback of this scheduler it returns
+ * once the tasks are cancelled: their callbacks (the calling task's own
+ * included) follow after the callback returns. Later submits are refused
  * (VALET_INVALID_ARGUMENT); the other calls still answer (stats, tokenize)
  * or find nothing to do. Idempotent: a call made while another stops waits
- * for it. Safe concurrently with every call but valet_destroy. From a task
- * callback of this scheduler: VALET_INVALID_ARGUMENT. */
+ * for it. Safe concurrently with every call but valet_destroy. */
 valet_status valet_stop(valet_scheduler* scheduler);
 /* valet_stop (the tasks it cancels get "scheduler destroyed"), then frees
- * the scheduler; during the on_done callbacks the scheduler is still valid.
- * Not concurrently with any other call on it. From a task callback of this
- * scheduler it does nothing (valet_last_error() says why). NULL is a no-op. */
+ * the scheduler once every callback has returned; during the on_done
+ * callbacks the scheduler is still valid. From a task callback of this
+ * scheduler it stops the engine at once and leaves the freeing to a thread
+ * of valet's, which waits for the callbacks still running (the calling one
+ * included). Not concurrently with any other call on the scheduler, and the
+ * handle is not to be used once it returns. NULL is a no-op. */
 void valet_destroy(valet_scheduler* scheduler);
 
 /* Renders and tokenizes the prompt on the calling thread, so every invalid
@@ -330,7 +349,9 @@ void valet_destroy(valet_scheduler* scheduler);
  * returns VALET_OK; VALET_RESOURCE_EXHAUSTED here means the durable directory
  * is at valet_params.durable_disk_budget_bytes. */
 valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* params, valet_task_id* out_id);
-/* VALET_NOT_FOUND for an unknown id, VALET_INVALID_ARGUMENT for a finished task. */
+/* VALET_NOT_FOUND for an unknown id, VALET_INVALID_ARGUMENT for a finished
+ * task. VALET_OK exactly when the task ends CANCELLED: a cancel racing the
+ * task's own end is settled under one lock, whichever comes first. */
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);
 /* Durable tasks (docs/durable.md): resumes every unfinished task journaled in
  * <snapshot_dir>/tasks where its journal ends and reports every one found to
@@ -356,8 +377,7 @@ valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status,
  * VALET_INVALID_ARGUMENT below 5. */
 valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level);
 /* New KV pool and snapshot-RAM budgets (they also end a trim's reductions).
- * Waits for the inference thread (at most one step), so from a task callback
- * of this scheduler it is VALET_INVALID_ARGUMENT; after valet_stop,
+ * Waits for the inference thread (at most one step); after valet_stop,
  * VALET_ABORTED. */
 valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets);
 /* out->struct_size must be set (valet_default_memory_budgets()). */
@@ -387,6 +407,49 @@ void valet_free_string(char* s);
 const char* valet_status_name(valet_status status);
 /* The message of the last failed call on this thread ("" if none). */
 const char* valet_last_error(void);
+
+/* ---- The log (v5) ----
+ * What valet reports but cannot return from a call (a snapshot kept in RAM
+ * because the disk failed, a corrupt snapshot) goes to one process-wide
+ * sink, like llama_log_set's. Without one (the default), each message is
+ * written at once on the thread that logs it, to logcat (tag "valet") when
+ * liblog.so loads, else to stderr. C++: valet/log.h. */
+
+/* android.util.Log's priorities, so a level reaches logcat as it is. */
+typedef enum valet_log_level {
+  VALET_LOG_INFO = 4,
+  VALET_LOG_WARN = 5,
+  VALET_LOG_ERROR = 6,
+  /* Not a level: makes every int a valid value of the type (below INFO
+   * counts as INFO, above ERROR as ERROR). */
+  VALET_LOG_LEVEL_INT_RANGE_ = 0x7fffffff
+} valet_log_level;
+
+/* `text` is text_len bytes of UTF-8 followed by a NUL, valid only during
+ * the call. */
+typedef void (*valet_log_fn)(void* user_data, valet_log_level level, const char* text, size_t text_len);
+
+/* Sets the sink (fn NULL: back to the default). fn runs on valet's logger
+ * thread ("valet-log", started on first use), never on the thread that
+ * logged, which may be the inference thread: nothing fn does can stall
+ * valet. It gets one message at a time, in order. Messages wait for it in a
+ * queue of 256; beyond that they are dropped, and the next message fn gets
+ * is "valet: N log messages dropped" (VALET_LOG_WARN) where they were.
+ * Queued messages are lost when the process exits.
+ *
+ * Any thread, any time. Once valet_log_set returns, the previous fn is
+ * never called again with its user_data (which may then be freed): a call
+ * in progress on the logger thread is waited for, unless valet_log_set is
+ * called from within fn, when that call is the last. So fn must not wait
+ * for a thread that is in valet_log_set. Messages still queued go to
+ * whichever sink is set when their turn comes; messages logged from within
+ * fn go to the default log, never back to fn. */
+void valet_log_set(valet_log_fn fn, void* user_data);
+
+/* The default log: writes one message at once, on the calling thread, to
+ * logcat or stderr. A valet_log_fn, so a sink can pass messages on to it;
+ * user_data is unused. */
+void valet_log_default(void* user_data, valet_log_level level, const char* text, size_t text_len);
 
 #pragma GCC visibility pop
 

@@ -11,6 +11,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "engine/real_engine.h"
 #include "valet/scheduler.h"
@@ -123,8 +124,8 @@ constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, n_stop),      VALET_END(valet_task_params, on_token),
     VALET_END(valet_task_params, on_state),    VALET_END(valet_task_params, on_done),
     VALET_END(valet_task_params, user_data),   VALET_END(valet_task_params, prompt_length),
-    VALET_END(valet_task_params, message_lengths), VALET_END(valet_task_params, durable_key),
-    sizeof(valet_task_params)};
+    VALET_END(valet_task_params, message_lengths),
+    VALET_END(valet_task_params, durable_key), VALET_END(valet_task_params, on_text), sizeof(valet_task_params)};
 constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, struct_size), VALET_END(valet_stats, rejected),
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
@@ -231,6 +232,7 @@ valet_task_result ResultToC(const valet::TaskResult& r) {
   c.status = ToC(r.status.code());
   c.message = r.status.message().c_str();
   c.text = r.text.c_str();
+  c.text_len = r.text.size();
   c.n_tokens = static_cast<int32_t>(r.tokens.size());
   c.metrics = MetricsToC(r.metrics);
   c.durable_key = r.durable_key.c_str();
@@ -240,10 +242,12 @@ valet_task_result ResultToC(const valet::TaskResult& r) {
 valet::TaskCallbacks CallbacksFrom(const valet_task_params& p) {
   valet::TaskCallbacks cb;
   void* user = p.user_data;
-  if (p.on_token != nullptr) {
-    cb.on_token = [fn = p.on_token, user](valet::TaskId id, int32_t token, std::string_view text) {
+  if (p.on_token != nullptr || p.on_text != nullptr) {
+    cb.on_token = [on_token = p.on_token, on_text = p.on_text, user](valet::TaskId id, int32_t token,
+                                                                      std::string_view text) {
       const std::string z(text);
-      fn(user, id, token, z.c_str());
+      if (on_text != nullptr) on_text(user, id, token, z.c_str(), z.size());
+      if (on_token != nullptr) on_token(user, id, token, z.c_str());
     };
   }
   if (p.on_state != nullptr) {
@@ -434,7 +438,6 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
 valet_status valet_stop(valet_scheduler* scheduler) {
   return Guard([&]() -> valet_status {
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
-    if (valet_status here = RefuseFromCallback(*scheduler, "valet_stop"); here != VALET_OK) return here;
     return Report(scheduler->scheduler->Stop());
   });
 }
@@ -442,9 +445,15 @@ valet_status valet_stop(valet_scheduler* scheduler) {
 void valet_destroy(valet_scheduler* scheduler) {
   try {
     if (scheduler == nullptr) return;
-    if (RefuseFromCallback(*scheduler, "valet_destroy") != VALET_OK) return;
-    // Stopped first, so the on_done callbacks it runs find the handle whole.
+    // Stopped first, so the on_done callbacks it brings find the handle whole.
     (void)scheduler->scheduler->Stop("scheduler destroyed");
+    if (scheduler->scheduler->OnCallbackThread()) {
+      // This callback's own thread cannot wait for itself: the engine is done
+      // with now, and another thread frees the rest once every callback has
+      // returned (the Scheduler's destructor waits for them).
+      std::thread([scheduler] { delete scheduler; }).detach();
+      return;
+    }
     delete scheduler;
   } catch (...) {
     // Nothing sensible remains to do; never unwind into C.
@@ -530,7 +539,6 @@ valet_status valet_on_trim_memory(valet_scheduler* scheduler, int32_t level) {
 valet_status valet_set_memory_budgets(valet_scheduler* scheduler, const valet_memory_budgets* budgets) {
   return Guard([&]() -> valet_status {
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
-    if (valet_status here = RefuseFromCallback(*scheduler, "valet_set_memory_budgets"); here != VALET_OK) return here;
     if (budgets == nullptr) return Fail(VALET_INVALID_ARGUMENT, "budgets is required");
     // Fields an older caller does not know keep their current values.
     valet::Result<valet_memory_budgets> read =

@@ -1,8 +1,12 @@
 /* Text through the C API on stories260K: valet_tokenize's buffer protocol,
  * prompts and chat contents with NUL bytes (prompt_length,
  * message_lengths), and input refused before it is read (text and list
- * bounds). Exits 77 (skipped) when ../shared/models is absent. */
+ * bounds); and on synth-tiny (random weights: byte tokens galore) generated
+ * text with its length, a generated NUL byte kept and a character split
+ * across tokens delivered whole. Exits 77 (skipped) when ../shared/models is
+ * absent. */
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "capi_test_util.h"
@@ -127,6 +131,135 @@ static int test_bounds(valet_scheduler* s) {
   return 0;
 }
 
+/* The generated text as on_text delivered it, chunk by chunk. */
+typedef struct {
+  char text[8192];
+  size_t len;
+  size_t ends[1024]; /* where each chunk ended in text */
+  int texts;         /* on_text calls */
+  int tokens;        /* on_token calls (each right after its on_text) */
+  int order_ok;
+  int split_char;    /* a chunk held a character begun by an earlier token */
+  int nul_token;     /* the <0x00> byte token was generated */
+  int done;
+  valet_task_state state;
+  char result[8192];
+  size_t result_len;
+} text_log;
+
+/* synth-tiny's vocabulary is stories260K's: byte fallback <0xNN> is token 3 + NN. */
+static int byte_of_token(int32_t token) { return token >= 3 && token < 259 ? token - 3 : -1; }
+
+/* The length of the valid UTF-8 character of 2-4 bytes at s[0..n), else 0. */
+static size_t multibyte_char_at(const unsigned char* s, size_t n) {
+  const unsigned char c = s[0];
+  size_t need = 0;
+  unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+  if (c >= 0xC2 && c <= 0xDF) need = 2;
+  if (c >= 0xE0 && c <= 0xEF) need = 3, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+  if (c >= 0xF0 && c <= 0xF4) need = 4, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+  if (need == 0 || n < need || s[1] < lo || s[1] > hi) return 0;
+  for (size_t i = 2; i < need; ++i) {
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  }
+  return need;
+}
+
+/* True when no valid multi-byte character of the text straddles two chunks. */
+static int chunks_keep_characters_whole(const text_log* log) {
+  int chunk = 0;
+  for (size_t i = 0; i < log->len;) {
+    const size_t n = multibyte_char_at((const unsigned char*)log->text + i, log->len - i);
+    if (n == 0) {
+      ++i;
+      continue;
+    }
+    while (chunk < log->texts && log->ends[chunk] <= i) ++chunk;
+    if (chunk < log->texts && log->ends[chunk] < i + n) return 0;
+    i += n;
+  }
+  return 1;
+}
+
+static void text_chunk(void* user, valet_task_id id, int32_t token, const char* text, size_t len) {
+  text_log* log = (text_log*)user;
+  (void)id;
+  if (log->len + len > sizeof log->text || log->texts >= 1024) abort();
+  if (text[len] != '\0') abort(); /* NUL-terminated after its length too */
+  memcpy(log->text + log->len, text, len);
+  log->len += len;
+  log->ends[log->texts++] = log->len;
+  const int b = byte_of_token(token);
+  if (b == 0) log->nul_token = 1;
+  /* A continuation byte's token delivering a whole character: its lead came with an earlier token. */
+  if (b >= 0x80 && b <= 0xBF && len >= 2 && multibyte_char_at((const unsigned char*)text, len) >= 2) {
+    log->split_char = 1;
+  }
+}
+
+static void text_token(void* user, valet_task_id id, int32_t token, const char* text) {
+  text_log* log = (text_log*)user;
+  (void)id;
+  (void)token;
+  (void)text;
+  log->tokens++;
+  if (log->tokens == log->texts) log->order_ok++;
+}
+
+static void text_done(void* user, valet_task_id id, const valet_task_result* r) {
+  text_log* log = (text_log*)user;
+  (void)id;
+  log->done++;
+  log->state = r->state;
+  if (r->text_len > sizeof log->result || r->text[r->text_len] != '\0') abort();
+  memcpy(log->result, r->text, r->text_len);
+  log->result_len = r->text_len;
+}
+
+/* Seeds are tried in order until one generates both a NUL byte and a
+ * character split across tokens; the run is deterministic, so this always
+ * stops at the same seed. */
+static int test_generated_text_is_exact(void) {
+  char model[1024];
+  snprintf(model, sizeof model, "%s/models/synth-tiny-q8_0.gguf", VALET_SHARED_DIR);
+  valet_params params = model_params();
+  params.model_path = model;
+  valet_scheduler* s = NULL;
+  CHECK(valet_create(&params, &s) == VALET_OK);
+  int saw_nul = 0, saw_split = 0;
+  for (uint64_t seed = 1; seed <= 64 && !(saw_nul && saw_split); ++seed) {
+    static text_log log;
+    memset(&log, 0, sizeof log);
+    valet_task_params t = valet_default_task_params();
+    t.prompt = "Once upon a time";
+    t.max_tokens = 300;
+    t.temperature = 3.0f;
+    t.top_k = 0;
+    t.top_p = 1.0f;
+    t.min_p = 0.0f;
+    t.seed = seed;
+    t.on_text = text_chunk;
+    t.on_token = text_token;
+    t.on_done = text_done;
+    t.user_data = &log;
+    valet_task_id id = 0;
+    CHECK(valet_submit(s, &t, &id) == VALET_OK);
+    CHECK(valet_wait_idle(s) == VALET_OK);
+    CHECK(log.done == 1 && log.state == VALET_TASK_DONE);
+    CHECK(log.texts == log.tokens && log.order_ok == log.tokens);
+    CHECK(log.len == log.result_len && memcmp(log.text, log.result, log.len) == 0);
+    CHECK(chunks_keep_characters_whole(&log));
+    if (log.nul_token) {
+      saw_nul = 1;
+      CHECK(memchr(log.result, '\0', log.result_len) != NULL); /* kept, not cut short */
+    }
+    saw_split |= log.split_char;
+  }
+  CHECK(saw_nul && saw_split);
+  valet_destroy(s);
+  return 0;
+}
+
 int main(void) {
   const int found = find_model();
   if (found != 0) return found;
@@ -135,6 +268,7 @@ int main(void) {
   CHECK(valet_create(&params, &s) == VALET_OK);
   if (test_tokenize_buffer_protocol(s) != 0 || test_prompts_with_nul_bytes(s) != 0 || test_bounds(s) != 0) return 1;
   valet_destroy(s);
+  if (test_generated_text_is_exact() != 0) return 1;
   printf("capi_text_test: ok\n");
   return 0;
 }
