@@ -6,6 +6,16 @@ plugins {
     id("com.android.library")
 }
 
+// nlohmann-json's headers on the build machine: the NDK's toolchain searches
+// only its sysroot, so CMake is told where they are (and copies only their
+// nlohmann/ directory). The Gradle property valet.nlohmannJsonDir, else the
+// first of the usual places that has them (Debian, Homebrew on Apple silicon,
+// then on Intel); with none, CMake's error names what to set.
+val nlohmannJsonDir: String = providers.gradleProperty("valet.nlohmannJsonDir").orNull
+    ?: listOf("/usr/include", "/opt/homebrew/include", "/usr/local/include")
+        .firstOrNull { file("$it/nlohmann/json.hpp").exists() }
+    ?: "/usr/include"
+
 android {
     namespace = "dev.valet"
     compileSdk = 35
@@ -22,7 +32,8 @@ android {
         externalNativeBuild {
             cmake {
                 // 16 KB-page devices (Android 15+) need 16 KB-aligned LOAD segments.
-                arguments += listOf("-DVALET_LIBRARY_ONLY=ON", "-DANDROID_SUPPORT_FLEXIBLE_PAGE_SIZES=ON")
+                arguments += listOf("-DVALET_LIBRARY_ONLY=ON", "-DANDROID_SUPPORT_FLEXIBLE_PAGE_SIZES=ON",
+                                    "-DVALET_NLOHMANN_JSON_INCLUDE_DIR=$nlohmannJsonDir")
                 targets += listOf("valet_shared", "valet_jni")
             }
         }

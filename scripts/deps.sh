@@ -6,17 +6,19 @@
 set -euo pipefail
 
 # What `scripts/build.sh` needs to build valet and run it.
-VALET_PACKAGES=(g++ cmake ninja-build pkg-config python3 unicode-data libzstd-dev liblz4-dev libopenblas-dev
-  libcpp-httplib-dev nlohmann-json3-dev)
-# What the test suite adds (scripts/test.sh): GoogleTest and Google Benchmark;
+VALET_PACKAGES=(g++ cmake ninja-build pkg-config libzstd-dev liblz4-dev libopenblas-dev libcpp-httplib-dev
+  nlohmann-json3-dev)
+# What the test suite adds (scripts/test.sh): Python and the Unicode data (the
+# soaks, and the check that the committed Unicode tables are current);
+# GoogleTest and Google Benchmark;
 # clang 19 with lld and its sanitizer runtimes (the sanitizer, fuzzing and
 # aarch64 stages build with it); the aarch64 cross sysroot (Debian's cross
 # g++ and the target's libraries as arm64 packages) with qemu to run it;
 # for the app-side library, the NDK's C++ library (libc++ 19; only its arm64
-# build, which cannot be installed beside an amd64 one) and Android's own
-# jni.h; the JDK with JUnit 5 for the Java binding; and llvm-19 for
-# llvm-mca-19 and llvm-cxxfilt-19 (scripts/arm-mca.sh).
-VALET_TEST_PACKAGES=(libgtest-dev libbenchmark-dev
+# build, which cannot be installed beside an amd64 one, so the x86_64 one
+# links libstdc++) and Android's own jni.h; the JDK with JUnit 5 for the Java
+# binding; and llvm-19 for llvm-mca-19 and llvm-cxxfilt-19 (scripts/arm-mca.sh).
+VALET_TEST_PACKAGES=(python3 unicode-data libgtest-dev libbenchmark-dev
   clang-19 lld-19 libclang-rt-19-dev llvm-19
   g++-aarch64-linux-gnu qemu-user libzstd-dev:arm64 liblz4-dev:arm64 libgtest-dev:arm64
   libc++-19-dev:arm64 libc++abi-19-dev:arm64 android-libnativehelper-dev

@@ -2,8 +2,9 @@
 # Runs the whole test suite: the unit, golden and integration tests (Release,
 # GCC), the kernel and engine tests on aarch64 under qemu (clang), the NEON
 # int8 kernels' inner loops through llvm-mca (scripts/arm-mca.sh), the library
-# an Android app ships built as the NDK would and checked (16 KB pages, JNI
-# version, dlopen under qemu), the kernel and engine tests on emulated
+# an Android app ships built for aarch64 and x86_64 as the NDK would, where no
+# Python or Unicode data can be seen, and checked (16 KB pages, JNI version,
+# dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
 # a one-minute soak of valet serve, a kill soak of its durable tasks, and
 # the GGUF reader, chat-template and HTTP server fuzzers for 60 seconds each.
@@ -32,8 +33,8 @@ bash "$VALET_ROOT/scripts/test-aarch64.sh" "$VALET_ROOT/build-arm"
 stage "arm-mca: NEON int8 kernels' inner loops on Cortex-A76, Neoverse N2 and V2"
 bash "$VALET_ROOT/scripts/arm-mca.sh"
 
-stage "app library: aarch64 with the NDK's toolchain, 16 KB pages, dlopen under qemu"
-bash "$VALET_ROOT/scripts/test-app-library.sh" "$VALET_ROOT/build-app-arm"
+stage "app library: aarch64 and x86_64 with the NDK's toolchain, 16 KB pages, dlopen under qemu"
+bash "$VALET_ROOT/scripts/test-app-library.sh" "$VALET_ROOT/build-app"
 
 if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   # The AVX-512 tables under Bochs (docs/testing-avx512.md): about 7 minutes,

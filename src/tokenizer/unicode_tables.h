@@ -1,5 +1,6 @@
-// Declarations of the Unicode range tables that scripts/gen_unicode_tables.py
-// generates at build time from Debian's unicode-data (UnicodeData.txt, PropList.txt).
+// Declarations of the Unicode range tables in unicode_tables.cpp, which
+// scripts/gen_unicode_tables.py generates from Debian's unicode-data
+// (UnicodeData.txt, PropList.txt).
 #pragma once
 
 #include <cstddef>

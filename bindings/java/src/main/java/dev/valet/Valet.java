@@ -98,7 +98,10 @@ public final class Valet implements AutoCloseable {
       return this;
     }
 
-    /** App-private directory for snapshots parked to disk (e.g. Context.getCacheDir()). */
+    /**
+     * App-private directory for snapshots parked to disk and durable tasks' journals: on Android
+     * Context.getNoBackupFilesDir(), not getCacheDir(), which Android may clear on low storage.
+     */
     public Options snapshotDir(String dir) {
       snapshotDir = dir;
       return this;
