@@ -2,13 +2,14 @@
 // submitted for. Each task holds one JNI global reference, released in
 // on_done, which the C API calls exactly once per accepted task (also from
 // valet_stop for unfinished ones), so no reference outlives its task.
-// Callbacks run on the scheduler's inference thread, attached to the VM on
-// first use, or on the Java thread in valet_stop. Task catches what a
-// listener throws; anything else left pending is reported and cleared here,
-// since no Java caller would see it.
+// Callbacks run on the scheduler's delivery threads, attached to the VM as
+// daemons on first use. Text crosses with its length, so a generated NUL
+// byte arrives as one. Task catches what a listener throws; anything else
+// left pending is reported and cleared here, since no Java caller would see it.
 #include "task_callbacks.h"
 
 #include <atomic>
+#include <string_view>
 
 #include "jni_util.h"
 
@@ -20,17 +21,19 @@ std::atomic<int64_t> g_live_task_refs{0};
 // Room for what one callback creates: its arrays and a reported exception.
 constexpr jint kCallbackLocalRefs = 8;
 
+constexpr const char* kThreadName = "valet-delivery";
+
 // Every callback carries the task's id: it may run before valet_submit has
 // returned it to Java.
-void OnToken(void* user, valet_task_id id, int32_t token, const char* text) {
-  JNIEnv* env = CallbackEnv();
+void OnText(void* user, valet_task_id id, int32_t token, const char* text, size_t text_len) {
+  JNIEnv* env = CallbackEnv(kThreadName);
   if (env == nullptr) return;
   const LocalFrame frame(env, kCallbackLocalRefs);
   if (!frame.ok()) {
     ReportPending(env, "a token's delivery");
     return;
   }
-  jbyteArray bytes = NewBytes(env, text);
+  jbyteArray bytes = NewBytes(env, std::string_view(text, text_len));
   if (bytes == nullptr) {
     ReportPending(env, "a token's delivery");
     return;
@@ -41,7 +44,7 @@ void OnToken(void* user, valet_task_id id, int32_t token, const char* text) {
 }
 
 void OnState(void* user, valet_task_id id, valet_task_state state) {
-  JNIEnv* env = CallbackEnv();
+  JNIEnv* env = CallbackEnv(kThreadName);
   if (env == nullptr) return;
   env->CallVoidMethod(static_cast<jobject>(user), Refs().task_on_state, static_cast<jlong>(id), static_cast<jint>(state));
   ReportPending(env, "Task.onNativeState");
@@ -56,7 +59,7 @@ void DeliverDone(JNIEnv* env, jobject task, valet_task_id id, const valet_task_r
                        m.parks_by_kind[4], m.tokens_recomputed};
   jbyteArray message = NewBytes(env, r.message);
   if (message == nullptr) return;
-  jbyteArray text = NewBytes(env, r.text);
+  jbyteArray text = NewBytes(env, std::string_view(r.text, r.text_len));
   if (text == nullptr) return;
   jdoubleArray d = env->NewDoubleArray(3);
   if (env->ExceptionCheck()) return;
@@ -71,7 +74,7 @@ void DeliverDone(JNIEnv* env, jobject task, valet_task_id id, const valet_task_r
 }
 
 void OnDone(void* user, valet_task_id id, const valet_task_result* r) {
-  JNIEnv* env = CallbackEnv();
+  JNIEnv* env = CallbackEnv(kThreadName);
   if (env == nullptr) return;  // nothing to release into: the VM is gone
   auto task = static_cast<jobject>(user);
   {
@@ -92,7 +95,7 @@ jobject AttachCallbacks(JNIEnv* env, jobject task, valet_task_params* params) {
     return nullptr;
   }
   g_live_task_refs.fetch_add(1);
-  params->on_token = OnToken;
+  params->on_text = OnText;
   params->on_state = OnState;
   params->on_done = OnDone;
   params->user_data = ref;

@@ -1,6 +1,11 @@
 package dev.valet;
 
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Set;
+import java.util.WeakHashMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * One native valet_scheduler and the rule that keeps every call on it safe: a call counts itself
@@ -9,8 +14,8 @@ import java.util.ArrayList;
  * must never refer to the Valet.
  */
 final class NativeScheduler {
-  // The schedulers whose callback is running on this thread, innermost last: during close() the
-  // unfinished tasks' onDone run on the closing thread, whose listeners may close another Valet.
+  // The schedulers whose listener is running on this thread, innermost last: a listener of one
+  // Valet may run inside another's (an onDone that closes another Valet, say).
   private static final ThreadLocal<ArrayList<NativeScheduler>> callbacks =
       ThreadLocal.withInitial(ArrayList::new);
 
@@ -18,7 +23,9 @@ final class NativeScheduler {
   private long handle;
   private int inFlight;
   private boolean closing;
-  private boolean freed;
+  private final CompletableFuture<Void> freed = new CompletableFuture<>();
+  // Tasks delivering on an app's executor, woken when closing (weak: a finished task goes).
+  private final Set<SerialDelivery> deliveries = Collections.synchronizedSet(Collections.newSetFromMap(new WeakHashMap<>()));
 
   NativeScheduler(long handle) {
     this.handle = handle;
@@ -28,6 +35,15 @@ final class NativeScheduler {
   long acquire() {
     synchronized (lock) {
       if (closing) throw new IllegalStateException("Valet is closed");
+      ++inFlight;
+      return handle;
+    }
+  }
+
+  /** Like acquire(), but 0 instead of an exception once closing. */
+  long tryAcquire() {
+    synchronized (lock) {
+      if (closing) return 0;
       ++inFlight;
       return handle;
     }
@@ -43,6 +59,17 @@ final class NativeScheduler {
     synchronized (lock) {
       return closing;
     }
+  }
+
+  /** Completes once the native scheduler has been freed. */
+  CompletableFuture<Void> freed() {
+    return freed;
+  }
+
+  SerialDelivery newDelivery(Executor executor) {
+    final SerialDelivery d = new SerialDelivery(executor, this);
+    deliveries.add(d);
+    return d;
   }
 
   void enterCallback() {
@@ -64,18 +91,39 @@ final class NativeScheduler {
 
   /**
    * Stops the scheduler (its running step stops at the next layer, waiters wake, unfinished tasks
-   * get onDone on this thread), waits for the calls in flight, then frees it. Idempotent; a
-   * concurrent call returns once the first has freed it.
+   * end), waits for the calls in flight, then frees it. From a listener of this Valet, whose own
+   * delivery the stop would wait for, the rest is left to a thread of its own and close() returns
+   * at once; {@link #freed()} says when it is done. Idempotent; a concurrent call from elsewhere
+   * returns once the first has freed it.
    */
   void close() {
-    refuseFromCallback("close()");
+    final boolean fromListener = callbacks.get().contains(this);
+    final boolean first;
+    synchronized (lock) {
+      first = !closing;
+      closing = true;
+    }
+    if (!first) {
+      if (!fromListener) freed.join();
+      return;
+    }
+    final SerialDelivery[] waiting;
+    synchronized (deliveries) {
+      waiting = deliveries.toArray(new SerialDelivery[0]);
+    }
+    for (SerialDelivery d : waiting) d.wake();
+    if (fromListener) {
+      final Thread closer = new Thread(this::stopAndFree, "valet-close");
+      closer.setDaemon(true);
+      closer.start();
+      return;
+    }
+    stopAndFree();
+  }
+
+  private void stopAndFree() {
     final long h;
     synchronized (lock) {
-      if (closing) {
-        while (!freed) waitUninterruptibly();
-        return;
-      }
-      closing = true;
       h = handle;
     }
     try {
@@ -85,9 +133,8 @@ final class NativeScheduler {
         while (inFlight > 0) waitUninterruptibly();
         NativeLib.destroy(h);
         handle = 0;
-        freed = true;
-        lock.notifyAll();
       }
+      freed.complete(null);
     }
   }
 

@@ -3,6 +3,7 @@ package dev.valet;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Executor;
 
 /**
  * Collects what one valet_recover reports. Native code calls it: onNativeResumed on the scheduler's
@@ -13,12 +14,14 @@ final class Recovery {
   private final Valet valet;
   private final NativeScheduler scheduler;
   private final RecoveryListener listener;
+  private final Executor executor;  // the Valet's callback executor, or null
   private final List<RecoveredTask> found = new ArrayList<>();
 
-  Recovery(Valet valet, NativeScheduler scheduler, RecoveryListener listener) {
+  Recovery(Valet valet, NativeScheduler scheduler, RecoveryListener listener, Executor executor) {
     this.valet = valet;
     this.scheduler = scheduler;
     this.listener = listener;
+    this.executor = executor;
   }
 
   Task onNativeResumed(byte[] key, int tier, int[] tokens, long id) {
@@ -35,7 +38,8 @@ final class Recovery {
         scheduler.exitCallback();
       }
     }
-    final Task task = new Task(valet, scheduler, t, tokenListener);
+    final Task task =
+        new Task(valet, scheduler, t, tokenListener, executor == null ? null : scheduler.newDelivery(executor));
     task.setId(id);
     synchronized (found) {
       found.add(new RecoveredTask(name, t, tokens, TaskState.QUEUED, "", task));

@@ -13,15 +13,17 @@ public final class Task {
   private final NativeScheduler scheduler;
   private final Tier tier;
   private final TokenListener listener;
+  private final SerialDelivery delivery;  // null: callbacks on valet's delivery thread
   private final CountDownLatch submitted = new CountDownLatch(1);
   private final CompletableFuture<TaskResult> result = new CompletableFuture<>();
   private volatile long id = -1;
 
-  Task(Valet valet, NativeScheduler scheduler, Tier tier, TokenListener listener) {
+  Task(Valet valet, NativeScheduler scheduler, Tier tier, TokenListener listener, SerialDelivery delivery) {
     this.valet = valet;
     this.scheduler = scheduler;
     this.tier = tier;
     this.listener = listener;
+    this.delivery = delivery;
   }
 
   /** The scheduler's id; a call from another thread while submit runs waits for it. */
@@ -43,12 +45,15 @@ public final class Task {
     return tier;
   }
 
-  /** Completes exactly once, after the listener's onDone. */
+  /**
+   * Completes exactly once, after the listener's onDone and where it ran (so a continuation added
+   * with thenRun runs there too, unless the future had completed before).
+   */
   public CompletableFuture<TaskResult> result() {
     return result;
   }
 
-  /** False when the task had already finished. */
+  /** True exactly when the task ends CANCELLED; false when it had already finished. */
   public boolean cancel() {
     return valet.cancel(this);
   }
@@ -68,16 +73,18 @@ public final class Task {
     submitted.countDown();
   }
 
-  // Called from native code (task_callbacks.cpp), on the scheduler's worker thread or, for the
-  // tasks close() cancels, on the closing thread. A listener's exception is logged and dropped.
+  // Called from native code (task_callbacks.cpp) on valet's delivery threads, one at a time per
+  // task. A listener's exception is logged and dropped.
   void onNativeToken(long taskId, int token, byte[] utf8) {
     setId(taskId);
-    if (listener != null) deliver("onToken", () -> listener.onToken(this, token, new String(utf8, StandardCharsets.UTF_8)));
+    if (listener == null) return;
+    final String text = new String(utf8, StandardCharsets.UTF_8);
+    post(() -> deliver("onToken", () -> listener.onToken(this, token, text)));
   }
 
   void onNativeState(long taskId, int state) {
     setId(taskId);
-    if (listener != null) deliver("onState", () -> listener.onState(this, TaskState.of(state)));
+    if (listener != null) post(() -> deliver("onState", () -> listener.onState(this, TaskState.of(state))));
   }
 
   void onNativeDone(long taskId, int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
@@ -87,7 +94,7 @@ public final class Task {
             TaskState.of(state),
             status,
             new String(message, StandardCharsets.UTF_8),
-            new String(text, StandardCharsets.UTF_8),
+            text,
             tokens,
             d[0],
             d[1],
@@ -96,10 +103,23 @@ public final class Task {
             i[3],
             new int[] {i[4], i[5], i[6], i[7], i[8]},
             i[9]);
-    if (listener != null) deliver("onDone", () -> listener.onDone(this, r));
-    result.complete(r);
+    post(
+        () -> {
+          if (listener != null) deliver("onDone", () -> listener.onDone(this, r));
+          deliver("result().complete", () -> result.complete(r));
+        });
   }
 
+  private void post(Runnable event) {
+    if (delivery == null) {
+      event.run();
+    } else {
+      delivery.post(event);
+    }
+  }
+
+  // Marks this thread as inside a listener of this Valet while `call` runs: close() from there
+  // finishes on a thread of its own, and waitIdle() refuses.
   private void deliver(String callback, Runnable call) {
     scheduler.enterCallback();
     try {

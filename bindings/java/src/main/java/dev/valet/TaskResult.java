@@ -1,10 +1,13 @@
 package dev.valet;
 
+import java.nio.charset.StandardCharsets;
+
 /** How a task ended, with its metrics. (A class, not a record: records need API 34 or D8's desugaring.) */
 public final class TaskResult {
   private final TaskState state;
   private final int status;
   private final String message;
+  private final byte[] textBytes;
   private final String text;
   private final int tokens;
   private final double ttftSeconds;
@@ -19,7 +22,7 @@ public final class TaskResult {
       TaskState state,
       int status,
       String message,
-      String text,
+      byte[] textBytes,
       int tokens,
       double ttftSeconds,
       double tpotSeconds,
@@ -31,7 +34,8 @@ public final class TaskResult {
     this.state = state;
     this.status = status;
     this.message = message;
-    this.text = text;
+    this.textBytes = textBytes;
+    this.text = new String(textBytes, StandardCharsets.UTF_8);
     this.tokens = tokens;
     this.ttftSeconds = ttftSeconds;
     this.tpotSeconds = tpotSeconds;
@@ -57,8 +61,17 @@ public final class TaskResult {
     return message;
   }
 
+  /**
+   * The generated text. Bytes that are not UTF-8 (a model may generate any byte) read as U+FFFD
+   * here; {@link #textBytes()} has them as they are.
+   */
   public String text() {
     return text;
+  }
+
+  /** The generated text as the model produced it: UTF-8, U+0000 included, every byte kept. */
+  public byte[] textBytes() {
+    return textBytes.clone();
   }
 
   /** Generated tokens. */

@@ -1,13 +1,16 @@
 package dev.valet;
 
 import java.io.FileDescriptor;
-import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 
 /**
  * valet's priority scheduler for on-device LLM inference, over the C API. Thread-safe: any number
- * of threads may call any method at once, close() included. Callbacks arrive on the scheduler's
- * worker thread ({@link TokenListener}).
+ * of threads may call any method at once, close() included. Callbacks arrive on valet's delivery
+ * threads, or on the {@link Options#callbackExecutor executor} the app gives ({@link
+ * TokenListener}); never on the thread that runs the model, so a slow listener holds back only its
+ * own task.
  *
  * <p>Close it when done: {@link #close()} stops the work (a running step stops at its next layer),
  * gives every unfinished task its onDone, and frees the model. A Valet dropped without close() is
@@ -29,6 +32,7 @@ public final class Valet implements AutoCloseable {
     long durableDiskBudgetBytes;
     String budgetTableJson;
     LifecycleState initialState = LifecycleState.RESUMED;
+    Executor callbackExecutor;
 
     public Options(String modelPath) {
       if (modelPath == null) throw new NullPointerException("modelPath is null");
@@ -128,21 +132,35 @@ public final class Valet implements AutoCloseable {
       initialState = s;
       return this;
     }
+
+    /**
+     * Where listeners and the result futures' completions run for tasks submitted without an
+     * executor of their own: each task's callbacks in order, one at a time, whatever the executor's
+     * threads (Android: ContextCompat.getMainExecutor(context) for UI updates). A task whose
+     * listener falls behind is parked until it catches up; the other tasks go on. null (the
+     * default): on valet's delivery threads.
+     */
+    public Options callbackExecutor(Executor executor) {
+      callbackExecutor = executor;
+      return this;
+    }
   }
 
   private final NativeScheduler scheduler;
   private final ForgottenValets.Ref forgotten;
+  private final Executor callbackExecutor;
 
-  private Valet(long handle) {
+  private Valet(long handle, Executor callbackExecutor) {
     scheduler = new NativeScheduler(handle);
     forgotten = ForgottenValets.track(this, scheduler);
+    this.callbackExecutor = callbackExecutor;
   }
 
   /** Loads the model; throws {@link ValetException} with the C API's status and message. */
   public static Valet create(Options o) {
     return new Valet(
         NativeLib.create(
-            utf8(o.modelPath),
+            utf8(o.modelPath, "the model path"),
             o.modelFd,
             o.modelOffset,
             o.modelLength,
@@ -150,29 +168,43 @@ public final class Valet implements AutoCloseable {
             o.contextLength,
             o.kvCapacityBytes,
             o.snapshotRamBytes,
-            utf8(o.snapshotDir),
+            utf8(o.snapshotDir, "the snapshot directory"),
             o.durableDiskBudgetBytes,
-            utf8(o.budgetTableJson),
-            o.initialState.ordinal()));
+            utf8(o.budgetTableJson, "the budget table"),
+            o.initialState.ordinal()),
+        o.callbackExecutor);
   }
 
   /**
    * Submits a task, rendering and tokenizing its prompt on the calling thread. Throws {@link
    * ValetException} for a request the scheduler refuses (OUT_OF_RANGE for a prompt plus maxTokens
-   * over the context), and IllegalStateException once close() has begun. Only a task too large for
-   * the KV pool even alone is accepted and then FAILS (RESOURCE_EXHAUSTED).
+   * over the context), IllegalArgumentException for text that is not valid UTF-16 (a lone
+   * surrogate), and IllegalStateException once close() has begun. Only a task too large for the KV
+   * pool even alone is accepted and then FAILS (RESOURCE_EXHAUSTED). The listener runs on the
+   * Valet's {@link Options#callbackExecutor executor}, if it has one.
    */
   public Task submit(Request request, TokenListener listener) {
+    return submit(request, listener, callbackExecutor);
+  }
+
+  /**
+   * The same with the listener and the result future's completion on {@code executor} (null: on
+   * valet's delivery threads), in order, one at a time.
+   */
+  public Task submit(Request request, TokenListener listener, Executor executor) {
     final List<Request.Message> messages = request.messages();
     final byte[][] roles = new byte[messages.size()][];
     final byte[][] contents = new byte[messages.size()][];
     for (int i = 0; i < roles.length; ++i) {
-      roles[i] = utf8(messages.get(i).role());
-      contents[i] = utf8(messages.get(i).content());
+      roles[i] = utf8(messages.get(i).role(), "message " + i + "'s role");
+      contents[i] = utf8(messages.get(i).content(), "message " + i + "'s content");
     }
     final byte[][] stop = new byte[request.stop().size()][];
-    for (int i = 0; i < stop.length; ++i) stop[i] = utf8(request.stop().get(i));
-    final Task task = new Task(this, scheduler, request.tier(), listener);
+    for (int i = 0; i < stop.length; ++i) stop[i] = utf8(request.stop().get(i), "stop string " + i);
+    final byte[] systemPrompt = utf8(request.systemPrompt(), "the system prompt");
+    final byte[] prompt = utf8(request.prompt(), "the prompt");
+    final byte[] durableKey = utf8(request.durableKey(), "the durable key");
+    final Task task = new Task(this, scheduler, request.tier(), listener, deliveryOn(executor));
     final long handle = scheduler.acquire();
     try {
       task.setId(
@@ -180,10 +212,10 @@ public final class Valet implements AutoCloseable {
               handle,
               task,
               request.tier().ordinal(),
-              utf8(request.systemPrompt()),
+              systemPrompt,
               roles,
               contents,
-              utf8(request.prompt()),
+              prompt,
               stop,
               request.maxTokens(),
               request.temperature(),
@@ -193,7 +225,7 @@ public final class Valet implements AutoCloseable {
               request.repeatPenalty(),
               request.seed(),
               request.durable(),
-              utf8(request.durableKey())));
+              durableKey));
     } catch (ValetException e) {
       // Refused because close() stopped the scheduler meanwhile.
       if (scheduler.isClosing()) throw new IllegalStateException("Valet is closed", e);
@@ -217,7 +249,7 @@ public final class Valet implements AutoCloseable {
    * (INVALID_ARGUMENT) without a snapshot directory.
    */
   public List<RecoveredTask> recover(RecoveryListener listener) {
-    final Recovery collector = new Recovery(this, scheduler, listener);
+    final Recovery collector = new Recovery(this, scheduler, listener, callbackExecutor);
     call(h -> {
       NativeLib.recover(h, collector);
       return null;
@@ -227,48 +259,54 @@ public final class Valet implements AutoCloseable {
 
   /** Forgets an ended durable task (removes its journal); false when there is none. */
   public boolean ack(String durableKey) {
-    final byte[] key = utf8(durableKey);
+    final byte[] key = utf8(durableKey, "the durable key");
     return call(h -> NativeLib.ack(h, key));
   }
 
-  /** False when the task had already finished, or belongs to another Valet. */
+  /**
+   * True exactly when the task ends CANCELLED; false when it had already finished (or was finishing:
+   * its end and this cancel are settled under one lock), or belongs to another Valet.
+   */
   public boolean cancel(Task task) {
     if (!task.belongsTo(this)) return false;
     final long id = task.id();
     return call(h -> NativeLib.cancel(h, id));
   }
 
-  /** Throws {@link ValetException} (INVALID_ARGUMENT) for an out-of-order event; nothing changes then. */
+  /**
+   * Throws {@link ValetException} (INVALID_ARGUMENT) for an out-of-order event; nothing changes then.
+   * After close(), does nothing: Android may still deliver the events it is wired to.
+   */
   public void onLifecycleEvent(LifecycleEvent event) {
-    run(h -> NativeLib.lifecycle(h, event.ordinal()));
+    hook(h -> NativeLib.lifecycle(h, event.ordinal()));
   }
 
-  /** PowerManager.THERMAL_STATUS_* (0..6) and getThermalHeadroom() (negative or NaN: unknown). */
+  /**
+   * PowerManager.THERMAL_STATUS_* (0..6) and getThermalHeadroom() (negative or NaN: unknown). After
+   * close(), does nothing.
+   */
   public void onThermalStatus(int status, float headroom) {
-    run(h -> NativeLib.thermal(h, status, headroom));
+    hook(h -> NativeLib.thermal(h, status, headroom));
   }
 
   public void onThermalStatus(int status) {
     onThermalStatus(status, -1.0f);
   }
 
-  /** ComponentCallbacks2.onTrimMemory(level): frees memory, never cancels. */
+  /** ComponentCallbacks2.onTrimMemory(level): frees memory, never cancels. After close(), does nothing. */
   public void onTrimMemory(int level) {
-    run(h -> NativeLib.trimMemory(h, level));
+    hook(h -> NativeLib.trimMemory(h, level));
   }
 
-  /**
-   * New KV pool and snapshot-RAM budgets. Waits for the worker thread (at most one step), so from a
-   * listener of this Valet it throws IllegalStateException.
-   */
+  /** New KV pool and snapshot-RAM budgets. Waits for the model's thread (at most one step). */
   public void setMemoryBudgets(long poolBytes, long snapshotRamBytes) {
-    scheduler.refuseFromCallback("setMemoryBudgets()");
     run(h -> NativeLib.setMemoryBudgets(h, poolBytes, snapshotRamBytes));
   }
 
   /**
-   * Blocks until every task submitted so far has finished, or close() has cancelled it. From a
-   * listener of this Valet, which it would wait for, it throws IllegalStateException.
+   * Blocks until every task submitted so far has finished (its onDone has run), or close() has
+   * cancelled it. From a listener of this Valet, which it would wait for, it throws
+   * IllegalStateException.
    */
   public void waitIdle() {
     scheduler.refuseFromCallback("waitIdle()");
@@ -285,19 +323,19 @@ public final class Valet implements AutoCloseable {
    */
   public int[] tokenize(String text) {
     if (text == null) throw new NullPointerException("text is null");
-    final byte[] bytes = utf8(text);
+    final byte[] bytes = utf8(text, "the text");
     return call(h -> NativeLib.tokenize(h, bytes));
   }
 
   /**
    * Stops the scheduler (a running step stops at its next layer boundary, waitIdle() returns, and
-   * every unfinished task gets onDone on this thread, CANCELLED with {@link ValetException#ABORTED}),
-   * waits for calls other threads are making on it, then frees the model. Idempotent and safe from
-   * any number of threads at once; every call after it throws IllegalStateException.
-   *
-   * @throws IllegalStateException when called from a listener of this Valet (including an onDone
-   *     that close() itself delivers), whose thread close() would have to wait for; close it from
-   *     another thread
+   * every unfinished task ends CANCELLED with {@link ValetException#ABORTED}; its onDone has run
+   * when close() returns, unless it runs on an executor), waits for calls other threads are making
+   * on it, then frees the model. From a listener or a result continuation of this Valet, which the
+   * stop would wait for, close() returns at once and a thread of valet's finishes it: {@link
+   * #closed()} completes when the model is freed. Idempotent and safe from any number of threads at
+   * once; every call after it but the Android hooks ({@link #onTrimMemory}, {@link
+   * #onThermalStatus}, {@link #onLifecycleEvent}: no-ops) throws IllegalStateException.
    */
   @Override
   public void close() {
@@ -305,9 +343,15 @@ public final class Valet implements AutoCloseable {
     ForgottenValets.untrack(forgotten);
   }
 
+  /** Completes once close() has freed the model (also when close() returned before that). */
+  public CompletableFuture<Void> closed() {
+    return scheduler.freed().thenApply(v -> v);
+  }
+
   /**
-   * Where valet reports what it cannot throw (a listener's exception, a failed callback delivery),
-   * process-wide; null restores the default, Android's log (tag "valet") or stderr.
+   * Where valet reports what it cannot throw (the native library's warnings, a listener's
+   * exception, a failed callback delivery), process-wide; null restores the default, Android's log
+   * (tag "valet") or stderr. See {@link LogHandler} for the threads it is called on.
    */
   public static void setLogHandler(LogHandler handler) {
     ValetLog.setHandler(handler);
@@ -353,7 +397,22 @@ public final class Valet implements AutoCloseable {
         });
   }
 
-  private static byte[] utf8(String s) {
-    return s == null ? null : s.getBytes(StandardCharsets.UTF_8);
+  // The Android hooks: wired to system callbacks that may fire after close(), where they do nothing.
+  private void hook(NativeAction body) {
+    final long handle = scheduler.tryAcquire();
+    if (handle == 0) return;
+    try {
+      body.on(handle);
+    } finally {
+      scheduler.release();
+    }
+  }
+
+  private SerialDelivery deliveryOn(Executor executor) {
+    return executor == null ? null : scheduler.newDelivery(executor);
+  }
+
+  private static byte[] utf8(String s, String what) {
+    return Utf8.encode(s, what);
   }
 }

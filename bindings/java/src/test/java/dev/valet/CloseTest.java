@@ -3,7 +3,7 @@ package dev.valet;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -16,8 +16,9 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * Closing under load and from the wrong thread: close() never frees a scheduler under a call in
- * flight, never ends the process when a listener calls it, and a forgotten Valet is freed.
+ * Closing under load and from anywhere: close() never frees a scheduler under a call in flight,
+ * completes from a listener, a result continuation or many threads at once, and a forgotten Valet
+ * is freed.
  */
 class CloseTest {
   private static final int THERMAL_EMERGENCY = 5;
@@ -43,54 +44,107 @@ class CloseTest {
     return thrown.get();
   }
 
+  /** close() from a listener returns at once; a thread of valet's stops and frees it. */
   @Test
-  void closeFromAListenerThrowsAndTheValetStillClosesFromAnotherThread() throws Exception {
+  void closeFromAListenerFinishesOnAThreadOfItsOwn() throws Exception {
     final long live = Valet.liveNativeSchedulers();
     final Valet valet = Valet.create(TestModel.options());
-    final Throwable e = fromFirstToken(valet, Tier.FOREGROUND_CHAT, valet::close);
-    assertInstanceOf(IllegalStateException.class, e);
-    assertTrue(e.getMessage().contains("close() called from a listener of this Valet"), e.getMessage());
-    // Including from an onDone that close() itself delivers, on the closing thread.
-    valet.onThermalStatus(THERMAL_EMERGENCY);  // the next task waits: close() cancels it
-    final CompletableFuture<Throwable> fromOnDone = new CompletableFuture<>();
-    final List<Thread> onDoneThread = new ArrayList<>();
-    valet.submit(
-        Tier.OFFLINE_INDEXING,
-        "Held back",
-        8,
-        new TokenListener() {
-          @Override
-          public void onToken(Task task, int token, String text) {}
-
-          @Override
-          public void onDone(Task task, TaskResult r) {
-            onDoneThread.add(Thread.currentThread());
-            try {
-              valet.close();
-              fromOnDone.complete(null);
-            } catch (Throwable t) {
-              fromOnDone.complete(t);
-            }
-          }
-        });
-    valet.close();
-    assertInstanceOf(IllegalStateException.class, fromOnDone.get());
-    assertEquals(List.of(Thread.currentThread()), onDoneThread);
+    valet.onThermalStatus(THERMAL_EMERGENCY);  // the background task waits: the close cancels it
+    final Task held = valet.submit(Tier.OFFLINE_INDEXING, "Held back", 8, null);
+    final CompletableFuture<Throwable> thrown = new CompletableFuture<>();
+    final Task chat =
+        valet.submit(
+            Tier.FOREGROUND_CHAT,
+            "Once upon a time",
+            400,
+            (t, token, text) -> {
+              if (thrown.isDone()) return;
+              try {
+                valet.close();
+                thrown.complete(null);
+              } catch (Throwable e) {
+                thrown.complete(e);
+              }
+            });
+    assertNull(thrown.get());
+    valet.closed().get();
+    assertTrue(held.result().get().aborted());
+    final TaskResult r = chat.result().get();
+    assertTrue(r.aborted() || r.state() == TaskState.DONE, r.state().toString());
     assertThrows(IllegalStateException.class, () -> valet.submit(Tier.FOREGROUND_CHAT, "x", 1, null));
+    valet.close();  // idempotent
+    assertEquals(live, Valet.liveNativeSchedulers());
+  }
+
+  /** A result continuation that closes the Valet (it runs where the future completes). */
+  @Test
+  void closeFromAResultContinuation() throws Exception {
+    final long live = Valet.liveNativeSchedulers();
+    final Valet valet = Valet.create(TestModel.options());
+    final CountDownLatch hold = new CountDownLatch(1);
+    final Task task =
+        valet.submit(
+            Tier.FOREGROUND_CHAT,
+            "Once upon a time",
+            4,
+            (t, token, text) -> {
+              try {
+                hold.await();  // the continuation is registered before the future can complete
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
+    final CompletableFuture<Void> closedByContinuation = task.result().thenRun(valet::close);
+    hold.countDown();
+    closedByContinuation.get();
+    valet.closed().get();
+    assertEquals(live, Valet.liveNativeSchedulers());
+  }
+
+  /** Sixteen threads close at once: each returns with the Valet freed. */
+  @Test
+  void closeFromSixteenThreadsAtOnce() throws Exception {
+    final long live = Valet.liveNativeSchedulers();
+    final Valet valet = Valet.create(TestModel.options());
+    final List<CompletableFuture<TaskResult>> results = new ArrayList<>();
+    for (int i = 0; i < 8; ++i) results.add(valet.submit(Tier.values()[i % 4], "Once upon a time", 50, null).result());
+    final CountDownLatch start = new CountDownLatch(1);
+    final List<Thread> closers = new ArrayList<>();
+    final List<Throwable> thrown = Collections.synchronizedList(new ArrayList<>());
+    for (int i = 0; i < 16; ++i) {
+      final Thread t =
+          new Thread(
+              () -> {
+                try {
+                  start.await();
+                  valet.close();
+                  assertTrue(valet.closed().isDone());
+                } catch (Throwable e) {
+                  thrown.add(e);
+                }
+              });
+      closers.add(t);
+      t.start();
+    }
+    start.countDown();
+    for (Thread t : closers) t.join();
+    assertEquals(List.of(), thrown);
+    for (CompletableFuture<TaskResult> f : results) {
+      assertTrue(f.isDone());
+      assertTrue(f.get().state() == TaskState.DONE || f.get().aborted());
+    }
     assertEquals(live, Valet.liveNativeSchedulers());
   }
 
   @Test
-  void callsThatWaitForTheWorkerThrowFromItsListeners() throws Exception {
+  void waitIdleThrowsFromAListenerAndTheRestWorks() throws Exception {
     try (Valet valet = Valet.create(TestModel.options())) {
       final Throwable waitIdle = fromFirstToken(valet, Tier.FOREGROUND_CHAT, valet::waitIdle);
       assertInstanceOf(IllegalStateException.class, waitIdle);
       assertTrue(waitIdle.getMessage().contains("waitIdle()"), waitIdle.getMessage());
-      final Throwable budgets =
-          fromFirstToken(valet, Tier.INLINE_SUGGESTION, () -> valet.setMemoryBudgets(4L << 20, 0));
-      assertInstanceOf(IllegalStateException.class, budgets);
-      // What does not wait works from a listener.
-      assertSame(null, fromFirstToken(valet, Tier.FOREGROUND_CHAT, valet::stats));
+      // What waits only for the model's thread, or not at all, works from a listener.
+      assertNull(fromFirstToken(valet, Tier.INLINE_SUGGESTION, () -> valet.setMemoryBudgets(4L << 20, 0)));
+      assertNull(fromFirstToken(valet, Tier.FOREGROUND_CHAT, valet::stats));
       valet.waitIdle();
     }
   }
