@@ -7,7 +7,7 @@
 # dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
 # a one-minute soak of valet serve, a kill soak of its durable tasks, and
-# the GGUF reader, chat-template and HTTP server fuzzers for 60 seconds each.
+# the GGUF reader, chat-template and HTTP server fuzzers for 40 seconds each.
 # VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds, the soaks and the
 # fuzzers.
 set -euo pipefail
@@ -83,7 +83,7 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   python3 "$VALET_ROOT/scripts/soak-durable-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" \
     --kills 20
 
-  stage "fuzzing: GGUF reader, chat templates, HTTP server (60 s each)"
-  bash "$VALET_ROOT/scripts/fuzz.sh" 60
+  stage "fuzzing: GGUF reader, chat templates, HTTP server (40 s each)"
+  bash "$VALET_ROOT/scripts/fuzz.sh" 40
 fi
 stage "done"

@@ -28,6 +28,7 @@ constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model (default: the built-in bench model, synthesized on first use)"},
     {"--arms", nullptr, true, "comma-separated arms: idle,fifo,batch,priority,valet (default all)"},
     {"--turns", "-n", true, "chat turns per arm"},
+    {"--slow-listener", nullptr, true, "MS: every background task's listener takes this long per token (an app's slow consumer)"},
     {"--block", nullptr, true, "turns per interleaved block (default 6)"},
     {"--seed", nullptr, true, "workload seed (default 1)"},
     {"--json", nullptr, true, "write the report as JSON to this file"},
@@ -109,6 +110,8 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::s
   }
   VALET_ASSIGN_OR_RETURN(f.cold_start, a.Int("--cold-start", 0, 0, 10000));
   c.valet_fill = !a.Has("--no-fill");
+  VALET_ASSIGN_OR_RETURN(double slow_ms, a.Double("--slow-listener", 0.0, 0.0, 60000.0));
+  c.slow_listener_s = slow_ms / 1000.0;
   c = Resolve(c);
   VALET_ASSIGN_OR_RETURN(f.json, a.String("--json", d.json));
   VALET_ASSIGN_OR_RETURN(f.svg, a.String("--svg", d.svg));

@@ -427,7 +427,8 @@ Json ConfigJson(const ContentionReport& r) {
               {"valet_bg_chunk", c.valet_bg_chunk},
               {"baseline_chunk", c.baseline_chunk},
               {"batch_chunk", c.batch_chunk},
-              {"valet_fill", c.valet_fill}};
+              {"valet_fill", c.valet_fill},
+              {"slow_listener_ms", c.slow_listener_s * 1000.0}};
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // The scenario's workload generator and the two drivers that run an arm.
 #include "bench/contention_scenario.h"
 
+#include <chrono>
 #include <deque>
+#include <thread>
 #include <utility>
 
 #include "bench/contention_session.h"
@@ -275,10 +277,16 @@ namespace {
 
 class SchedulerSink : public ScenarioSink {
  public:
-  SchedulerSink(Scheduler& scheduler, CompletionQueue& done) : scheduler_(scheduler), done_(done) {}
+  SchedulerSink(Scheduler& scheduler, CompletionQueue& done, double slow_listener_s)
+      : scheduler_(scheduler), done_(done), slow_listener_s_(slow_listener_s) {}
   Result<TaskId> Submit(TaskRequest request) override {
     CompletionQueue* done = &done_;
     request.callbacks.on_done = [done](TaskId id, const TaskResult& r) { done->Push(id, r); };
+    if (slow_listener_s_ > 0 && request.tier >= Tier::kBackgroundSummary) {
+      const auto delay = std::chrono::duration<double>(slow_listener_s_);
+      // The app's slow consumer: the scene under test, not a synchronisation.
+      request.callbacks.on_token = [delay](TaskId, int32_t, std::string_view) { std::this_thread::sleep_for(delay); };
+    }
     return scheduler_.Submit(std::move(request));
   }
   Status Lifecycle(LifecycleEvent event) override { return scheduler_.OnLifecycleEvent(event); }
@@ -288,6 +296,7 @@ class SchedulerSink : public ScenarioSink {
  private:
   Scheduler& scheduler_;
   CompletionQueue& done_;
+  double slow_listener_s_;
 };
 
 class CoreSink : public ScenarioSink {
@@ -331,7 +340,7 @@ Result<ArmRun> RunArmRealTime(EngineInterface& engine, const Workload& workload,
     scheduler->WaitIdle();
   }
   CompletionQueue done;
-  SchedulerSink sink(*scheduler, done);
+  SchedulerSink sink(*scheduler, done, config.slow_listener_s);
   ContentionSession session(workload, config, arm, sink);
   DriveRealTime(session, done);
   scheduler->WaitIdle();

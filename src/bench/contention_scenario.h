@@ -91,6 +91,10 @@ struct ScenarioConfig {
   int32_t baseline_chunk = 256;
   int32_t batch_chunk = 512;
   bool valet_fill = true;  // lower tiers' decode tokens ride along chat decode steps
+  // The app's consumer of background work (summaries, indexing) takes this
+  // long per token in its listener (a database write, say); real-time runs
+  // only. 0: a listener that only counts.
+  double slow_listener_s = 0.0;
 };
 
 // Resolves the defaults that depend on other fields.
