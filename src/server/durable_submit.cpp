@@ -48,8 +48,8 @@ TaskCallbacks DurableCallbacks(const std::shared_ptr<ServerContext>& ctx, std::s
   cb.on_done = [ctx, slot, key, resumed](TaskId id, const TaskResult& result) {
     if (slot) ctx->tasks.SetState(*slot, id, result.state);
     ctx->metrics.ObserveFinished(result);
-    // On the inference thread Ack runs at once; the task is gone from the
-    // scheduler by the time its on_done runs.
+    // Ack waits for the inference thread, which never waits for a callback;
+    // the task is gone from the scheduler by the time its on_done runs.
     if (ctx->durable_tasks.OnDone(key, result, resumed)) (void)ctx->scheduler.Ack(key).ok();
   };
   return cb;

@@ -372,6 +372,7 @@ static int test_lifecycle(void) {
 
 typedef struct {
   valet_scheduler* s;
+  pthread_mutex_t mu; /* on_done of different tasks may run at once */
   int done_calls;
   int aborted;
   int done;
@@ -383,6 +384,7 @@ static void count_done(void* user, valet_task_id id, const valet_task_result* r)
   valet_task_params again = valet_default_task_params();
   valet_task_id ignored = 0;
   (void)id;
+  pthread_mutex_lock(&log->mu);
   log->done_calls++;
   if (r->state == VALET_TASK_DONE) log->done++;
   if (r->state == VALET_TASK_CANCELLED && r->status == VALET_ABORTED &&
@@ -391,6 +393,7 @@ static void count_done(void* user, valet_task_id id, const valet_task_result* r)
     again.prompt = "too late";
     if (valet_submit(log->s, &again, &ignored) == VALET_INVALID_ARGUMENT) log->submit_refused++;
   }
+  pthread_mutex_unlock(&log->mu);
 }
 
 /* Destroy with tasks queued, parked and running: every on_done, once. */
@@ -398,8 +401,10 @@ static int test_destroy_in_flight(void) {
   valet_params params = model_params();
   valet_scheduler* s = NULL;
   CHECK(valet_create(&params, &s) == VALET_OK);
-  destroy_log log = {0};
+  destroy_log log;
+  memset(&log, 0, sizeof log);
   log.s = s;
+  pthread_mutex_init(&log.mu, NULL);
   /* Only the chat runs: the other tiers are surely unfinished (held). */
   CHECK(valet_on_thermal_status(s, VALET_THERMAL_EMERGENCY, -1.0f) == VALET_OK);
   enum { kTasks = 12 };
@@ -417,6 +422,7 @@ static int test_destroy_in_flight(void) {
   CHECK(log.done_calls == kTasks);
   CHECK(log.done + log.aborted == kTasks);
   CHECK(log.aborted >= kTasks * 3 / 4 && log.submit_refused == log.aborted);
+  pthread_mutex_destroy(&log.mu);
   return 0;
 }
 
