@@ -501,10 +501,11 @@ class VALET_API Scheduler {
 
   // Durable tasks (TaskRequest::durable, docs/durable.md). Recover resumes
   // every unfinished task journaled in SchedulerOptions::durable_dir where
-  // its journal ends, each with the callbacks callbacks_for gives it, and
-  // lists the ended ones; Ack removes an ended task's journal (NotFound
-  // when there is none, InvalidArgument while it runs). Both wait for the
-  // inference thread (at most one step).
+  // its journal ends, each with the callbacks callbacks_for gives it (called
+  // on this thread once the tasks are found; a resumed task may already run,
+  // its callbacks wait for it), and lists the ended ones; Ack removes an
+  // ended task's journal (NotFound when there is none, InvalidArgument
+  // while it runs). Both wait for the inference thread (at most one step).
   Result<RecoveryReport> Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for = {});
   Status Ack(const std::string& durable_key);
 

@@ -275,9 +275,10 @@ typedef struct valet_recovered_task {
 
 /* For a resumed task (`callbacks` non-NULL) sets the callbacks it runs with:
  * on_token, on_text, on_state, on_done and user_data of *callbacks (the
- * other fields are ignored); called on the scheduler's thread before the
- * task runs. For an
- * ended one `callbacks` is NULL, on valet_recover's thread. */
+ * other fields are ignored); for an ended one `callbacks` is NULL. Called on
+ * valet_recover's thread before it returns, never on the scheduler's: a
+ * resumed task may already run, but none of its callbacks comes before fn
+ * has set them. */
 typedef void (*valet_recover_fn)(void* user_data, const valet_recovered_task* task, valet_task_params* callbacks);
 
 typedef struct valet_tier_stats {

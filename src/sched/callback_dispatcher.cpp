@@ -29,6 +29,23 @@ void CallbackDispatcher::Post(TaskId id, Tier tier, std::function<void()> event)
   MakeReady(id, strand);
 }
 
+void CallbackDispatcher::Hold(TaskId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  strands_[id].held = true;
+}
+
+void CallbackDispatcher::Release(TaskId id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = strands_.find(id);
+  if (it == strands_.end()) return;
+  it->second.held = false;
+  if (it->second.events.empty() && !it->second.behind) {
+    strands_.erase(it);
+  } else {
+    MakeReady(id, it->second);
+  }
+}
+
 bool CallbackDispatcher::Behind(TaskId id) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = strands_.find(id);
@@ -39,7 +56,7 @@ bool CallbackDispatcher::Behind(TaskId id) {
 }
 
 bool CallbackDispatcher::Schedule(TaskId id, Strand& strand) {
-  if (strand.scheduled || strand.events.empty()) return false;
+  if (strand.scheduled || strand.held || strand.events.empty()) return false;
   strand.scheduled = true;
   ready_.insert({{strand.tier, next_order_++}, id});
   return true;

@@ -37,6 +37,10 @@ class CallbackDispatcher {
 
   // Queues `event` after the task's earlier ones. `tier` orders ready strands.
   void Post(TaskId id, Tier tier, std::function<void()> event);
+  // Holds the task's events (making its strand if there is none): they queue
+  // but do not run until Release(id). WaitUntilIdle waits for the release.
+  void Hold(TaskId id);
+  void Release(TaskId id);
   // Whether the task's consumer is behind: max_pending events outstanding, or
   // reported behind and not yet down to resume_at. Each true is followed by
   // exactly one caught_up(id) once the backlog drains.
@@ -56,6 +60,7 @@ class CallbackDispatcher {
     std::deque<std::function<void()>> events;  // the front one may be running
     bool scheduled = false;                    // in ready_, or running
     bool behind = false;
+    bool held = false;
   };
   // (tier, order made ready), then the task: the ready strand to run next.
   using ReadyKey = std::pair<std::pair<Tier, uint64_t>, TaskId>;

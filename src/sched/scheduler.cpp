@@ -299,21 +299,65 @@ auto Scheduler::Impl::Call(Fn fn) -> decltype(fn()) {
   return result.get();
 }
 
+namespace {
+
+// Callbacks that call whatever `slot` holds when they run.
+TaskCallbacks Forwarding(const std::shared_ptr<const TaskCallbacks>& slot) {
+  TaskCallbacks cb;
+  cb.on_token = [slot](TaskId id, int32_t token, std::string_view text) {
+    if (slot->on_token) slot->on_token(id, token, text);
+  };
+  cb.on_logprobs = [slot](TaskId id, const TokenLogprobs& lp) {
+    if (slot->on_logprobs) slot->on_logprobs(id, lp);
+  };
+  cb.on_state = [slot](TaskId id, TaskState state) {
+    if (slot->on_state) slot->on_state(id, state);
+  };
+  cb.on_done = [slot](TaskId id, const TaskResult& result) {
+    if (slot->on_done) slot->on_done(id, result);
+  };
+  return cb;
+}
+
+}  // namespace
+
 Result<RecoveryReport> Scheduler::Impl::Recover(
     const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
-  // Every task the core asks callbacks for gets exactly one on_done, like a
-  // submitted one: counted here, uncounted by Track's wrapper.
-  return core.Recover([&](const RecoveredTask& t) {
-    TaskRequest holder;
-    holder.tier = t.tier;
-    if (callbacks_for) holder.callbacks = callbacks_for(t);
-    Track(holder);
-    std::lock_guard<std::mutex> lock(mu);
-    ++outstanding;
-    unfinished.insert(t.id);
-    ++tier_counts[static_cast<size_t>(t.tier)].active;
-    return std::move(holder.callbacks);
+  // The app's callbacks_for runs here, on the calling thread, never on the
+  // inference thread: each resumed task starts with forwarding callbacks
+  // and its events held until the app's callbacks are in place.
+  struct Resumed {
+    TaskId id = 0;
+    std::shared_ptr<TaskCallbacks> slot;
+  };
+  std::vector<Resumed> resumed;
+  Result<RecoveryReport> report = Call([&]() -> Result<RecoveryReport> {
+    // Every task the core asks callbacks for gets exactly one on_done, like
+    // a submitted one: counted here, uncounted by Track's wrapper.
+    return core.Recover([&](const RecoveredTask& t) {
+      auto slot = std::make_shared<TaskCallbacks>();
+      dispatcher.Hold(t.id);
+      resumed.push_back({t.id, slot});
+      TaskRequest holder;
+      holder.tier = t.tier;
+      holder.callbacks = Forwarding(slot);
+      Track(holder);
+      std::lock_guard<std::mutex> lock(mu);
+      ++outstanding;
+      unfinished.insert(t.id);
+      ++tier_counts[static_cast<size_t>(t.tier)].active;
+      return std::move(holder.callbacks);
+    });
   });
+  for (const Resumed& r : resumed) {
+    if (callbacks_for && report.ok()) {
+      for (const RecoveredTask& t : report->tasks) {
+        if (t.id == r.id) *r.slot = callbacks_for(t);
+      }
+    }
+    dispatcher.Release(r.id);
+  }
+  return report;
 }
 
 Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {
@@ -477,8 +521,7 @@ Status Scheduler::SetMemoryBudgets(const MemoryBudgets& budgets) {
 }
 
 Result<RecoveryReport> Scheduler::Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for) {
-  Impl* impl = impl_.get();
-  return impl->Call([impl, callbacks_for = std::move(callbacks_for)] { return impl->Recover(callbacks_for); });
+  return impl_->Recover(callbacks_for);
 }
 
 Status Scheduler::Ack(const std::string& durable_key) {

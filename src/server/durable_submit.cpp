@@ -73,7 +73,8 @@ DurableEntry RecoveredEntry(const ServerContext& ctx, const RecoveredTask& r) {
   return e;
 }
 
-// Runs on the inference thread, before the recovered task runs: registers it.
+// Runs on the thread that calls Recover, before the recovered task's first
+// callback: registers it.
 TaskCallbacks OnRecovered(const std::shared_ptr<ServerContext>& ctx, const RecoveredTask& r) {
   DurableEntry e = RecoveredEntry(*ctx, r);
   e.id = r.id;

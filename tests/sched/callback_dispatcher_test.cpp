@@ -114,6 +114,33 @@ TEST(CallbackDispatcher, TheForegroundGoesFirstWhenThreadsAreScarce) {
   EXPECT_EQ(order, (std::vector<TaskId>{4, 3, 2}));
 }
 
+// A held task's events wait, in order, until it is released; the others run.
+TEST(CallbackDispatcher, AHeldTasksEventsWaitForItsRelease) {
+  CallbackDispatcher d(DeliveryOptions{}, [](TaskId) {});
+  std::mutex mu;
+  std::vector<int> held_seen;
+  d.Hold(5);
+  for (int i = 0; i < 3; ++i) {
+    d.Post(5, Tier::kOfflineIndexing, [&, i] {
+      std::lock_guard<std::mutex> lock(mu);
+      held_seen.push_back(i);
+    });
+  }
+  std::promise<void> other;
+  d.Post(6, Tier::kOfflineIndexing, [&] { other.set_value(); });
+  other.get_future().wait();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_TRUE(held_seen.empty());
+  }
+  d.Release(5);
+  d.WaitUntilIdle();
+  EXPECT_EQ(held_seen, (std::vector<int>{0, 1, 2}));
+  d.Hold(9);  // held with nothing posted, then released: nothing left behind
+  d.Release(9);
+  d.WaitUntilIdle();
+}
+
 TEST(CallbackDispatcher, ShutdownDeliversWhatWasPostedThenRefusesMore) {
   std::atomic<int> ran{0};
   CallbackDispatcher d(DeliveryOptions{}, [](TaskId) {});

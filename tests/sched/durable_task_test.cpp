@@ -11,6 +11,7 @@
 #include <future>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/real_engine.h"
@@ -203,7 +204,9 @@ TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
 }
 
 // The threaded Scheduler: Stop keeps durable tasks in their journals (their
-// run here ends CANCELLED), and a new Scheduler's Recover finishes them.
+// run here ends CANCELLED), and a new Scheduler's Recover finishes them. The
+// app's callbacks_for runs on Recover's own thread, never the inference
+// thread, and the resumed task's tokens all reach the callbacks it gives.
 TEST_P(DurableTaskTest, StoppingTheThreadedSchedulerKeepsDurableTasksForTheNext) {
   std::unique_ptr<RealEngine> engine = OpenEngine();
   std::vector<int32_t> reference;
@@ -240,16 +243,23 @@ TEST_P(DurableTaskTest, StoppingTheThreadedSchedulerKeepsDurableTasksForTheNext)
     EXPECT_EQ(ended->tasks[0].tokens, reference);
     return;
   }
+  std::thread::id asked_on;
+  std::vector<int32_t> after;
   Result<RecoveryReport> recovered = scheduler->Recover([&](const RecoveredTask&) {
+    asked_on = std::this_thread::get_id();
     TaskCallbacks callbacks;
+    callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { after.push_back(token); };
     callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
     return callbacks;
   });
   ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  EXPECT_EQ(asked_on, std::this_thread::get_id());
   ASSERT_EQ(recovered->tasks.size(), 1u);
   EXPECT_EQ(recovered->tasks[0].tokens, before);
   scheduler->WaitIdle();
   EXPECT_EQ(result.tokens, reference);
+  before.insert(before.end(), after.begin(), after.end());
+  EXPECT_EQ(before, reference);  // none of its new tokens was delivered before its callbacks were known
   EXPECT_EQ(scheduler->Stats().tasks_by_tier[static_cast<size_t>(Tier::kOfflineIndexing)].done, 1);
   EXPECT_TRUE(scheduler->Ack("story-1").ok());
   EXPECT_EQ(scheduler->Ack("story-1").code(), StatusCode::kNotFound);

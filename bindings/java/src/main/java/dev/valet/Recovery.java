@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.concurrent.Executor;
 
 /**
- * Collects what one valet_recover reports. Native code calls it: onNativeResumed on the scheduler's
- * thread before the resumed task runs (the Task returned receives its callbacks), onNativeEnded on
- * the thread calling {@link Valet#recover}.
+ * Collects what one valet_recover reports.  Native code calls both on the thread calling
+ * {@link Valet#recover}, before it returns: onNativeResumed for a resumed task (the Task returned
+ * receives its callbacks; none comes before), onNativeEnded for an ended one.
  */
 final class Recovery {
   private final Valet valet;

@@ -3,8 +3,8 @@ package dev.valet;
 /** What {@link Valet#recover} asks for each durable task it resumes. */
 public interface RecoveryListener {
   /**
-   * The listener the resumed task runs with (null: none). Called on the scheduler's thread before
-   * the task runs; {@code task.task()} is not known yet (null) here.
+   * The listener the resumed task runs with (null: none). Called on the thread calling recover,
+   * before any of the task's callbacks; {@code task.task()} is not known yet (null) here.
    */
   TokenListener onResumed(RecoveredTask task);
 }

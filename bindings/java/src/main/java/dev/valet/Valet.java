@@ -244,8 +244,8 @@ public final class Valet implements AutoCloseable {
   /**
    * Finds the durable tasks journaled in the snapshot directory (by this model and valet version):
    * each unfinished one is resumed where its journal ends, with the listener {@code listener} gives
-   * it (called on the scheduler's thread before the task runs; its {@link RecoveredTask#task()}
-   * is the running task), and each ended one is listed for {@link #ack}. ValetException
+   * it (called on this thread; none of the task's callbacks comes before; its {@link
+   * RecoveredTask#task()} is the running task), and each ended one is listed for {@link #ack}. ValetException
    * (INVALID_ARGUMENT) without a snapshot directory.
    */
   public List<RecoveredTask> recover(RecoveryListener listener) {
