@@ -92,6 +92,19 @@ class DeliveryTest {
   @Test
   void anExecutorRunsEachTasksCallbacksInOrder() throws Exception {
     final ExecutorService executor = Executors.newFixedThreadPool(3, r -> new Thread(r, "app-executor"));
+    // The executor's threads are busy until every continuation is registered, so none of the
+    // futures can have completed before (a continuation added then would run on this thread).
+    final CountDownLatch registered = new CountDownLatch(1);
+    for (int t = 0; t < 3; ++t) {
+      executor.execute(
+          () -> {
+            try {
+              registered.await();
+            } catch (InterruptedException e) {
+              Thread.currentThread().interrupt();
+            }
+          });
+    }
     try (Valet valet = Valet.create(TestModel.options().callbackExecutor(executor))) {
       final List<CompletableFuture<String>> checks = new ArrayList<>();
       for (int i = 0; i < 6; ++i) {
@@ -117,6 +130,7 @@ class DeliveryTest {
             .thenRun(() -> check.complete(String.join(", ", seen) + ", future on " + Thread.currentThread().getName()));
         checks.add(check);
       }
+      registered.countDown();
       for (CompletableFuture<String> check : checks) {
         final String[] parts = check.get().split(", ");
         assertEquals(14, parts.length, check.get());
