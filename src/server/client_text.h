@@ -16,10 +16,10 @@ inline constexpr size_t kMaxQuotedBytes = 64;
 // At most `max_bytes` of `text`, cut before a UTF-8 continuation byte so a
 // character is never split (text that is not UTF-8 is cut anywhere; the
 // JSON writer replaces what is invalid).
-std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
+[[nodiscard]] std::string_view Utf8Prefix(std::string_view text, size_t max_bytes);
 
 // `text` in single quotes for an error message: whole up to kMaxQuotedBytes,
 // else its first kMaxQuotedBytes, "…" and its length.
-std::string QuoteClientText(std::string_view text);
+[[nodiscard]] std::string QuoteClientText(std::string_view text);
 
 }  // namespace valet

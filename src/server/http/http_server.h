@@ -43,7 +43,7 @@ struct HttpServerOptions {
   int listen_backlog = 512;
   size_t max_connections = 1024;  // then the idlest is closed for a newcomer, or the newcomer gets 503
   ParserLimits limits;
-  std::chrono::milliseconds header_timeout{5'000};
+  std::chrono::milliseconds header_timeout{5'000};  // short: silent connections must not hold slots
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};
