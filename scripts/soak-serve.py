@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Soak test for `valet serve`: mixed tiers, clients that leave mid-request,
-slow clients, lifecycle events and malformed requests for a while, then the
+clients that half-close after their request, slow clients, lifecycle events
+and malformed requests for a while, then the
 checks that matter to an operator:
 
   - the server never died;
@@ -11,13 +12,19 @@ checks that matter to an operator:
 
 usage: soak-serve.py --valet build/tools/valet --model MODEL [--seconds 600] [--seed 1]
 (a warm-up of a fifth of that, at least 5 s and until more tasks have finished
-than the server keeps records of, comes first).
+than the server keeps records of, comes first, after a burst of the largest
+malformed bodies).
 Exit status 0 when every check holds; the summary is one JSON line.
 """
 import argparse, asyncio, json, os, random, re, signal, subprocess, sys, time
 
 UNFINISHED = {"QUEUED", "PREFILLING", "DECODING", "PARKED"}
 CLIENTS = 48  # concurrent client loops
+# The largest malformed bodies, sent this many at once before the warm-up:
+# the allocator keeps the high-water mark of such buffers, and how many are
+# in flight at once is chance, so the burst sets that mark above what the
+# load reaches before RSS is first read (the load sends a few at a time).
+BIG_BURST = 6
 TASK_HISTORY = 500  # the server's --task-history: finished tasks it keeps records of
 WARM_TASKS = 2 * TASK_HISTORY  # finished before RSS is first read, so the records no longer grow
 TIERS = ["foreground_chat", "inline_suggestion", "background_summary", "offline_indexing"]
@@ -47,9 +54,13 @@ def request(method, path, body=b"", headers=(), version="HTTP/1.1"):
 
 
 async def read_reply(reader):
-    """One whole reply: (status, head, body); raises on a short or bad reply."""
-    head = await reader.readuntil(b"\r\n\r\n")
-    status = int(head[9:12])
+    """One whole reply: (status, head, body); raises on a short or bad reply.
+    Interim 1xx responses (the server's probe of a half-closed client) are skipped."""
+    while True:
+        head = await reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        if not 100 <= status < 200:
+            break
     m = re.search(rb"Content-Length: (\d+)", head)
     if m:
         return status, head, await reader.readexactly(int(m.group(1)))
@@ -86,8 +97,9 @@ async def connect(port, stats):
         return None
 
 
-async def exchange(port, stats, raw, leave_after=None):
-    """Sends `raw`; reads one reply, or leaves after `leave_after` bytes of it."""
+async def exchange(port, stats, raw, leave_after=None, half_close=False):
+    """Sends `raw` (then shuts its sending side, with `half_close`); reads one
+    reply, or leaves after `leave_after` bytes of it."""
     conn = await connect(port, stats)
     if conn is None:
         return
@@ -95,6 +107,8 @@ async def exchange(port, stats, raw, leave_after=None):
     try:
         writer.write(raw)
         await writer.drain()
+        if half_close:
+            writer.write_eof()
         stats.sent += 1
         if leave_after is not None:
             await reader.read(leave_after)
@@ -131,15 +145,20 @@ def completion(rng):
     return request("POST", path, json.dumps(body).encode())
 
 
-def malformed(rng):
+def big_malformed():
     deep = b"[" * 200000 + b"]" * 200000
-    return rng.choice([
-        request("POST", "/v1/completions", b'{"prompt": '),
-        request("POST", "/v1/chat/completions", b'{"messages": 5}'),
+    return [
         request("POST", "/v1/completions", b'{"prompt": ' + deep + b"}"),
         request("POST", "/v1/lifecycle", b'{"event": ' + deep + b"}"),
-        request("POST", "/v1/completions", b"x" * (2 << 20)),
         b"POST /v1/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + b"100000\r\n" + b"y" * 1100000,
+    ]
+
+
+def malformed(rng):
+    return rng.choice(big_malformed() + [
+        request("POST", "/v1/completions", b'{"prompt": '),
+        request("POST", "/v1/chat/completions", b'{"messages": 5}'),
+        request("POST", "/v1/completions", b"x" * (2 << 20)),
         b"GARBAGE\r\n\r\n",
         request("GET", "/nope"),
     ])
@@ -177,7 +196,7 @@ async def client(port, stats, deadline, rng):
     while time.monotonic() < deadline and len(stats.failures) < 20:
         r = rng.random()
         if r < 0.70:
-            await exchange(port, stats, completion(rng))
+            await exchange(port, stats, completion(rng), half_close=rng.random() < 0.1)
         elif r < 0.80:
             await exchange(port, stats, completion(rng), leave_after=rng.randint(0, 200))
         elif r < 0.90:
@@ -232,6 +251,7 @@ async def main_async(args, port, pid):
     # are full before the first RSS reading: what is measured is growth
     # under load, i.e. leaks.
     warm_seed = args.seed + 1
+    await asyncio.gather(*[exchange(port, Stats(), raw) for raw in big_malformed() for _ in range(BIG_BURST)])
     await load(port, Stats(), max(5.0, args.seconds / 5), warm_seed)
     while await tasks_finished(port) < WARM_TASKS:
         warm_seed += 1

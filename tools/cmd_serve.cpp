@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <pthread.h>
 #include <sys/resource.h>
 
+#include "api_key_source.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "engine/real_engine.h"
@@ -20,7 +22,10 @@ constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model file (required)"},
     {"--host", nullptr, true, "address to listen on (default 127.0.0.1: this machine only)"},
     {"--port", nullptr, true, "port (default 8080; 0: any free port, printed at start)"},
-    {"--api-key", nullptr, true, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics"},
+    {"--api-key-file", nullptr, true,
+     "require \"Authorization: Bearer KEY\" on /v1/*, /metrics and /tokenize, KEY read from FILE (no permission "
+     "for group or others; a trailing newline is dropped); or set VALET_API_KEY"},
+    {"--api-key", nullptr, true, "the key itself: every local user can read it in ps (prefer --api-key-file)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--ctx-size", "-c", true, "context size per sequence (default: the model's)"},
     {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
@@ -36,6 +41,7 @@ constexpr FlagSpec kFlags[] = {
 struct Flags {
   RealEngineOptions engine;
   ServerOptions server;
+  bool api_key_on_command_line = false;
   std::string budgets;
   bool special_in_messages = false;
   size_t task_history = 4096;
@@ -47,8 +53,17 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(f.server.host, a.String("--host", "127.0.0.1"));
   VALET_ASSIGN_OR_RETURN(int64_t port, a.Int("--port", 8080, 0, 65535));
   f.server.port = static_cast<int>(port);
-  VALET_ASSIGN_OR_RETURN(f.server.api_key, a.String("--api-key", ""));
-  if (a.Has("--api-key") && f.server.api_key.empty()) return InvalidArgument("--api-key must not be empty");
+  ApiKeySources keys;
+  if (a.Has("--api-key")) {
+    VALET_ASSIGN_OR_RETURN(keys.flag, a.String("--api-key", std::nullopt));
+  }
+  if (a.Has("--api-key-file")) {
+    VALET_ASSIGN_OR_RETURN(keys.file_path, a.String("--api-key-file", std::nullopt));
+  }
+  if (const char* env = std::getenv(kApiKeyEnv)) keys.env = env;
+  VALET_ASSIGN_OR_RETURN(ApiKey key, ResolveApiKey(keys));
+  f.server.api_key = std::move(key.key);
+  f.api_key_on_command_line = key.from_command_line;
   VALET_ASSIGN_OR_RETURN(f.engine.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.engine.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
   VALET_ASSIGN_OR_RETURN(int64_t kv_mb, a.Int("--kv-budget-mb", 256, 1, 1 << 20));
@@ -110,7 +125,8 @@ int Serve(const Flags& f, const sigset_t& signals) {
   if (!server.ok()) return Fail("serve", server.status());
   if (Status s = (*server)->Start(); !s.ok()) return Fail("serve", s);
   if (!IsLoopback(f.server.host) && f.server.api_key.empty()) {
-    std::fprintf(stderr, "valet serve: warning: listening on %s without --api-key\n", f.server.host.c_str());
+    std::fprintf(stderr, "valet serve: warning: listening on %s without an API key (--api-key-file)\n",
+                 f.server.host.c_str());
   }
   std::printf("valet serve: listening on http://%s:%d (model %s, context %d)\n", f.server.host.c_str(),
               (*server)->port(), f.server.model_name.c_str(), (*engine)->context_length());
@@ -126,12 +142,21 @@ int Serve(const Flags& f, const sigset_t& signals) {
 
 int RunServe(std::span<char* const> argv) {
   Args args;
-  if (auto code = ParseCommandLine("serve", "-m MODEL [--host H] [--port P] [--api-key KEY] [flags]", kFlags, argv,
-                                   &args)) {
+  if (auto code = ParseCommandLine("serve", "-m MODEL [--host H] [--port P] [--api-key-file FILE] [flags]", kFlags,
+                                   argv, &args)) {
     return *code;
   }
+  // Args holds copies: from here on ps shows x's where the key was.
+  HideFlagValue(argv, "--api-key");
   Result<Flags> flags = ReadFlags(args);
   if (!flags.ok()) return Fail("serve", flags.status());
+  if (flags->api_key_on_command_line) {
+    std::fprintf(stderr,
+                 "valet serve: warning: --api-key puts the key on the command line, where other local users can "
+                 "read it (ps, /proc/PID/cmdline) until it is blanked at start, and shell history keeps it; use "
+                 "--api-key-file FILE or %s instead\n",
+                 kApiKeyEnv);
+  }
   // Blocked before any thread starts, so every thread inherits the mask.
   sigset_t signals;
   sigemptyset(&signals);

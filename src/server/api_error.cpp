@@ -1,19 +1,28 @@
 #include "server/api_error.h"
 
+#include <string_view>
 #include <utility>
+
+#include "server/client_text.h"
 
 namespace valet {
 
 namespace {
 
-nlohmann::json OrNull(const std::string& s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
+// Every message is written by valet, but some carry text from elsewhere (a
+// chat template's raise_exception, a quoted value): a reply stays small
+// whatever it says.
+constexpr size_t kMaxMessageBytes = 1024;
+constexpr size_t kMaxParamBytes = 128;
+
+nlohmann::json OrNull(std::string_view s) { return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s); }
 
 }  // namespace
 
 nlohmann::json ApiError::Body() const {
-  nlohmann::json error = {{"message", message},
+  nlohmann::json error = {{"message", Utf8Prefix(message, kMaxMessageBytes)},
                           {"type", type},
-                          {"param", OrNull(param)},
+                          {"param", OrNull(Utf8Prefix(param, kMaxParamBytes))},
                           {"code", code.empty() ? DefaultCode(http_status) : code}};
   return nlohmann::json{{"error", std::move(error)}};
 }

@@ -4,6 +4,7 @@
 #include <string_view>
 #include <variant>
 
+#include "server/client_text.h"
 #include "server/completion_handler.h"
 #include "server/durable_handlers.h"
 #include "server/http_reply.h"
@@ -67,7 +68,8 @@ void RouteTask(const std::shared_ptr<ServerContext>& ctx, WorkQueue& workers,
   const bool get = req.method == "GET";
   if (!get && (path.result || req.method != "DELETE")) {
     http::HttpResponse reply =
-        ErrorReply(*ctx, ApiErrorOf(405, std::string("use ") + allow + " for " + req.path, "method_not_allowed"));
+        ErrorReply(*ctx, ApiErrorOf(405, std::string("use ") + allow + " for " + QuoteClientText(req.path),
+                                    "method_not_allowed"));
     reply.headers.emplace_back("Allow", allow);
     return exchange->Reply(std::move(reply));
   }
@@ -110,11 +112,11 @@ void ApiRouter::OnRequest(const std::shared_ptr<http::HttpExchange>& exchange) {
   }
   if (route == nullptr && allow.empty()) {
     return exchange->Reply(
-        ErrorReply(ctx, ApiErrorOf(404, "no route for " + req.method + " " + req.path, "not_found")));
+        ErrorReply(ctx, ApiErrorOf(404, "no route for " + QuoteClientText(req.method + " " + req.path), "not_found")));
   }
   if (route == nullptr) {
     http::HttpResponse reply =
-        ErrorReply(ctx, ApiErrorOf(405, "use " + allow + " for " + req.path, "method_not_allowed"));
+        ErrorReply(ctx, ApiErrorOf(405, "use " + allow + " for " + QuoteClientText(req.path), "method_not_allowed"));
     reply.headers.emplace_back("Allow", allow);
     return exchange->Reply(std::move(reply));
   }

@@ -28,8 +28,9 @@ Status CheckOptions(const ServerOptions& o) {
     return InvalidArgument("durable tasks need the model fingerprint with their directory");
   }
   if (o.durable.max_tasks < 1) return InvalidArgument("durable.max_tasks must be at least 1");
-  if (o.read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 || o.write_timeout.count() <= 0) {
-    return InvalidArgument("read, idle and write timeouts must be positive");
+  if (o.header_timeout.count() <= 0 || o.read_timeout.count() <= 0 || o.idle_timeout.count() <= 0 ||
+      o.write_timeout.count() <= 0) {
+    return InvalidArgument("header, read, idle and write timeouts must be positive");
   }
   return Status::Ok();
 }
@@ -41,6 +42,7 @@ http::HttpServerOptions TransportOptions(const ServerOptions& o) {
   h.listen_backlog = o.listen_backlog;
   h.max_connections = o.max_connections;
   h.limits.max_body_bytes = o.max_body_bytes;
+  h.header_timeout = o.header_timeout;
   h.read_timeout = o.read_timeout;
   h.idle_timeout = o.idle_timeout;
   h.write_timeout = o.write_timeout;

@@ -44,7 +44,6 @@ class CompletionReply {
         exchange_(std::move(exchange)),
         slot_(std::move(slot)),
         endpoint_(request.endpoint),
-        model_(request.model.empty() ? ctx_->options.model_name : request.model),
         stream_(request.stream),
         include_usage_(request.include_usage),
         logprobs_(request.logprobs) {}
@@ -78,7 +77,7 @@ class CompletionReply {
  private:
   const ResponseMeta& Meta(TaskId id) {
     if (meta_.id.empty()) {
-      meta_ = MakeResponseMeta(endpoint_, id, model_);
+      meta_ = MakeResponseMeta(endpoint_, id, ctx_->options.model_name);
       meta_.logprobs = logprobs_;
     }
     return meta_;
@@ -89,7 +88,8 @@ class CompletionReply {
     if (started_) return;
     started_ = true;
     Meta(id);
-    exchange_->BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
+    // The probe is an SSE comment: every event-stream reader skips it.
+    exchange_->BeginStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}}, std::string(kStreamProbe));
     if (endpoint_ == Endpoint::kChatCompletions) EmitChunk("", /*first=*/true);
   }
 
@@ -133,7 +133,6 @@ class CompletionReply {
   const std::shared_ptr<http::HttpExchange> exchange_;
   const std::shared_ptr<TaskSlot> slot_;
   const Endpoint endpoint_;
-  const std::string model_;
   const bool stream_;
   const bool include_usage_;
   const bool logprobs_;

@@ -8,6 +8,7 @@
 
 #include "sched/task_journal.h"
 #include "server/client_json.h"
+#include "server/client_text.h"
 #include "server/unsupported_fields.h"
 
 namespace valet {
@@ -164,7 +165,7 @@ MaybeError ReadTier(const json& body, std::string_view header, Endpoint endpoint
   if (!header.empty()) {
     std::optional<Tier> t = TierFromName(header);
     if (!t) {
-      return BadRequest("X-Valet-Tier must name a tier, got '" + std::string(header) + "'", "X-Valet-Tier",
+      return BadRequest("X-Valet-Tier must name a tier, got " + QuoteClientText(header), "X-Valet-Tier",
                         "invalid_value");
     }
     *out = *t;
@@ -207,8 +208,8 @@ MaybeError ReadMessage(const json& m, size_t index, ChatMessage* out) {
   } else if (r == "user" || r == "assistant") {
     out->role = r;
   } else {
-    return BadRequest("unsupported role '" + r + "' (system, developer, user, assistant)", param + ".role",
-                      "unsupported_value");
+    return BadRequest("unsupported role " + QuoteClientText(r) + " (system, developer, user, assistant)",
+                      param + ".role", "unsupported_value");
   }
   return ReadContent(m, param + ".content", &out->content);
 }
@@ -271,9 +272,10 @@ MaybeError ReadPrompt(const json& body, int32_t vocab_size, TaskRequest* task) {
 }
 
 MaybeError ReadCommon(const json& body, CompletionRequest* r) {
-  if (auto it = body.find("model"); it != body.end() && !it->is_null()) {
-    if (!it->is_string()) return TypeError("model", "a string");
-    r->model = it->get<std::string>();
+  // Checked, never kept: the answer names the served model (as OpenAI's
+  // does), so a client's "model" is not echoed into every stream chunk.
+  if (auto it = body.find("model"); it != body.end() && !it->is_null() && !it->is_string()) {
+    return TypeError("model", "a string");
   }
   std::optional<int64_t> n, best_of;
   if (auto e = ReadInt(body, "n", 1, std::numeric_limits<int32_t>::max(), &n)) return e;

@@ -31,7 +31,8 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // the answer carries logprobs (task.top_logprobs >= 0)
-  std::string model;           // echoed back; one model is served whatever it says
+  // No "model": one model is served whatever the request names, and answers
+  // carry its name (ServerOptions::model_name), never the request's text.
 };
 
 using ParsedCompletion = std::variant<CompletionRequest, ApiError>;

@@ -46,5 +46,8 @@ std::string UsageChunk(const ResponseMeta& meta, const TaskMetrics& metrics);
 // An error reported inside a stream that has already started.
 std::string StreamError(const std::string& error_json);
 inline constexpr std::string_view kStreamDone = "data: [DONE]\n\n";
+// An SSE comment, which readers ignore: what the transport sends to learn
+// whether a client that sent EOF mid-stream is still there.
+inline constexpr std::string_view kStreamProbe = ":\n\n";
 
 }  // namespace valet

@@ -36,10 +36,18 @@ struct ServerOptions {
   // /v1/models have one more of their own.
   int request_threads = 2;
   int listen_backlog = 512;
-  size_t max_connections = 1024;  // open at once; more get 503
-  // A request must arrive whole within read_timeout of its first byte (408
-  // otherwise); a keep-alive connection idle for idle_timeout is closed; a
-  // client that takes no output for write_timeout is dropped.
+  // Open at once. A newcomer to a full table closes the connection idle
+  // longest (between requests, still owing its head, or lingering after its
+  // reply); with none idle, the newcomer gets 503.
+  size_t max_connections = 1024;
+  // A new connection must send a whole request head within header_timeout
+  // (a later request on a keep-alive connection: of its first byte), or it
+  // is closed, with a 408 if it had begun one: a silent connection holds a
+  // slot seconds, not idle_timeout. A request must arrive whole within
+  // read_timeout of its first byte (408 otherwise); a keep-alive connection
+  // idle for idle_timeout is closed; a client that takes no output for
+  // write_timeout is dropped.
+  std::chrono::milliseconds header_timeout{5'000};
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};

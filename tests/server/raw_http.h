@@ -1,5 +1,6 @@
 // An HTTP client on a plain socket, for what httplib's client cannot do:
-// partial or slow sends, pipelining, HTTP/1.0, hanging up at a chosen point.
+// partial or slow sends, pipelining, HTTP/1.0, hanging up (or half-closing)
+// at a chosen point.
 // Reads give up after a minute, so a server that never answers fails the
 // test instead of hanging it.
 #pragma once
@@ -44,6 +45,8 @@ class RawConnection {
     if (fd_ >= 0) close(fd_);
     fd_ = -1;
   }
+  // Half-close: the server reads EOF, this side still reads (nc -N).
+  bool ShutdownWrite() { return shutdown(fd_, SHUT_WR) == 0; }
 
   bool Send(std::string_view bytes) {
     while (!bytes.empty()) {
@@ -70,14 +73,17 @@ class RawConnection {
   }
 
   // One response, framed by Content-Length or chunked encoding (or, without
-  // either, by the end of the connection).
+  // either, by the end of the connection). Interim 1xx responses before it
+  // are skipped, as a client must (RFC 9110 15.2).
   std::optional<RawResponse> ReadResponse() {
-    if (!ReadUntil("\r\n\r\n")) return std::nullopt;
-    const size_t head_end = buffered_.find("\r\n\r\n") + 4;
     RawResponse r;
-    r.head = buffered_.substr(0, head_end);
-    buffered_.erase(0, head_end);
-    r.status = std::atoi(r.head.c_str() + 9);
+    do {
+      if (!ReadUntil("\r\n\r\n")) return std::nullopt;
+      const size_t head_end = buffered_.find("\r\n\r\n") + 4;
+      r.head = buffered_.substr(0, head_end);
+      buffered_.erase(0, head_end);
+      r.status = std::atoi(r.head.c_str() + 9);
+    } while (r.status >= 100 && r.status < 200);
     if (const size_t cl = r.head.find("Content-Length: "); cl != std::string::npos) {
       const size_t length = std::strtoul(r.head.c_str() + cl + 16, nullptr, 10);
       while (buffered_.size() < length) {

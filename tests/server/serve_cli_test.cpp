@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -22,24 +24,36 @@ using nlohmann::json;
 
 using valet::testing::CliRun;
 
-CliRun Valet(const std::string& args) { return valet::testing::RunValet(args); }
+// The caller's own VALET_API_KEY, if any, is left out: only `env` sets it.
+CliRun Valet(const std::string& args, const std::string& env = "") {
+  return valet::testing::RunValet(args, "-u VALET_API_KEY " + env);
+}
 
 // A `valet serve` child process; its first stdout line names the port.
 class ServeProcess {
  public:
-  explicit ServeProcess(const std::string& model, const std::vector<std::string>& flags = {}) {
+  // `env`: NAME=VALUE entries added to this process's environment.
+  explicit ServeProcess(const std::string& model, const std::vector<std::string>& flags = {},
+                        const std::vector<std::string>& env = {}) {
     std::vector<std::string> args = {VALET_BIN, "serve", "-m", model, "--port", "0", "-t", "1", "--kv-budget-mb", "16"};
     args.insert(args.end(), flags.begin(), flags.end());
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
+    std::vector<std::string> env_strings = env;
+    std::vector<char*> envp;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string_view(*e).rfind("VALET_API_KEY=", 0) != 0) envp.push_back(*e);
+    }
+    for (std::string& e : env_strings) envp.push_back(e.data());
+    envp.push_back(nullptr);
     int fds[2];
     if (pipe(fds) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fds[1], STDOUT_FILENO);
       close(fds[0]);
-      execv(VALET_BIN, argv.data());
+      execve(VALET_BIN, argv.data(), envp.data());
       _exit(127);
     }
     close(fds[1]);
@@ -61,6 +75,7 @@ class ServeProcess {
     return exit_code_;
   }
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& first_line() const { return first_line_; }
 
  private:
@@ -76,7 +91,7 @@ TEST(ServeCliTest, BadFlagsAreOneLineErrorsWithExitCode2) {
            {"serve", "--model is required"},
            {"serve -m x.gguf --port 70000", "--port must be between"},
            {"serve -m x.gguf --kv-budget-mb 0", "--kv-budget-mb must be between"},
-           {"serve -m x.gguf --api-key ''", "--api-key must not be empty"},
+           {"serve -m x.gguf --api-key ''", "--api-key: the API key is empty"},
            {"serve -m /nonexistent/model.gguf", "model.gguf"}}) {
     const CliRun r = Valet(args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
@@ -223,6 +238,120 @@ TEST(ServeCliTest, SpecialTextsInMessagesAreTextUnlessTheFlagSaysOtherwise) {
   EXPECT_EQ(ChatPromptTokens(literal.port(), "hello"), ChatPromptTokens(parsing.port(), "hello"));
   EXPECT_EQ(literal.Stop(), 0);
   EXPECT_EQ(parsing.Stop(), 0);
+}
+
+// A scratch directory for key files, removed afterwards.
+class KeyDir {
+ public:
+  KeyDir() {
+    char pattern[] = "/tmp/valet-serve-key-XXXXXX";
+    if (mkdtemp(pattern) != nullptr) path_ = pattern;
+  }
+  ~KeyDir() {
+    if (!path_.empty()) std::filesystem::remove_all(path_);
+  }
+  bool ok() const { return !path_.empty(); }
+  const std::string& path() const { return path_; }
+  // `content` in the file `name`, with `mode`.
+  std::string File(const std::string& name, const std::string& content, mode_t mode) const {
+    const std::string p = path_ + "/" + name;
+    std::ofstream(p, std::ios::binary) << content;
+    chmod(p.c_str(), mode);
+    return p;
+  }
+  std::string Link(const std::string& name, const std::string& target) const {
+    const std::string p = path_ + "/" + name;
+    std::filesystem::create_symlink(target, p);
+    return p;
+  }
+
+ private:
+  std::string path_;
+};
+
+// A missing model is the first thing after the flags to fail: a key source
+// that got that far was accepted.
+constexpr const char* kNoModel = "serve -m /nonexistent/model.gguf ";
+
+TEST(ServeCliTest, AKeyFileGroupOrOthersMayReadIsRefusedNamingThePath) {
+  const KeyDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string open = dir.File("open.key", "k\n", 0644);
+  const std::string open_link = dir.Link("open-link.key", open);
+  const std::string empty = dir.File("empty.key", "\n", 0600);
+  const std::string good = dir.File("good.key", "s3cret\n", 0600);
+  const std::string good_link = dir.Link("good-link.key", good);
+  for (const auto& [args, needles] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"--api-key-file " + open, {open, "mode 0644", "chmod 600"}},
+           {"--api-key-file " + open_link, {open_link, "a symlink to a file with mode 0644"}},
+           {"--api-key-file " + empty, {empty, "the API key is empty"}},
+           {"--api-key-file " + dir.path() + "/missing.key", {"missing.key", "cannot open"}},
+           {"--api-key-file " + good + " --api-key k", {"--api-key-file and --api-key", "one way only"}}}) {
+    const CliRun r = Valet(kNoModel + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out;
+    for (const std::string& needle : needles) EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+    EXPECT_EQ(r.out.find("model.gguf"), std::string::npos) << "refused before the model: " << r.out;
+  }
+  for (const std::string& path : {good, good_link}) {
+    const CliRun r = Valet(kNoModel + std::string("--api-key-file ") + path);
+    EXPECT_EQ(r.exit_code, 2) << r.out;
+    EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("key"), std::string::npos) << r.out;
+  }
+}
+
+TEST(ServeCliTest, TheKeyComesFromOneSourceAndTheCommandLineOneWarns) {
+  const KeyDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string file = dir.File("k.key", "k\n", 0600);
+  CliRun r = Valet(kNoModel + std::string("--api-key-file ") + file, "VALET_API_KEY=k");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("--api-key-file and VALET_API_KEY (environment): give it one way only"), std::string::npos)
+      << r.out;
+  r = Valet(kNoModel + std::string("--api-key k"), "VALET_API_KEY=k");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("one way only"), std::string::npos) << r.out;
+  r = Valet(kNoModel, "VALET_API_KEY=");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("VALET_API_KEY is set but empty"), std::string::npos) << r.out;
+
+  r = Valet(kNoModel, "VALET_API_KEY=k");
+  EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+  r = Valet(kNoModel + std::string("--api-key k"));
+  EXPECT_NE(r.out.find("warning: --api-key puts the key on the command line, where other local users can read it"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("/nonexistent/model.gguf"), std::string::npos) << r.out;
+}
+
+// Each way in guards the API with its key, and none leaves the key in the
+// process's arguments.
+TEST(ServeCliTest, TheKeyFromAFileTheEnvironmentOrTheFlagGuardsTheApi) {
+  const TinyModel tiny("valet_serve_key");
+  ASSERT_TRUE(tiny.ok());
+  const KeyDir dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string file = dir.File("serve.key", "from-file\n", 0600);
+  struct Case {
+    std::vector<std::string> flags, env;
+    std::string key;
+  };
+  for (const Case& k : {Case{{"--api-key-file", file}, {}, "from-file"}, Case{{}, {"VALET_API_KEY=from-env"}, "from-env"},
+                        Case{{"--api-key", "from-flag"}, {}, "from-flag"}}) {
+    ServeProcess serve(tiny.path(), k.flags, k.env);
+    ASSERT_GT(serve.port(), 0) << serve.first_line();
+    httplib::Client c("127.0.0.1", serve.port());
+    c.set_read_timeout(120, 0);
+    EXPECT_EQ(c.Get("/v1/models")->status, 401) << k.key;
+    EXPECT_EQ(c.Get("/v1/models", {{"Authorization", "Bearer " + k.key}})->status, 200) << k.key;
+    EXPECT_EQ(c.Get("/health")->status, 200);
+    std::ifstream cmdline("/proc/" + std::to_string(serve.pid()) + "/cmdline", std::ios::binary);
+    const std::string args((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+    EXPECT_NE(args.find("serve"), std::string::npos);
+    EXPECT_EQ(args.find(k.key), std::string::npos) << k.key;
+    EXPECT_EQ(serve.Stop(), 0);
+  }
 }
 
 // The tiny model's context (512) holds neither bench-contention's documents

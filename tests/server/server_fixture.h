@@ -25,12 +25,17 @@ struct SseEvents {
   bool well_formed = true;             // every event was "data: <json>\n\n"
 };
 
-// Splits a text/event-stream body into its data payloads.
+// Splits a text/event-stream body into its data payloads. Comments (":...",
+// the server's probe of a half-closed client) are skipped, as SSE readers do.
 inline SseEvents ParseSse(const std::string& body) {
   SseEvents out;
   size_t pos = 0;
   while (pos < body.size()) {
     const size_t end = body.find("\n\n", pos);
+    if (end != std::string::npos && body[pos] == ':' && body.find('\n', pos) == end) {
+      pos = end + 2;
+      continue;
+    }
     if (end == std::string::npos || body.compare(pos, 6, "data: ") != 0 || out.done) {
       out.well_formed = false;
       return out;

@@ -70,7 +70,7 @@ TEST_F(ServerHttpTest, ChatCompletionMatchesTheSchedulerRunAlone) {
   const json body = ParseJson(res->body);
   const TaskResult want = RunDirect(ChatRequest("You are terse.", "Hello there", 12, 5));
   EXPECT_EQ(body["object"], "chat.completion");
-  EXPECT_EQ(body["model"], "m");
+  EXPECT_EQ(body["model"], "valet");  // the served model's name, not the request's "m"
   EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
   EXPECT_EQ(body["choices"][0]["message"]["content"], want.text);
   EXPECT_EQ(body["choices"][0]["finish_reason"], want.stop_reason == StopReason::kMaxTokens ? "length" : "stop");

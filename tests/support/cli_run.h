@@ -15,8 +15,9 @@ struct CliRun {
   std::string out;  // stdout and stderr together
 };
 
-inline CliRun RunValet(const std::string& args) {
-  const std::string cmd = std::string(VALET_BIN) + " " + args + " 2>&1";
+// `env`: NAME=VALUE words for the command's environment ("" for none).
+inline CliRun RunValet(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(VALET_BIN) + " " + args + " 2>&1";
   CliRun r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

@@ -9,12 +9,13 @@ void HttpExchange::Reply(HttpResponse response) {
   Post(std::move(op));
 }
 
-void HttpExchange::BeginStream(int status, std::string content_type, HeaderList headers) {
+void HttpExchange::BeginStream(int status, std::string content_type, HeaderList headers, std::string probe) {
   ExchangeOp op;
   op.kind = ExchangeOp::Kind::kBeginStream;
   op.response.status = status;
   op.response.content_type = std::move(content_type);
   op.response.headers = std::move(headers);
+  op.data = std::move(probe);
   Post(std::move(op));
 }
 

@@ -20,7 +20,7 @@ struct ExchangeOp {
   enum class Kind { kReply, kBeginStream, kWrite, kEndStream };
   Kind kind = Kind::kReply;
   HttpResponse response;  // kReply; kBeginStream uses its status, type and headers
-  std::string data;       // kWrite
+  std::string data;       // kWrite; kBeginStream: the stream's probe (HttpExchange::BeginStream)
 };
 
 // The loop's side: takes ops for an exchange from any thread.
@@ -41,8 +41,10 @@ class HttpExchange {
   // exchange; calls after the client left are dropped.
   void Reply(HttpResponse response);
   // A reply whose body follows in pieces: chunked for HTTP/1.1, until the
-  // connection closes for HTTP/1.0.
-  void BeginStream(int status, std::string content_type, HeaderList headers = {});
+  // connection closes for HTTP/1.0. `probe`, if not empty, is a piece the
+  // body's reader ignores (an SSE comment): the transport may insert it
+  // between writes to learn whether a client that sent EOF is still there.
+  void BeginStream(int status, std::string content_type, HeaderList headers = {}, std::string probe = {});
   void Write(std::string data);
   void EndStream();
 

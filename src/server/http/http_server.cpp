@@ -29,6 +29,12 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr auto kTick = std::chrono::milliseconds(100);  // how often time limits are checked
+// How long after a client's EOF its pending reply waits before the loop
+// probes whether it is still there: a reply ready by then needs no probe,
+// so a quick answer (/health) never carries an interim response.
+constexpr auto kProbeDelay = kTick;
+constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+constexpr uint32_t kReadEvents = EPOLLIN | EPOLLRDHUP;
 
 Result<int> OpenListener(const std::string& host, int port, int backlog, int* bound_port) {
   addrinfo hints{};
@@ -106,6 +112,11 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
   void Accept();
   void OnEvents(Connection& c, uint32_t events);
   void Read(Connection& c);
+  // read() gave EOF: the client will send nothing more.
+  void OnEof(Connection& c);
+  // Sends bytes the pending reply allows, so that a client that closed its
+  // socket (rather than only its sending side) answers with a reset.
+  void Probe(Connection& c);
   void Process(Connection& c);
   void Dispatch(Connection& c);
   void ApplyPosted();
@@ -115,6 +126,9 @@ class HttpServer::Loop final : public ExchangeSink, public std::enable_shared_fr
   void Flush(Connection& c);
   void FinishExchange(Connection& c);
   void Close(Connection& c);
+  // Closes the connection idle longest, if any is (Connection::idle).
+  void CloseIdlest();
+  size_t OpenConnections() const { return conns_.size() - to_close_.size(); }
   void CheckTimes(Clock::time_point now);
   // Applies a Stop request; true once the loop should end.
   bool ApplyStop(Clock::time_point now);
@@ -161,9 +175,12 @@ void HttpServer::Loop::Accept() {
     }
     const int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // stream events are small
+    // Slots go to clients that talk: a full table sheds its idlest
+    // connection before the newcomer would be refused.
+    if (OpenConnections() >= options_.max_connections) CloseIdlest();
     auto c = std::make_unique<Connection>(fd, next_id_++, options_.limits, Clock::now());
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.events = kReadEvents;
     ev.data.u64 = c->id;
     if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
       close(fd);
@@ -172,19 +189,28 @@ void HttpServer::Loop::Accept() {
     c->events = ev.events;
     Connection& conn = *c;
     conns_.emplace(c->id, std::move(c));
-    if (conns_.size() > options_.max_connections) {
+    if (OpenConnections() > options_.max_connections) {
       SendTransportError(conn, HttpError{503, "too many connections; retry later", "too_many_connections"});
     }
   }
 }
 
 void HttpServer::Loop::OnEvents(Connection& c, uint32_t events) {
-  if (events & EPOLLIN) Read(c);
-  if (c.closed) return;
-  if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) {
-    // A lingering close waits for exactly this; anyone else has left.
+  if (events & (EPOLLERR | EPOLLHUP)) {
+    // A reset, or both directions shut: nobody is left to read a reply. A
+    // lingering close waits for exactly this.
     if (c.phase != Connection::Phase::kLingering) c.gone = true;
     return Close(c);
+  }
+  // A FIN (EPOLLRDHUP) is read as EOF after whatever arrived before it.
+  if (events & kReadEvents) Read(c);
+  if (c.closed) return;
+  if ((events & EPOLLRDHUP) && (c.events & EPOLLRDHUP) && !(c.events & EPOLLIN)) {
+    // The FIN waits behind input left unread (Read's cap): it is read once
+    // the reply is out; meanwhile the probe asks whether anyone is there.
+    // Unwatched, or it would be reported over and over.
+    Watch(c, c.events & ~static_cast<uint32_t>(EPOLLRDHUP));
+    if (!c.probe_at) c.probe_at = Clock::now() + kProbeDelay;
   }
   if (events & EPOLLOUT) Flush(c);
 }
@@ -200,17 +226,13 @@ void HttpServer::Loop::Read(Connection& c) {
       // Discarded; not activity, so a client cannot hold a closing connection open.
       if (c.phase == Connection::Phase::kLingering) continue;
       c.last_activity = Clock::now();
-      if (c.in.empty() && !c.request_started) c.request_started = c.last_activity;
       c.in.append(buf, static_cast<size_t>(n));
       // Parse as it arrives, so the body limit holds before the bytes pile up.
       if (c.phase == Connection::Phase::kReading) Process(c);
       if (c.closed) return;
       continue;
     }
-    if (n == 0) {
-      if (c.phase != Connection::Phase::kLingering) c.gone = true;
-      return Close(c);
-    }
+    if (n == 0) return OnEof(c);
     if (errno == EINTR) continue;
     if (errno != EAGAIN && errno != EWOULDBLOCK) {
       c.gone = true;
@@ -218,16 +240,49 @@ void HttpServer::Loop::Read(Connection& c) {
     }
     return;
   }
+  // Past the cap the rest stays in the socket (TCP pushes back), and so does
+  // any FIN behind it (OnEvents).
   Watch(c, c.events & ~static_cast<uint32_t>(EPOLLIN));
+}
+
+void HttpServer::Loop::OnEof(Connection& c) {
+  c.eof = true;
+  Watch(c, c.events & ~kReadEvents);
+  switch (c.phase) {
+    case Connection::Phase::kReading:    // no whole request left to answer
+    case Connection::Phase::kLingering:  // answered: the close it waited for
+      return Close(c);
+    default:
+      // Answered, then closed (FinishExchange); meanwhile the probe tells a
+      // half-closed client from one that has gone.
+      c.probe_at = Clock::now() + kProbeDelay;
+      return;
+  }
+}
+
+void HttpServer::Loop::Probe(Connection& c) {
+  // Bytes already on their way draw the same reset.
+  if (c.pending() > 0) return;
+  // RFC 9110 15.2: an HTTP/1.1 client parses interim responses it did not
+  // ask for; an HTTP/1.0 client must get none.
+  if (c.phase == Connection::Phase::kAnswering && !c.http10) return Send(c, kContinue);
+  if (c.phase == Connection::Phase::kStreaming && !c.stream_probe.empty()) {
+    Send(c, c.http10 ? std::string_view(c.stream_probe) : std::string_view(Chunk(c.stream_probe)));
+  }
 }
 
 void HttpServer::Loop::Process(Connection& c) {
   while (c.phase == Connection::Phase::kReading && !c.in.empty()) {
-    if (!c.request_started) c.request_started = Clock::now();
+    // The clocks start here rather than in Read: bytes pipelined while a
+    // reply was pending are not late for the time they waited.
+    const Clock::time_point now = Clock::now();
+    if (!c.request_started) c.request_started = now;
+    if (!c.head_due_since && !c.parser.head_done()) c.head_due_since = now;
     switch (c.parser.Feed(c.in)) {
       case RequestParser::Progress::kNeedMore: return;
       case RequestParser::Progress::kHead:
-        if (c.parser.expects_continue()) Send(c, "HTTP/1.1 100 Continue\r\n\r\n");
+        c.head_due_since.reset();
+        if (c.parser.expects_continue()) Send(c, kContinue);
         break;
       case RequestParser::Progress::kComplete: return Dispatch(c);
       case RequestParser::Progress::kError: return SendTransportError(c, c.parser.error());
@@ -238,6 +293,7 @@ void HttpServer::Loop::Process(Connection& c) {
 void HttpServer::Loop::Dispatch(Connection& c) {
   c.phase = Connection::Phase::kAnswering;
   c.request_started.reset();
+  c.head_due_since.reset();
   c.keep_alive = c.parser.request().keep_alive;
   c.http10 = c.parser.request().minor_version == 0;
   c.exchange_id = next_id_++;
@@ -274,6 +330,7 @@ void HttpServer::Loop::Apply(Connection& c, ExchangeOp op) {
       break;
     case Kind::kBeginStream:
       c.phase = Connection::Phase::kStreaming;
+      c.stream_probe = std::move(op.data);
       c.keep_alive = keep_alive && !c.http10;
       Send(c, ResponseHead(op.response, c.http10 ? BodyFraming::kUntilClose : BodyFraming::kChunked, c.keep_alive));
       break;
@@ -330,18 +387,29 @@ void HttpServer::Loop::FinishExchange(Connection& c) {
     exchanges_.erase(c.exchange_id);
     c.exchange.reset();
   }
+  c.stream_probe.clear();
+  if (c.eof) {
+    // The client sends nothing more: answer what it pipelined before its
+    // EOF, then close (no lingering: there is no input left to drain).
+    if (c.keep_alive && !c.closing) {
+      c.phase = Connection::Phase::kReading;
+      Process(c);
+      if (c.closed || c.phase != Connection::Phase::kReading) return;
+    }
+    return Close(c);
+  }
   if (!c.keep_alive || c.closing) {
     // Lingering close: stop sending, read and drop what the client still
     // sends, so the reply is not lost to a reset (RFC 9112 9.6).
     shutdown(c.fd, SHUT_WR);
     c.phase = Connection::Phase::kLingering;
     c.last_activity = Clock::now();
-    Watch(c, EPOLLIN | EPOLLRDHUP);
+    Watch(c, kReadEvents);
     return;
   }
   c.phase = Connection::Phase::kReading;
   c.last_activity = Clock::now();
-  Watch(c, (c.events | EPOLLIN) & ~static_cast<uint32_t>(EPOLLOUT));
+  Watch(c, (c.events | kReadEvents) & ~static_cast<uint32_t>(EPOLLOUT));
   Process(c);  // a pipelined request may be waiting
 }
 
@@ -358,10 +426,28 @@ void HttpServer::Loop::Close(Connection& c) {
   to_close_.push_back(c.id);
 }
 
+void HttpServer::Loop::CloseIdlest() {
+  Connection* idlest = nullptr;
+  for (auto& [id, cp] : conns_) {
+    Connection& c = *cp;
+    if (c.closed || !c.idle()) continue;
+    if (idlest == nullptr || c.idle_since() < idlest->idle_since() ||
+        (c.idle_since() == idlest->idle_since() && c.id < idlest->id)) {
+      idlest = &c;
+    }
+  }
+  if (idlest != nullptr) Close(*idlest);
+}
+
 void HttpServer::Loop::CheckTimes(Clock::time_point now) {
   for (auto& [id, cp] : conns_) {
     Connection& c = *cp;
     if (c.closed) continue;
+    if (c.probe_at && now >= *c.probe_at) {
+      c.probe_at.reset();
+      Probe(c);
+      if (c.closed) continue;
+    }
     if (c.pending() > 0) {
       if (now - c.last_write > options_.write_timeout) {
         c.gone = true;
@@ -371,9 +457,16 @@ void HttpServer::Loop::CheckTimes(Clock::time_point now) {
     }
     switch (c.phase) {
       case Connection::Phase::kReading:
-        if (c.request_started && now - *c.request_started > options_.read_timeout) {
+        if (c.head_due_since && !c.parser.head_done() && now - *c.head_due_since > options_.header_timeout) {
+          // One that never began a request is owed nothing.
+          if (!c.parser.started()) {
+            Close(c);
+          } else {
+            SendTransportError(c, HttpError{408, "the request head did not arrive in time", "request_timeout"});
+          }
+        } else if (c.request_started && now - *c.request_started > options_.read_timeout) {
           SendTransportError(c, HttpError{408, "the request did not arrive in time", "request_timeout"});
-        } else if (!c.request_started && now - c.last_activity > options_.idle_timeout) {
+        } else if (!c.request_started && !c.head_due_since && now - c.last_activity > options_.idle_timeout) {
           Close(c);
         }
         break;
@@ -453,6 +546,10 @@ void HttpServer::Loop::Run() {
 Result<std::unique_ptr<HttpServer>> HttpServer::Listen(const HttpServerOptions& options, HttpHandler& handler) {
   if (options.listen_backlog < 1 || options.max_connections < 1) {
     return InvalidArgument("listen_backlog and max_connections must be positive");
+  }
+  if (options.header_timeout.count() <= 0 || options.read_timeout.count() <= 0 || options.idle_timeout.count() <= 0 ||
+      options.write_timeout.count() <= 0) {
+    return InvalidArgument("header, read, idle and write timeouts must be positive");
   }
   int port = -1;
   VALET_ASSIGN_OR_RETURN(int listen_fd, OpenListener(options.host, options.port, options.listen_backlog, &port));

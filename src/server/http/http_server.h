@@ -5,10 +5,24 @@
 // back through HttpExchange from any thread. Pipelined requests on a
 // connection are answered in order, one at a time.
 //
-// Time limits: a request must arrive whole within read_timeout of its first
-// byte (else 408 and close), an idle keep-alive connection is closed after
-// idle_timeout, and a client that takes no output for write_timeout, or lets
-// more than max_pending_output pile up, is treated as gone.
+// Time limits: a connection must send a whole request head within
+// header_timeout of its accept (of a later request's first byte on a
+// keep-alive connection), else it is closed (408 if it had begun one); a
+// request must arrive whole within read_timeout of its first byte (else 408
+// and close); an idle keep-alive connection is closed after idle_timeout; a
+// client that takes no output for write_timeout, or lets more than
+// max_pending_output pile up, is treated as gone.
+//
+// Slots: when max_connections are open, a new connection first closes the
+// one idle longest (between requests, still owing its head, or done and
+// lingering); only when none is idle is the newcomer refused with 503.
+//
+// End of input: a client that shuts its sending side after whole requests
+// (shutdown(SHUT_WR)) gets their answers, then the connection closes; a
+// partial request is dropped. A FIN alone cannot tell that client from one
+// that closed its socket, so while a reply is pending the loop sends bytes
+// the reply allows (an interim 100 Continue to an HTTP/1.1 client, or the
+// stream's probe bytes) and a reset in return marks the client gone.
 #pragma once
 
 #include <chrono>
@@ -27,8 +41,9 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;  // 0: any free port
   int listen_backlog = 512;
-  size_t max_connections = 1024;  // more are answered 503 and closed
+  size_t max_connections = 1024;  // then the idlest is closed for a newcomer, or the newcomer gets 503
   ParserLimits limits;
+  std::chrono::milliseconds header_timeout{5'000};  // short: silent connections must not hold slots
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds idle_timeout{60'000};
   std::chrono::milliseconds write_timeout{30'000};

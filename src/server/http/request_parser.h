@@ -43,6 +43,9 @@ class RequestParser {
   const HttpError& error() const { return error_; }
   // True once any byte of the current request has arrived.
   bool started() const { return started_; }
+  // True once the current request's line and headers are complete (its body
+  // may still be on its way).
+  bool head_done() const { return state_ != State::kHead; }
   // Ready for the next request on the same connection.
   void Reset();
 
