@@ -22,15 +22,18 @@ constexpr FlagSpec kFlags[] = {
     {"--port", nullptr, true, "port (default 8080; 0: any free port, printed at start)"},
     {"--api-key", nullptr, true, "require \"Authorization: Bearer KEY\" on /v1/* and /metrics"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
-    {"--ctx-size", "-c", true, "context size per sequence (default: the model's)"},
+    {"--ctx-size", "-c", true,
+     "context size per sequence (default: the model's); durable tasks resume only under the one they began with"},
     {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
     {"--snapshot-dir", nullptr, true,
-     "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks); "
+     "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks), created 0700; "
+     "refused if it or <dir>/tasks is a symlink, another user's or writable by others; "
      "default: no disk tier, no durable tasks"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
     {"--task-history", nullptr, true, "finished tasks /v1/tasks keeps, the oldest forgotten first (default 4096)"},
     {"--special-in-messages", nullptr, false,
-     "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text)"},
+     "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text); "
+     "durable tasks resume only under the setting they began with"},
 };
 
 struct Flags {
