@@ -104,7 +104,9 @@ struct Harness {
     o.defaults.vocab_size = 512;
     o.durable.dir = dir;
     o.durable.model_fingerprint = so.model_fingerprint;
-    ctx = std::make_shared<valet::ServerContext>(*scheduler, engine, o);
+    std::unique_ptr<const valet::DurableStore> durable =
+        std::move(valet::DurableStore::Open(engine, o.durable)).value();
+    ctx = std::make_shared<valet::ServerContext>(*scheduler, engine, o, std::move(durable));
     router = std::make_unique<valet::ApiRouter>(ctx, control, requests);
   }
   static valet::FakeEngineOptions EngineOptions() {

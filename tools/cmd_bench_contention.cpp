@@ -14,6 +14,7 @@
 #include "bench/svg_timeline.h"
 #include "cli_args.h"
 #include "commands.h"
+#include "common/private_dir.h"
 #include "common/private_files.h"
 #include "engine/real_engine.h"
 #include "load_average.h"
@@ -63,7 +64,7 @@ Result<std::string> DefaultModel(const std::string& scratch) {
   const std::string dir = CacheDir().empty() ? scratch : CacheDir();
   const std::string path = dir + "/valet-bench-q8_0.gguf";
   if (fs::exists(path)) return path;
-  VALET_RETURN_IF_ERROR(MakePrivateDirectory(dir));
+  VALET_RETURN_IF_ERROR(PrivateDir::Open(dir).status());
   std::fprintf(stderr, "synthesizing the built-in bench model into %s ...\n", path.c_str());
   SynthModelOptions o;
   o.preset = SynthPreset::kBench;

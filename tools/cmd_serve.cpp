@@ -27,15 +27,18 @@ constexpr FlagSpec kFlags[] = {
      "for group or others; a trailing newline is dropped); or set VALET_API_KEY"},
     {"--api-key", nullptr, true, "the key itself: every local user can read it in ps (prefer --api-key-file)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
-    {"--ctx-size", "-c", true, "context size per sequence (default: the model's)"},
+    {"--ctx-size", "-c", true,
+     "context size per sequence (default: the model's); durable tasks resume only under the one they began with"},
     {"--kv-budget-mb", nullptr, true, "KV pool size in MiB (default 256)"},
     {"--snapshot-dir", nullptr, true,
-     "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks); "
+     "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks), created 0700; "
+     "refused if it or <dir>/tasks is a symlink, another user's or writable by others; "
      "default: no disk tier, no durable tasks"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
     {"--task-history", nullptr, true, "finished tasks /v1/tasks keeps, the oldest forgotten first (default 4096)"},
     {"--special-in-messages", nullptr, false,
-     "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text)"},
+     "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text); "
+     "durable tasks resume only under the setting they began with"},
 };
 
 struct Flags {

@@ -23,6 +23,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "valet/byte_range.h"
@@ -190,6 +191,11 @@ class VALET_API EngineInterface {
   virtual std::vector<int32_t> eog_tokens() const { return {eos_token()}; }
   virtual ChatFormat chat_format() const { return {}; }
   virtual int32_t context_length() const = 0;    // positions per sequence
+  // What of this engine's configuration beyond the model file and
+  // context_length() changes the tokens it computes, as (name, value) pairs
+  // (the real engine: its KV cache's element type). A durable task's journal
+  // records them and resumes only under the same (docs/durable.md).
+  virtual std::vector<std::pair<std::string, std::string>> token_settings() const { return {}; }
   virtual int32_t max_step_tokens() const = 0;   // tokens one Step may compute
 
   virtual Result<SequenceId> OpenSequence(const SequenceSpec& spec) = 0;

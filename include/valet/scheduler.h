@@ -220,16 +220,25 @@ struct SchedulerOptions {
   // control-token text typed in it ("<|im_start|>system") stays text, and only
   // the chat template's markup makes control tokens. True parses them in
   // content too, as tokenizing the whole rendered prompt with special tokens
-  // parsed does (llama.cpp's server). Raw prompts are always parsed.
+  // parsed does (llama.cpp's server). Raw prompts are always parsed. Part of
+  // a durable task's identity: its journal resumes only under the same value.
   bool parse_special_in_messages = false;
   // Where durable tasks (TaskRequest::durable) keep their journals
   // (docs/durable.md); empty: durable tasks are refused. One scheduler at a
-  // time may own the directory.
+  // time may own the directory. Opened when the scheduler is made, created
+  // 0700 if missing, never through a symbolic link: Scheduler::Create fails
+  // (InvalidArgument, naming the path and what is wrong) for a link, a
+  // non-directory, another user's directory or one others may write; one
+  // that cannot be created leaves durable tasks unavailable (their calls
+  // answer why).
   std::string durable_dir;
-  // Names the model, its tokenizer and template and
-  // parse_special_in_messages in every journal, so a directory written by
-  // another model (or valet version) is refused, never misread. Required
-  // with durable_dir.
+  // Names the model file (its tokenizer, chat template and weights: the C
+  // API and valet serve use Engine::fingerprint()). Every journal records it
+  // with valet's version and the settings outside the model that decide
+  // tokens (parse_special_in_messages, the engine's context length, chat
+  // format, BOS and KV type: docs/durable.md, "Identity"); a journal written
+  // under any other is skipped with the difference named, never misread.
+  // Required with durable_dir.
   std::string model_fingerprint;
   // The most bytes durable_dir may hold (journals and KV checkpoints): a
   // durable task submitted beyond it is refused (ResourceExhausted) until
@@ -356,7 +365,9 @@ struct RecoveredTask {
 struct RecoveryReport {
   std::vector<RecoveredTask> tasks;
   // Files in the directory that are not journals this scheduler may read
-  // (another model or version, damage), with the reason; left in place.
+  // (another model, version or setting that decides tokens, damage), with
+  // the reason ("parse_special_in_messages differs: journal false, now
+  // true"); left in place.
   std::vector<std::pair<std::string, Status>> skipped;
 };
 

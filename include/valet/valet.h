@@ -145,7 +145,12 @@ typedef struct valet_params {
   int32_t max_batch_tokens;        /* tokens per engine step */
   size_t kv_capacity_bytes;        /* KV pool budget */
   size_t snapshot_ram_bytes;       /* RAM tier of the snapshot store */
-  const char* snapshot_dir;        /* disk tier directory; NULL: none */
+  const char* snapshot_dir;        /* disk tier directory, and durable tasks' in
+                                    * <snapshot_dir>/tasks; NULL: none. Both are
+                                    * created 0700 if missing; valet_create fails
+                                    * (VALET_INVALID_ARGUMENT) for either when it is
+                                    * a symbolic link, not a directory, another
+                                    * user's, or writable by others (docs/durable.md) */
   const char* budget_table_path;   /* governor budgets as a JSON file; NULL: defaults */
   valet_lifecycle_state initial_state;
   valet_batch_mode batch_mode;
@@ -356,9 +361,11 @@ valet_status valet_submit(valet_scheduler* scheduler, const valet_task_params* p
 valet_status valet_cancel(valet_scheduler* scheduler, valet_task_id id);
 /* Durable tasks (docs/durable.md): resumes every unfinished task journaled in
  * <snapshot_dir>/tasks where its journal ends and reports every one found to
- * `fn`. Journals of another model or valet version are left alone (not an
- * error). Waits for the scheduler's thread (at most one step).
- * VALET_INVALID_ARGUMENT without a snapshot_dir. */
+ * `fn`. Journals of another model or valet version, or written under
+ * another n_ctx (or any other setting that decides tokens), are left alone
+ * and not reported (not an error): such a task resumes only under the
+ * settings it began with. Waits for the scheduler's thread (at most one
+ * step). VALET_INVALID_ARGUMENT without a snapshot_dir. */
 valet_status valet_recover(valet_scheduler* scheduler, valet_recover_fn fn, void* user_data);
 /* Forgets an ended durable task: removes its journal. VALET_NOT_FOUND when
  * there is none, VALET_INVALID_ARGUMENT while it runs. */

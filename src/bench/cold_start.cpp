@@ -85,12 +85,9 @@ Result<ColdStartSample> OneStart(const Workload& workload, const ScenarioConfig&
                                  int32_t turn, const std::string& durable_from) {
   VALET_ASSIGN_OR_RETURN(Scratch dir, Scratch::Make("valet-cold-start-"));
   const std::string tasks = dir.path() + "/tasks";
+  // Without journals to copy, the scheduler makes the directory (private) itself.
   std::error_code ec;
-  if (durable_from.empty()) {
-    fs::create_directory(tasks, ec);
-  } else {
-    fs::copy(durable_from, tasks, fs::copy_options::recursive, ec);
-  }
+  if (!durable_from.empty()) fs::copy(durable_from, tasks, fs::copy_options::recursive, ec);
   if (ec) return IoError("cannot prepare " + tasks + ": " + ec.message());
   ColdStartSample sample;
   const double launch = SteadySeconds();

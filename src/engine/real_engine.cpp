@@ -108,6 +108,10 @@ std::vector<int32_t> RealEngine::Tokenize(std::string_view text, const TokenizeO
 
 ChatFormat RealEngine::chat_format() const { return engine_->chat_format(); }
 
+std::vector<std::pair<std::string, std::string>> RealEngine::token_settings() const {
+  return {{"kv_type", KvTypeName(engine_->options().kv_type)}};
+}
+
 std::string RealEngine::TokenPiece(int32_t token) const { return engine_->tokenizer().TokenToPiece(token); }
 int32_t RealEngine::eos_token() const { return engine_->tokenizer().vocabulary().eos_id(); }
 std::vector<int32_t> RealEngine::eog_tokens() const {

@@ -70,6 +70,8 @@ class RealEngine final : public EngineInterface {
   std::vector<int32_t> eog_tokens() const override;
   ChatFormat chat_format() const override;
   int32_t context_length() const override;
+  // The KV type: F16 and Q8_0 keys and values round differently, so tokens differ.
+  std::vector<std::pair<std::string, std::string>> token_settings() const override;
   int32_t max_step_tokens() const override;
 
   Result<SequenceId> OpenSequence(const SequenceSpec& spec) override;

@@ -9,7 +9,6 @@
 #include <filesystem>
 
 #include "common/log.h"
-#include "common/private_files.h"
 #include "kv/checksum.h"
 
 namespace valet {
@@ -42,9 +41,15 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const SnapshotStore
   }
   std::unique_ptr<SnapshotStore> store(new SnapshotStore(options));
   if (store->has_disk()) {
-    // A directory that cannot be made is not fatal: writes will fail and fall back, with warnings.
-    if (Status s = MakePrivateDirectory(options.disk_dir); !s.ok()) {
-      store->Warn("snapshot directory " + options.disk_dir + " is unusable: " + s.message());
+    Result<PrivateDir> dir = PrivateDir::Open(options.disk_dir);
+    if (dir.ok()) {
+      store->dir_.emplace(std::move(dir).value());
+    } else if (dir.status().code() == StatusCode::kInvalidArgument) {
+      // Followed or shared, it would hand conversations to whoever controls it.
+      return Status(dir.status().code(), "snapshot directory: " + dir.status().message());
+    } else {
+      // One that cannot be made is not fatal: writes will fail and fall back, with warnings.
+      store->Warn("snapshot directory " + options.disk_dir + " is unusable: " + dir.status().message());
     }
   }
   return store;
@@ -52,7 +57,7 @@ Result<std::unique_ptr<SnapshotStore>> SnapshotStore::Create(const SnapshotStore
 
 SnapshotStore::~SnapshotStore() {
   for (const auto& [key, slot] : slots_) {
-    if (slot.tier == SnapshotTier::kDisk) std::remove(DiskPath(key).c_str());
+    if (slot.tier == SnapshotTier::kDisk && dir_) (void)dir_->Remove(DiskName(key));
   }
 }
 
@@ -66,11 +71,15 @@ void SnapshotStore::Warn(const std::string& message) const {
 
 size_t SnapshotStore::FrameBytes(size_t raw) { return sizeof(FrameHeader) + raw; }
 
-std::string SnapshotStore::DiskPath(uint64_t key) const {
+std::string SnapshotStore::DiskName(uint64_t key) const {
   char name[64];
   std::snprintf(name, sizeof(name), "valet-snap-%d-%016llx.bin", static_cast<int>(getpid()),
                 static_cast<unsigned long long>(key));
-  return (std::filesystem::path(options_.disk_dir) / name).string();
+  return name;
+}
+
+std::string SnapshotStore::DiskPath(uint64_t key) const {
+  return (std::filesystem::path(options_.disk_dir) / DiskName(key)).string();
 }
 
 std::vector<uint8_t> SnapshotStore::Encode(std::span<const uint8_t> blob) {
@@ -112,8 +121,9 @@ Result<std::vector<uint8_t>> SnapshotStore::Decode(std::span<const uint8_t> fram
 Status SnapshotStore::WriteDisk(uint64_t key, std::span<const uint8_t> frame) {
   if (!has_disk()) return Unsupported("no disk tier");
   if (disk_bytes_ + frame.size() > options_.disk_budget_bytes) return ResourceExhausted("disk tier budget is full");
+  if (!dir_) return IoError("the disk tier has no directory (it could not be made)");
   const auto t0 = Clock::now();
-  VALET_RETURN_IF_ERROR(WritePrivateFileAtomically(DiskPath(key), frame));
+  VALET_RETURN_IF_ERROR(dir_->WriteAtomically(DiskName(key), frame));
   stats_.disk_bytes_written += frame.size();
   stats_.disk_write_seconds += Since(t0);
   return Status::Ok();
@@ -122,7 +132,7 @@ Status SnapshotStore::WriteDisk(uint64_t key, std::span<const uint8_t> frame) {
 Result<std::vector<uint8_t>> SnapshotStore::ReadDisk(uint64_t key) {
   const auto t0 = Clock::now();
   const std::string path = DiskPath(key);
-  const int fd = OpenNoFollow(path);
+  const int fd = dir_ ? dir_->OpenRead(DiskName(key)) : -1;
   if (fd < 0) return NotFound("snapshot file " + path + " is missing: " + std::strerror(errno));
   std::vector<uint8_t> frame;
   uint8_t buf[1 << 16];
@@ -190,7 +200,7 @@ void SnapshotStore::Erase(uint64_t key) {
     ram_bytes_ -= it->second.bytes;
   } else {
     disk_bytes_ -= it->second.bytes;
-    std::remove(DiskPath(key).c_str());
+    if (dir_) (void)dir_->Remove(DiskName(key));
   }
   slots_.erase(it);
 }

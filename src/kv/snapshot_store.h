@@ -7,7 +7,9 @@
 // missing snapshot is reported (Corrupt / NotFound) and never returned; the
 // engine then recomputes the sequence from its token history. A disk that is
 // full or unwritable degrades to the RAM tier, or to an error the caller
-// answers by recomputing, always with a warning.
+// answers by recomputing, always with a warning. The disk tier's directory is
+// opened once and checked (common/private_dir.h): one that is not private (a
+// symbolic link, another user's, writable by others) fails Create.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/private_dir.h"
 #include "kv/compression.h"
 #include "valet/status.h"
 
@@ -29,7 +32,9 @@ enum class SnapshotTier { kRam, kDisk };
 
 struct SnapshotStoreOptions {
   size_t ram_budget_bytes = 128u << 20;  // a phone-sized default
-  std::string disk_dir;                  // empty: no disk tier
+  // Empty: no disk tier. Created 0700 if missing; refused by Create unless it
+  // is a directory (not a link) of this user that no one else may write.
+  std::string disk_dir;
   size_t disk_budget_bytes = SIZE_MAX;   // beyond it the disk tier counts as full
   Compression compression = Compression::kNone;
   int zstd_level = 1;  // with kZstd: 1..ZstdMaxLevel()
@@ -56,6 +61,9 @@ struct SnapshotStoreStats {
 
 class SnapshotStore {
  public:
+  // InvalidArgument, naming the path and what is wrong, for a disk_dir that
+  // is not private; one that cannot be created is a warning (disk writes then
+  // fail over to RAM).
   static Result<std::unique_ptr<SnapshotStore>> Create(const SnapshotStoreOptions& options);
   ~SnapshotStore();  // removes the files it wrote
   SnapshotStore(const SnapshotStore&) = delete;
@@ -96,6 +104,7 @@ class SnapshotStore {
   explicit SnapshotStore(const SnapshotStoreOptions& options);
   std::vector<uint8_t> Encode(std::span<const uint8_t> blob);
   Result<std::vector<uint8_t>> Decode(std::span<const uint8_t> frame);
+  std::string DiskName(uint64_t key) const;
   Status WriteDisk(uint64_t key, std::span<const uint8_t> frame);
   Result<std::vector<uint8_t>> ReadDisk(uint64_t key);
   void Warn(const std::string& message) const;
@@ -107,6 +116,7 @@ class SnapshotStore {
   };
 
   SnapshotStoreOptions options_;
+  std::optional<PrivateDir> dir_;  // the disk tier's, when it could be opened
   std::map<uint64_t, Slot> slots_;
   size_t ram_bytes_ = 0;
   size_t disk_bytes_ = 0;

@@ -26,7 +26,7 @@ FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {}
 std::vector<int32_t> FakeEngine::Tokenize(std::string_view text, const TokenizeOptions& options) const {
   std::vector<int32_t> out;
   out.reserve(text.size() + 1);
-  if (options.add_bos) out.push_back(kBos);
+  if (options.add_bos && options_.add_bos) out.push_back(kBos);
   auto literal = options.literal.begin();
   for (size_t i = 0; i < text.size();) {
     while (literal != options.literal.end() && literal->end() <= i) ++literal;
@@ -60,6 +60,7 @@ int32_t FakeEngine::SpecialAt(std::string_view text, size_t pos) const {
 
 ChatFormat FakeEngine::chat_format() const {
   ChatFormat f;
+  f.template_source = options_.chat_template;
   f.special_texts = options_.special_tokens;
   return f;
 }

@@ -54,6 +54,10 @@ struct FakeEngineOptions {
   bool corrupt_snapshots = false;  // resume from a snapshot falls back to recompute
   // Control-token texts ("<|im_start|>"), also reported as ChatFormat::special_texts.
   std::vector<std::string> special_tokens;
+  // Whether Tokenize puts BOS first when asked to (a vocabulary's add_bos flag).
+  bool add_bos = true;
+  // ChatFormat::template_source; empty: the scheduler's built-in ChatML.
+  std::string chat_template;
 };
 
 class FakeEngine : public EngineInterface {

@@ -398,6 +398,11 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
   }
   if (options.finished_task_records == 0) return InvalidArgument("finished_task_records must be at least 1");
   auto impl = std::make_unique<Impl>(engine, std::move(options));
+  // A durable directory that is not private is refused outright; one that
+  // cannot be made leaves durable tasks unavailable, as a snapshot directory
+  // that cannot be made leaves the disk tier off.
+  const Status& durable_dir = impl->core.durable_dir_status();
+  if (durable_dir.code() == StatusCode::kInvalidArgument) return durable_dir;
   Impl* raw = impl.get();
   raw->SampleMemory();
   std::unique_ptr<Scheduler> scheduler(new Scheduler(std::move(impl)));
@@ -440,7 +445,7 @@ Result<TaskId> Scheduler::Submit(TaskRequest request) {
     // Registering under the inbox lock keeps id order equal to arrival order.
     std::lock_guard<std::mutex> lock(impl->mu);
     if (impl->phase != Impl::Phase::kRunning) {
-      if (*journal) (void)RemoveJournal((*journal)->path()).ok();  // never accepted
+      if (*journal) (void)(*journal)->Remove().ok();  // never accepted
       return InvalidArgument("the scheduler is stopped");
     }
     id = impl->core.recorder().Register(tier, submitted);

@@ -28,6 +28,7 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),
       budgets_(engine.memory_budgets()) {
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
+  OpenDurableDir();
 }
 
 SchedulerCore::~SchedulerCore() { (void)RestorePool(); }
@@ -60,7 +61,7 @@ Status SchedulerCore::Admit(TaskId id, PreparedTask prepared, std::optional<Task
   const TaskState state = FailRegistered(id, prepared.request.callbacks, max_tokens.status(), prepared.request.durable_key);
   if (journal) {
     const Status written = state == TaskState::kCancelled
-                               ? RemoveJournal(journal->path())
+                               ? journal->Remove()
                                : journal->MarkDone({TaskState::kFailed, StopReason::kNone, max_tokens.status().message()});
     if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
   }

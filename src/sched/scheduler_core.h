@@ -29,7 +29,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/private_files.h"
+#include "common/private_dir.h"
 #include "engine/engine_interface.h"
 #include "sched/batch_policy.h"
 #include "sched/governor.h"
@@ -76,6 +76,11 @@ class SchedulerCore {
   Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {});
   Status Ack(const std::string& durable_key);
   void DetachJournals();
+  // How opening SchedulerOptions::durable_dir went (common/private_dir.h): OK,
+  // or why durable tasks are unavailable here (their calls answer it).
+  // InvalidArgument when the directory was refused (a link, another user's,
+  // writable by others), which Scheduler::Create fails on.
+  const Status& durable_dir_status() const { return durable_dir_status_; }
   Status OnLifecycleEvent(LifecycleEvent event);
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
@@ -150,7 +155,9 @@ class SchedulerCore {
   // Whether a durable request can be journaled here (its key made up when
   // empty, the directory under its disk budget); any thread.
   Status CheckDurable(TaskRequest& request) const;
-  JournalIdentity journal_identity() const { return {ValetVersionString(), options_.model_fingerprint}; }
+  const JournalIdentity& journal_identity() const { return journal_identity_; }
+  // Opens durable_dir (creating it) and names the journals' identity; at construction.
+  void OpenDurableDir();
   // Registers an unfinished journaled task (r.id) and enqueues it where its
   // journal ends; one it cannot resume ends FAILED (r.state, r.error).
   void ResumeJournaled(JournalContents& contents,
@@ -276,6 +283,12 @@ class SchedulerCore {
   // The shared prefix (system prompt) of the last foreground chat, computed
   // again at ON_START if it was given away in the background.
   std::vector<int32_t> foreground_prefix_;
+  // Durable tasks: their directory, opened once and checked (null without
+  // one, or when it could not be opened: durable_dir_status_ says why), and
+  // what their journals must match to be read back.
+  std::shared_ptr<const PrivateDir> durable_dir_;
+  Status durable_dir_status_;
+  JournalIdentity journal_identity_;
 };
 
 }  // namespace valet

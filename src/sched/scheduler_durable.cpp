@@ -1,8 +1,9 @@
 // SchedulerCore and durable tasks: journaling as they run, recovery after the
 // process ended, acknowledgement (docs/durable.md).
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <random>
 #include <utility>
 
@@ -23,11 +24,24 @@ std::string NewDurableKey() {
 
 }  // namespace
 
+void SchedulerCore::OpenDurableDir() {
+  if (options_.durable_dir.empty()) return;
+  journal_identity_ =
+      SchedulerJournalIdentity(engine_, options_.model_fingerprint, options_.parse_special_in_messages);
+  Result<PrivateDir> dir = PrivateDir::Open(options_.durable_dir);
+  if (!dir.ok()) {
+    durable_dir_status_ = Status(dir.status().code(), "durable tasks' directory: " + dir.status().message());
+    return;
+  }
+  durable_dir_ = std::make_shared<const PrivateDir>(std::move(dir).value());
+}
+
 Status SchedulerCore::CheckDurable(TaskRequest& request) const {
   if (!request.durable) return Status::Ok();
   if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
     return InvalidArgument("a durable task needs the scheduler's durable_dir and model_fingerprint");
   }
+  if (!durable_dir_) return durable_dir_status_;
   if (request.durable_key.empty()) request.durable_key = NewDurableKey();
   VALET_RETURN_IF_ERROR(CheckTaskKey(request.durable_key));
   const size_t used = DurableDirBytes();
@@ -40,11 +54,14 @@ Status SchedulerCore::CheckDurable(TaskRequest& request) const {
 }
 
 size_t SchedulerCore::DurableDirBytes() const {
+  if (!durable_dir_) return 0;
+  Result<std::vector<std::string>> names = durable_dir_->List(kMaxJournalDirEntries);
+  // A directory that cannot be listed (or holds absurdly many files) takes no more.
+  if (!names.ok()) return options_.durable_disk_budget_bytes;
   size_t bytes = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(options_.durable_dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const uintmax_t size = it->is_regular_file(ec) ? it->file_size(ec) : 0;
-    if (!ec) bytes += static_cast<size_t>(size);
+  for (const std::string& name : *names) {
+    Result<struct stat> st = durable_dir_->Stat(name);
+    if (st.ok() && S_ISREG(st->st_mode)) bytes += static_cast<size_t>(st->st_size);
   }
   return bytes;
 }
@@ -54,7 +71,7 @@ Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& requ
   if (!request.durable) return std::optional<TaskJournal>();
   // Tokens only need to survive a killed process, which the page cache
   // ensures; MarkDone and lifecycle stops sync to the device.
-  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Create(options_.durable_dir, request.durable_key,
+  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Create(durable_dir_, request.durable_key,
                                                                   journal_identity(), request,
                                                                   {JournalSync::kOnDemand}));
   return std::optional<TaskJournal>(std::move(journal));
@@ -74,10 +91,10 @@ void SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status
   std::optional<TaskJournal> journal = std::exchange(task.journal, std::nullopt);
   // Its KV is not needed any more. Removed first, so that no checkpoint is
   // ever left without its journal.
-  Status written = RemoveCheckpoint(CheckpointPath(options_.durable_dir, task.durable_key));
+  Status written = RemoveCheckpoint(*durable_dir_, task.durable_key);
   // A cancelled task is forgotten; a finished or failed one waits for its Ack.
   if (written.ok()) {
-    written = state == TaskState::kCancelled ? RemoveJournal(journal->path())
+    written = state == TaskState::kCancelled ? journal->Remove()
                                              : journal->MarkDone({state, reason, status.message()});
   }
   if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
@@ -89,12 +106,11 @@ void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
   if (!info.ok() || info->n_tokens <= task.checkpoint_tokens) return;
   Result<std::vector<uint8_t>> bytes = engine_.ExportSequence(task.seq);
   if (!bytes.ok()) return;  // no KV to export (parked without it) or an engine without checkpoints
-  const std::string path = CheckpointPath(options_.durable_dir, task.durable_key);
-  std::error_code ec;
-  const uintmax_t old_size = std::filesystem::file_size(path, ec);
-  const size_t used = DurableDirBytes() - (ec ? 0 : static_cast<size_t>(old_size));
+  Result<struct stat> old = durable_dir_->Stat(CheckpointFileName(task.durable_key));
+  const size_t total = DurableDirBytes();
+  const size_t used = total - std::min(total, old.ok() ? static_cast<size_t>(old->st_size) : size_t{0});
   if (used + bytes->size() > options_.durable_disk_budget_bytes) return;  // recovery recomputes instead
-  if (!WriteCheckpoint(path, journal_identity(), *bytes, sync).ok()) {
+  if (!WriteCheckpoint(*durable_dir_, task.durable_key, journal_identity(), *bytes, sync).ok()) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     return;
   }
@@ -108,8 +124,9 @@ void SchedulerCore::CheckpointAll(FileSync sync) {
 
 void SchedulerCore::RestoreCheckpoint(Task& task) {
   task.restore_checkpoint = false;
-  const std::string path = CheckpointPath(options_.durable_dir, task.durable_key);
-  Result<std::vector<uint8_t>> bytes = ReadCheckpoint(path, journal_identity(), engine_.MaxExportBytes());
+  if (!durable_dir_) return;
+  Result<std::vector<uint8_t>> bytes =
+      ReadCheckpoint(*durable_dir_, task.durable_key, journal_identity(), engine_.MaxExportBytes());
   if (!bytes.ok()) return;  // none, or damaged: the tokens are fed instead
   std::vector<int32_t> expected = task.spec.shared_prefix;
   expected.insert(expected.end(), task.prompt.begin(), task.prompt.end());
@@ -151,7 +168,8 @@ Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(
   if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
     return InvalidArgument("recovering durable tasks needs the scheduler's durable_dir and model_fingerprint");
   }
-  VALET_ASSIGN_OR_RETURN(JournalScan scan, ListJournals(options_.durable_dir, journal_identity()));
+  if (!durable_dir_) return durable_dir_status_;
+  VALET_ASSIGN_OR_RETURN(JournalScan scan, ListJournals(*durable_dir_, journal_identity()));
   RecoveryReport report;
   for (SkippedJournalFile& skipped : scan.skipped) report.skipped.emplace_back(skipped.path, skipped.why);
   for (JournalContents& c : scan.journals) {
@@ -188,7 +206,8 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
   const TaskCallbacks callbacks = request.callbacks;
   Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
   Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
-  Result<TaskJournal> journal = max_tokens.ok() ? TaskJournal::Reopen(c) : Result<TaskJournal>(max_tokens.status());
+  Result<TaskJournal> journal =
+      max_tokens.ok() ? TaskJournal::Reopen(durable_dir_, c) : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
     (void)FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery
@@ -217,8 +236,9 @@ Status SchedulerCore::Ack(const std::string& durable_key) {
     }
   }
   VALET_RETURN_IF_ERROR(CheckTaskKey(durable_key));
-  VALET_RETURN_IF_ERROR(RemoveCheckpoint(CheckpointPath(options_.durable_dir, durable_key)));
-  return RemoveJournal(JournalPath(options_.durable_dir, durable_key));
+  if (!durable_dir_) return durable_dir_status_;
+  VALET_RETURN_IF_ERROR(RemoveCheckpoint(*durable_dir_, durable_key));
+  return RemoveJournal(*durable_dir_, durable_key);
 }
 
 }  // namespace valet

@@ -21,10 +21,6 @@ constexpr char kMagic[8] = {'V', 'A', 'L', 'E', 'T', 'C', 'K', 'P'};
 constexpr std::string_view kSuffix = ".kv";
 constexpr std::string_view kTmpSuffix = ".kv.tmp";
 
-std::string IdentityBytes(const JournalIdentity& identity) {
-  return identity.valet_version + '\0' + identity.model_fingerprint;
-}
-
 void PutU32(std::vector<uint8_t>& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<uint8_t>(v >> (8 * i)));
 }
@@ -57,8 +53,9 @@ void DieIfThisWriteIsFatal() {
   if (left == 1) ::raise(SIGKILL);
 }
 
-Result<std::vector<uint8_t>> ReadWhole(const std::string& path, size_t max_bytes) {
-  const int fd = OpenNoFollow(path);
+Result<std::vector<uint8_t>> ReadWhole(const PrivateDir& dir, const std::string& name, size_t max_bytes) {
+  const std::string path = dir.PathOf(name);
+  const int fd = dir.OpenRead(name);
   if (fd < 0) {
     if (errno == ENOENT) return NotFound("no checkpoint " + path);
     return IoError("cannot open " + path + ": " + std::strerror(errno));
@@ -83,12 +80,14 @@ Result<std::vector<uint8_t>> ReadWhole(const std::string& path, size_t max_bytes
 
 }  // namespace
 
+std::string CheckpointFileName(std::string_view task_key) { return std::string(task_key) + std::string(kSuffix); }
+
 std::string CheckpointPath(const std::string& dir, const std::string& task_key) {
-  return dir + "/" + task_key + std::string(kSuffix);
+  return dir + "/" + CheckpointFileName(task_key);
 }
 
-Status WriteCheckpoint(const std::string& path, const JournalIdentity& identity, std::span<const uint8_t> payload,
-                       FileSync sync) {
+Status WriteCheckpoint(const PrivateDir& dir, std::string_view task_key, const JournalIdentity& identity,
+                       std::span<const uint8_t> payload, FileSync sync) {
   const std::string id = IdentityBytes(identity);
   std::vector<uint8_t> out;
   out.reserve(sizeof(kMagic) + 8 + id.size() + 8 + payload.size() + 8);
@@ -100,21 +99,23 @@ Status WriteCheckpoint(const std::string& path, const JournalIdentity& identity,
   out.insert(out.end(), payload.begin(), payload.end());
   PutU64(out, Checksum64(out));
   ReadFaultFromEnvironment();
-  return WritePrivateFileAtomically(path, out, sync, DieIfThisWriteIsFatal);
+  return dir.WriteAtomically(CheckpointFileName(task_key), out, sync, DieIfThisWriteIsFatal);
 }
 
-Result<std::vector<uint8_t>> ReadCheckpoint(const std::string& path, const JournalIdentity& identity,
-                                            size_t max_payload_bytes) {
+Result<std::vector<uint8_t>> ReadCheckpoint(const PrivateDir& dir, std::string_view task_key,
+                                            const JournalIdentity& identity, size_t max_payload_bytes) {
   const std::string id = IdentityBytes(identity);
   const size_t fixed = sizeof(kMagic) + 8 + id.size() + 8 + 8;
-  VALET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, ReadWhole(path, fixed + max_payload_bytes));
+  const std::string path = dir.PathOf(CheckpointFileName(task_key));
+  VALET_ASSIGN_OR_RETURN(std::vector<uint8_t> bytes,
+                         ReadWhole(dir, CheckpointFileName(task_key), fixed + max_payload_bytes));
   if (bytes.size() < fixed || std::memcmp(bytes.data(), kMagic, sizeof(kMagic)) != 0) {
     return Corrupt(path + " is not a valet checkpoint");
   }
   const uint8_t* p = bytes.data() + sizeof(kMagic);
   if (GetLE(p, 4) != kCheckpointFormatVersion) return Corrupt(path + " has another checkpoint format");
   if (GetLE(p + 4, 4) != id.size() || std::memcmp(p + 8, id.data(), id.size()) != 0) {
-    return Corrupt(path + " was written by another model or valet version");
+    return Corrupt(path + " was written by another model, valet version or settings");
   }
   const size_t payload_at = sizeof(kMagic) + 8 + id.size() + 8;
   if (GetLE(bytes.data() + payload_at - 8, 8) != bytes.size() - fixed) return Corrupt(path + " is truncated");
@@ -127,11 +128,10 @@ Result<std::vector<uint8_t>> ReadCheckpoint(const std::string& path, const Journ
   return bytes;
 }
 
-Status RemoveCheckpoint(const std::string& path) {
-  for (const std::string& p : {path, path + ".tmp"}) {
-    if (::unlink(p.c_str()) != 0 && errno != ENOENT) {
-      return IoError("cannot remove " + p + ": " + std::strerror(errno));
-    }
+Status RemoveCheckpoint(const PrivateDir& dir, std::string_view task_key) {
+  const std::string name = CheckpointFileName(task_key);
+  for (const std::string& file : {name, name + ".tmp"}) {
+    if (Status removed = dir.Remove(file); !removed.ok() && removed.code() != StatusCode::kNotFound) return removed;
   }
   return Status::Ok();
 }

@@ -18,17 +18,8 @@
 #include <utility>
 
 #include "common/log.h"
-#include "common/private_files.h"
 #include "kv/checksum.h"
 #include "sched/task_checkpoint.h"
-
-// CMake passes the project version, the string valet_version() returns (that
-// function lives in libvalet.so's own source, out of this library's reach).
-// The fallback only serves standalone syntax checks: every real build refuses
-// a journal it wrote.
-#ifndef VALET_VERSION_STRING
-#define VALET_VERSION_STRING "unversioned"
-#endif
 
 namespace valet {
 namespace {
@@ -36,7 +27,6 @@ namespace {
 constexpr char kMagic[8] = {'V', 'A', 'L', 'E', 'T', 'J', 'N', 'L'};
 constexpr size_t kHeaderFixedBytes = 16;  // magic, format version, identity length
 constexpr uint32_t kMaxHeaderPayloadBytes = 64u << 10;
-constexpr size_t kMaxIdentityStringBytes = 4096;
 constexpr size_t kMaxTaskKeyBytes = 128;
 constexpr size_t kMaxErrorBytes = 4096;
 constexpr size_t kRecordPrefixBytes = 5;  // u32 length, u8 type
@@ -313,6 +303,11 @@ Result<uint64_t> ReadHeader(int fd, uint64_t file_size, const std::string& path,
   Decoder d(std::span<const uint8_t>(fixed).subspan(sizeof(kMagic)));
   const uint32_t version = d.U32();
   const uint32_t n = d.U32();
+  if (version == 1) {
+    return Unsupported(path + " has journal format version 1, from before journals named the settings that decide a "
+                       "task's tokens (parse_special_in_messages, context_length, ...): whether it would resume "
+                       "token-identically here cannot be known, so it is left as it is");
+  }
   if (version != kJournalFormatVersion) {
     return Unsupported(path + " has journal format version " + std::to_string(version) +
                        "; this valet reads version " + std::to_string(kJournalFormatVersion));
@@ -332,6 +327,14 @@ Result<uint64_t> ReadHeader(int fd, uint64_t file_size, const std::string& path,
   const std::string valet_version = id.Str();
   const std::string model = id.Str();
   task_key = id.Str();
+  // Count(8): a setting takes at least its two string lengths.
+  const uint32_t n_settings = id.Count(8);
+  if (n_settings > kMaxIdentitySettings) return Corrupt(path + " has a malformed journal header");
+  std::vector<JournalSetting> settings(n_settings);
+  for (JournalSetting& setting : settings) {
+    setting.name = id.Str();
+    setting.value = id.Str();
+  }
   if (!id.at_end()) return Corrupt(path + " has a malformed journal header");
   if (valet_version != expected.valet_version) {
     return Unsupported(path + " was written by valet " + valet_version + ", this is valet " +
@@ -341,6 +344,10 @@ Result<uint64_t> ReadHeader(int fd, uint64_t file_size, const std::string& path,
   if (model != expected.model_fingerprint) {
     return Unsupported(path + " was written for model \"" + model + "\", the model now is \"" +
                        expected.model_fingerprint + "\"");
+  }
+  if (const std::string diff = SettingsDifference(settings, expected.settings); !diff.empty()) {
+    return Unsupported(path + " was written under other settings: " + diff +
+                       " (a task resumes only under the settings that decided its tokens)");
   }
   if (!CheckTaskKey(task_key).ok()) return Corrupt(path + " has a malformed task key");
   return static_cast<uint64_t>(body + kChecksumBytes);
@@ -412,8 +419,6 @@ bool ApplyRecord(uint8_t type, std::span<const uint8_t> payload, bool first, Jou
 
 }  // namespace
 
-const char* ValetVersionString() { return VALET_VERSION_STRING; }
-
 Status CheckTaskKey(std::string_view key) {
   const bool chars_ok = std::all_of(key.begin(), key.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
@@ -427,12 +432,17 @@ Status CheckTaskKey(std::string_view key) {
   return Status::Ok();
 }
 
+std::string JournalFileName(std::string_view task_key) { return std::string(task_key) + ".journal"; }
+
 std::string JournalPath(const std::string& dir, std::string_view task_key) {
-  return (std::filesystem::path(dir) / (std::string(task_key) + ".journal")).string();
+  return (std::filesystem::path(dir) / JournalFileName(task_key)).string();
 }
 
-Result<JournalContents> ReadJournal(const std::string& path, const JournalIdentity& expected) {
-  Fd fd(OpenNoFollow(path));
+namespace {
+
+// Reads the journal open at `raw_fd` (taken over), `path` naming it in messages.
+Result<JournalContents> ReadJournalAt(int raw_fd, const std::string& path, const JournalIdentity& expected) {
+  Fd fd(raw_fd);
   if (fd.get() < 0) {
     const int err = errno;
     if (err == ENOENT) return NotFound("no journal " + path);
@@ -501,27 +511,31 @@ Result<JournalContents> ReadJournal(const std::string& path, const JournalIdenti
   return c;
 }
 
-Result<JournalScan> ListJournals(const std::string& dir, const JournalIdentity& expected) {
+}  // namespace
+
+Result<JournalContents> ReadJournal(const PrivateDir& dir, std::string_view task_key,
+                                    const JournalIdentity& expected) {
+  VALET_RETURN_IF_ERROR(CheckTaskKey(task_key));
+  const std::string name = JournalFileName(task_key);
+  return ReadJournalAt(dir.OpenRead(name), dir.PathOf(name), expected);
+}
+
+Result<JournalContents> ReadJournal(const std::string& path, const JournalIdentity& expected) {
+  return ReadJournalAt(OpenNoFollow(path), path, expected);
+}
+
+Result<JournalScan> ListJournals(const PrivateDir& dir, const JournalIdentity& expected) {
   JournalScan scan;
-  std::error_code ec;
-  if (!std::filesystem::exists(std::filesystem::symlink_status(dir, ec))) return scan;
-  std::vector<std::filesystem::directory_entry> entries;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    entries.push_back(*it);
-  }
-  if (ec) return IoError("cannot list " + dir + ": " + ec.message());
-  std::sort(entries.begin(), entries.end(),
-            [](const auto& a, const auto& b) { return a.path().filename() < b.path().filename(); });
-  for (const auto& entry : entries) {
-    const std::string path = entry.path().string();
-    const std::string name = entry.path().filename().string();
+  VALET_ASSIGN_OR_RETURN(const std::vector<std::string> names, dir.List(kMaxJournalDirEntries));
+  for (const std::string& name : names) {
+    const std::string path = dir.PathOf(name);
     constexpr std::string_view kSuffix = ".journal";
     if (IsCheckpointFileName(name)) continue;
     if (!name.ends_with(kSuffix)) {
       scan.skipped.push_back({path, InvalidArgument(path + " is not named <task key>.journal")});
       continue;
     }
-    Result<JournalContents> c = ReadJournal(path, expected);
+    Result<JournalContents> c = ReadJournalAt(dir.OpenRead(name), path, expected);
     if (!c.ok()) {
       scan.skipped.push_back({path, c.status()});
     } else if (c->task_key + std::string(kSuffix) != name) {
@@ -534,14 +548,14 @@ Result<JournalScan> ListJournals(const std::string& dir, const JournalIdentity& 
   return scan;
 }
 
-Status RemoveJournal(const std::string& path) {
-  if (::unlink(path.c_str()) != 0) {
-    const int err = errno;
-    if (err == ENOENT) return NotFound("no journal " + path);
-    const std::string why = std::strerror(err);
-    return IoError("cannot remove " + path + ": " + why);
+Status RemoveJournal(const PrivateDir& dir, std::string_view task_key) {
+  VALET_RETURN_IF_ERROR(CheckTaskKey(task_key));
+  const std::string name = JournalFileName(task_key);
+  if (Status removed = dir.Remove(name); !removed.ok()) {
+    if (removed.code() == StatusCode::kNotFound) return NotFound("no journal " + dir.PathOf(name));
+    return removed;
   }
-  return SyncDirectoryOf(path);
+  return dir.Sync();
 }
 
 SamplerState ResumedSamplerState(const JournalContents& contents, std::span<const int32_t> fed) {
@@ -558,9 +572,11 @@ SamplerState ResumedSamplerState(const JournalContents& contents, std::span<cons
 
 // ---- The writer. ----
 
-TaskJournal::TaskJournal(std::string path, int fd, const TaskJournalOptions& options, uint64_t size,
-                         int64_t tokens, bool finished)
-    : path_(std::move(path)),
+TaskJournal::TaskJournal(std::shared_ptr<const PrivateDir> dir, std::string key, int fd,
+                         const TaskJournalOptions& options, uint64_t size, int64_t tokens, bool finished)
+    : dir_(std::move(dir)),
+      key_(std::move(key)),
+      path_(dir_->PathOf(JournalFileName(key_))),
       fd_(fd),
       options_(options),
       size_(size),
@@ -568,7 +584,9 @@ TaskJournal::TaskJournal(std::string path, int fd, const TaskJournalOptions& opt
       finished_(finished) {}
 
 TaskJournal::TaskJournal(TaskJournal&& other) noexcept
-    : path_(std::move(other.path_)),
+    : dir_(std::move(other.dir_)),
+      key_(std::move(other.key_)),
+      path_(std::move(other.path_)),
       fd_(std::exchange(other.fd_, -1)),
       options_(other.options_),
       size_(other.size_),
@@ -580,6 +598,8 @@ TaskJournal::TaskJournal(TaskJournal&& other) noexcept
 TaskJournal& TaskJournal::operator=(TaskJournal&& other) noexcept {
   if (this != &other) {
     Close();
+    dir_ = std::move(other.dir_);
+    key_ = std::move(other.key_);
     path_ = std::move(other.path_);
     fd_ = std::exchange(other.fd_, -1);
     options_ = other.options_;
@@ -599,18 +619,12 @@ void TaskJournal::Close() {
   fd_ = -1;
 }
 
-Result<TaskJournal> TaskJournal::Create(const std::string& dir, std::string_view task_key,
+Result<TaskJournal> TaskJournal::Create(std::shared_ptr<const PrivateDir> dir, std::string_view task_key,
                                         const JournalIdentity& identity, const TaskRequest& request,
                                         const TaskJournalOptions& options) {
   VALET_RETURN_IF_ERROR(CheckTaskKey(task_key));
-  if (identity.model_fingerprint.empty()) {
-    return InvalidArgument("a journal needs the model's fingerprint");
-  }
-  if (identity.model_fingerprint.size() > kMaxIdentityStringBytes ||
-      identity.valet_version.size() > kMaxIdentityStringBytes) {
-    return InvalidArgument("a journal identity string is over " +
-                           std::to_string(kMaxIdentityStringBytes) + " bytes");
-  }
+  VALET_RETURN_IF_ERROR(CheckJournalIdentity(identity));
+  if (!dir) return InvalidArgument("a journal needs a directory");
   const std::vector<uint8_t> submit = EncodeSubmit(request);
   if (submit.size() > kMaxJournalRecordBytes) {
     return InvalidArgument("the request takes " + std::to_string(submit.size()) +
@@ -621,6 +635,11 @@ Result<TaskJournal> TaskJournal::Create(const std::string& dir, std::string_view
   id.Str(identity.valet_version);
   id.Str(identity.model_fingerprint);
   id.Str(task_key);
+  id.U32(static_cast<uint32_t>(identity.settings.size()));
+  for (const JournalSetting& setting : identity.settings) {
+    id.Str(setting.name);
+    id.Str(setting.value);
+  }
   Encoder header;
   header.Bytes(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(kMagic), sizeof(kMagic)));
   header.U32(kJournalFormatVersion);
@@ -630,21 +649,23 @@ Result<TaskJournal> TaskJournal::Create(const std::string& dir, std::string_view
   std::vector<uint8_t> bytes = std::move(header.bytes());
   EncodeRecord(kSubmit, submit, bytes);
 
-  VALET_RETURN_IF_ERROR(MakePrivateDirectory(dir));
-  const std::string path = JournalPath(dir, task_key);
-  struct stat st {};
-  if (::lstat(path.c_str(), &st) == 0) {
+  const std::string name = JournalFileName(task_key);
+  if (Result<struct stat> existing = dir->Stat(name); existing.ok()) {
     return InvalidArgument("a journal for task " + std::string(task_key) + " already exists");
+  } else if (existing.status().code() != StatusCode::kNotFound) {
+    return existing.status();
   }
-  VALET_RETURN_IF_ERROR(WritePrivateFileAtomically(path, bytes, FileSync::kFsync));
-  const int fd = OpenForAppendNoFollow(path);
-  if (fd < 0) return IoError("cannot open " + path + " for appending: " + Errno());
-  return TaskJournal(path, fd, options, bytes.size(), 0, false);
+  VALET_RETURN_IF_ERROR(dir->WriteAtomically(name, bytes, FileSync::kFsync));
+  const int fd = dir->OpenAppend(name);
+  if (fd < 0) return IoError("cannot open " + dir->PathOf(name) + " for appending: " + Errno());
+  return TaskJournal(std::move(dir), std::string(task_key), fd, options, bytes.size(), 0, false);
 }
 
-Result<TaskJournal> TaskJournal::Reopen(const JournalContents& contents,
+Result<TaskJournal> TaskJournal::Reopen(std::shared_ptr<const PrivateDir> dir, const JournalContents& contents,
                                         const TaskJournalOptions& options) {
-  Fd fd(OpenForAppendNoFollow(contents.path));
+  if (!dir) return InvalidArgument("a journal needs a directory");
+  VALET_RETURN_IF_ERROR(CheckTaskKey(contents.task_key));
+  Fd fd(dir->OpenAppend(JournalFileName(contents.task_key)));
   if (fd.get() < 0) return IoError("cannot open " + contents.path + " for appending: " + Errno());
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) return IoError("cannot stat " + contents.path + ": " + Errno());
@@ -660,11 +681,12 @@ Result<TaskJournal> TaskJournal::Reopen(const JournalContents& contents,
       return IoError("cannot cut the damaged tail off " + contents.path + ": " + Errno());
     }
   }
-  return TaskJournal(contents.path, fd.release(), options, contents.good_bytes,
+  return TaskJournal(std::move(dir), contents.task_key, fd.release(), options, contents.good_bytes,
                      static_cast<int64_t>(contents.tokens.size()), contents.finished());
 }
 
 Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload) {
+  if (fd_ < 0) return InvalidArgument("task journal " + path_ + " was removed");
   if (broken_) return IoError(path_ + " is unusable after a write that could not be undone");
   std::vector<uint8_t> record;
   record.reserve(kRecordPrefixBytes + payload.size() + kChecksumBytes);
@@ -719,6 +741,12 @@ Status TaskJournal::MarkDone(const JournalEnd& end) {
   VALET_RETURN_IF_ERROR(Append(kDone, e.bytes()));
   finished_ = true;
   return Sync();
+}
+
+Status TaskJournal::Remove() {
+  Close();
+  unsynced_ = false;  // nothing left to sync: the file is gone
+  return RemoveJournal(*dir_, key_);
 }
 
 Status TaskJournal::Sync() {

@@ -4,21 +4,25 @@
 // the process is killed (Android's low-memory killer) the task is found again
 // with its output so far and resumed token-identically.
 //
-// File "<dir>/<task key>.journal", 0600 in a 0700 directory, little-endian:
+// File "<dir>/<task key>.journal", 0600 in a private directory
+// (common/private_dir.h), little-endian:
 //   header:  "VALETJNL" u32 format_version u32 n  [n bytes: str valet_version,
-//            str model_fingerprint, str task_key]  u64 Checksum64(all before)
+//            str model_fingerprint, str task_key, u32 count and per setting
+//            str name, str value]  u64 Checksum64(all before)
 //   records: u32 length u8 type [length bytes of payload] u64 Checksum64(length,
 //            type and payload): one Submit (the request) first, then Tokens
 //            records, then at most one Done.
 // A reader keeps the longest run of intact records: a torn record (the file
 // ends inside it) or a damaged one (checksum, length, layout) ends the scan and
 // everything from there on is dropped and reported, never misread. A journal
-// from another format version, valet version or model is refused as a whole.
+// from another format version, valet version, model or settings (the
+// identity, sched/journal_identity.h) is refused as a whole.
 //
 // What a call guarantees once it has returned OK (the fsync order):
 //  - TaskJournal::Create: header and Submit are on the storage device under the
 //    final name: they are written to "<path>.tmp" (O_EXCL | O_NOFOLLOW), the
-//    file is fsynced, renamed into place and the directory fsynced. After any
+//    file is fsynced, renamed into place and the directory fsynced, all
+//    relative to the directory's descriptor. After any
 //    crash the journal is therefore whole or absent, never a bare header.
 //  - AppendTokens: the record is in the kernel's page cache, which a killed
 //    process cannot lose; with JournalSync::kEveryRecord it is also fdatasynced
@@ -35,36 +39,29 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "common/private_dir.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
+#include "sched/journal_identity.h"
 #include "valet/sampling.h"
 #include "valet/scheduler.h"
 #include "valet/status.h"
 
 namespace valet {
 
-inline constexpr uint32_t kJournalFormatVersion = 1;
+// 2: the header names the settings that decide tokens (journal_identity.h).
+// A version 1 journal is refused: what it was written under is unknown.
+inline constexpr uint32_t kJournalFormatVersion = 2;
 // No record is longer: a corrupt length can never ask for more memory than
 // this, and a request that would need more is refused at Create.
 inline constexpr uint32_t kMaxJournalRecordBytes = 16u << 20;
-
-// The string valet_version() returns (the project version), for the header.
-const char* ValetVersionString();
-
-// Who may read a journal back: the same valet version with the same model.
-// The model's tokens, chat template and sampler must all be those that wrote
-// it, so the fingerprint must change with any of them (e.g. a hash of the
-// GGUF file's metadata and tensor data); to the journal it is opaque.
-struct JournalIdentity {
-  std::string valet_version = ValetVersionString();
-  std::string model_fingerprint;  // required, at most 4096 bytes
-};
 
 enum class JournalSync {
   kEveryRecord,  // fdatasync after every record: survives power loss record by record
@@ -108,16 +105,23 @@ struct JournalContents {
   bool finished() const { return end.has_value(); }
 };
 
-// "<dir>/<task_key>.journal". Task keys are 1..128 of [A-Za-z0-9_.-], not
-// starting with '.', so a key never names a path outside `dir`.
+// "<task_key>.journal", and "<dir>/" before it. Task keys are 1..128 of
+// [A-Za-z0-9_.-], not starting with '.', so a key never names a path outside
+// its directory.
+std::string JournalFileName(std::string_view task_key);
 std::string JournalPath(const std::string& dir, std::string_view task_key);
 // InvalidArgument unless `key` is such a key.
 Status CheckTaskKey(std::string_view key);
 
 // Reads a journal written for `expected`. Corrupt when it is no journal or its
 // header or Submit record is damaged; Unsupported, naming both sides, when it
-// comes from another format version, valet version or model. A damaged or
-// torn later record is no error: the contents stop before it (tail, dropped_bytes).
+// comes from another format version, valet version or model, or names other
+// settings (each difference: "parse_special_in_messages differs: journal
+// false, now true"). A damaged or torn later record is no error: the contents
+// stop before it (tail, dropped_bytes). The first form reads task_key's
+// journal in `dir`; the second any path (never through a final link).
+Result<JournalContents> ReadJournal(const PrivateDir& dir, std::string_view task_key,
+                                    const JournalIdentity& expected);
 Result<JournalContents> ReadJournal(const std::string& path, const JournalIdentity& expected);
 
 struct SkippedJournalFile {
@@ -131,15 +135,18 @@ struct JournalScan {
   std::vector<SkippedJournalFile> skipped;  // everything else in the directory, and why
 };
 
+// Most files ListJournals looks at: more is no directory of this valet's.
+inline constexpr size_t kMaxJournalDirEntries = size_t{1} << 20;
+
 // Every journal in `dir` (as ReadJournal). Files that are no readable journal
-// of `expected` (other versions or models, garbage, links, leftovers of an
-// interrupted Create) are listed in `skipped`, never fatal; they are left
-// where they are for the caller to judge. A missing directory holds nothing.
-Result<JournalScan> ListJournals(const std::string& dir, const JournalIdentity& expected);
+// of `expected` (other versions, models or settings, garbage, links, leftovers
+// of an interrupted Create) are listed in `skipped`, never fatal; they are
+// left where they are for the caller to judge.
+Result<JournalScan> ListJournals(const PrivateDir& dir, const JournalIdentity& expected);
 
 // Forgets a task (acknowledged, or cancelled): unlinks its journal and syncs
 // the directory. NotFound when there is none.
-Status RemoveJournal(const std::string& path);
+Status RemoveJournal(const PrivateDir& dir, std::string_view task_key);
 
 // The sampler state in which a resumed task draws its next token: `fed` is
 // every token its sequence was fed before the first generated one (shared
@@ -152,19 +159,19 @@ SamplerState ResumedSamplerState(const JournalContents& contents, std::span<cons
 // The writer of one task's journal. Move-only; closing does not sync.
 class TaskJournal {
  public:
-  // Journals a new task: writes header and Submit (see the file comment for
-  // what is durable on return), creating `dir` 0700 if missing.
-  // InvalidArgument for a bad key, an existing journal of the same key, an
-  // empty fingerprint or a request too large for one record.
-  static Result<TaskJournal> Create(const std::string& dir, std::string_view task_key,
+  // Journals a new task in `dir`: writes header and Submit (see the file
+  // comment for what is durable on return). InvalidArgument for a bad key, an
+  // existing journal of the same key, an identity CheckJournalIdentity
+  // refuses or a request too large for one record.
+  static Result<TaskJournal> Create(std::shared_ptr<const PrivateDir> dir, std::string_view task_key,
                                     const JournalIdentity& identity, const TaskRequest& request,
                                     const TaskJournalOptions& options = {});
 
   // Continues a journal after a restart, from what ReadJournal or ListJournals
-  // just read of it: a torn or damaged tail is cut off first (and the cut
-  // synced), so new records follow the intact ones. Corrupt when the file
+  // just read of it in `dir`: a torn or damaged tail is cut off first (and the
+  // cut synced), so new records follow the intact ones. Corrupt when the file
   // changed since it was read.
-  static Result<TaskJournal> Reopen(const JournalContents& contents,
+  static Result<TaskJournal> Reopen(std::shared_ptr<const PrivateDir> dir, const JournalContents& contents,
                                     const TaskJournalOptions& options = {});
 
   TaskJournal(TaskJournal&& other) noexcept;
@@ -189,19 +196,24 @@ class TaskJournal {
   // Makes every record appended so far durable (for JournalSync::kOnDemand).
   [[nodiscard]] Status Sync();
 
+  // Forgets the task (RemoveJournal); the writer takes no more records.
+  [[nodiscard]] Status Remove();
+
   const std::string& path() const { return path_; }
   int64_t tokens() const { return tokens_; }
   bool finished() const { return finished_; }
   uint64_t size_bytes() const { return size_; }
 
  private:
-  TaskJournal(std::string path, int fd, const TaskJournalOptions& options, uint64_t size,
-              int64_t tokens, bool finished);
+  TaskJournal(std::shared_ptr<const PrivateDir> dir, std::string key, int fd,
+              const TaskJournalOptions& options, uint64_t size, int64_t tokens, bool finished);
   // Writes one record (no sync); a failed write is cut back off.
   Status Append(uint8_t type, std::span<const uint8_t> payload);
   void Close();
 
-  std::string path_;
+  std::shared_ptr<const PrivateDir> dir_;
+  std::string key_;
+  std::string path_;  // for messages
   int fd_ = -1;
   TaskJournalOptions options_;
   uint64_t size_ = 0;  // bytes of intact records: where the next one starts

@@ -54,7 +54,11 @@ http::HttpServerOptions TransportOptions(const ServerOptions& o) {
 Result<std::unique_ptr<ApiServer>> ApiServer::Create(Scheduler& scheduler, const EngineInterface& vocab,
                                                      ServerOptions options) {
   VALET_RETURN_IF_ERROR(CheckOptions(options));
-  auto ctx = std::make_shared<ServerContext>(scheduler, vocab, std::move(options));
+  std::unique_ptr<const DurableStore> durable;
+  if (!options.durable.dir.empty()) {
+    VALET_ASSIGN_OR_RETURN(durable, DurableStore::Open(vocab, options.durable));
+  }
+  auto ctx = std::make_shared<ServerContext>(scheduler, vocab, std::move(options), std::move(durable));
   return std::unique_ptr<ApiServer>(new ApiServer(std::move(ctx)));
 }
 

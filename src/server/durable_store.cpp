@@ -6,31 +6,28 @@
 
 namespace valet {
 
-namespace {
-
-JournalIdentity IdentityOf(const DurableServerOptions& options) {
-  JournalIdentity id;
-  id.model_fingerprint = options.model_fingerprint;
-  return id;
+Result<std::unique_ptr<const DurableStore>> DurableStore::Open(const EngineInterface& vocab,
+                                                               const DurableServerOptions& options) {
+  Result<PrivateDir> dir = PrivateDir::Open(options.dir);
+  if (!dir.ok()) return Status(dir.status().code(), "durable tasks' directory: " + dir.status().message());
+  return std::unique_ptr<const DurableStore>(new DurableStore(vocab, options, std::move(dir).value()));
 }
 
-}  // namespace
-
-DurableStore::DurableStore(const EngineInterface& vocab, const DurableServerOptions& options)
+DurableStore::DurableStore(const EngineInterface& vocab, const DurableServerOptions& options, PrivateDir dir)
     : vocab_(vocab),
-      dir_(options.dir),
-      identity_(IdentityOf(options)),
+      dir_(std::move(dir)),
+      // The scheduler's, from the same inputs: a journal it wrote reads back here.
+      identity_(SchedulerJournalIdentity(vocab, options.model_fingerprint, options.parse_special_in_messages)),
       preparer_(vocab, ChatRendererOptions{!options.parse_special_in_messages}) {}
 
 Result<JournalContents> DurableStore::Read(const std::string& key) const {
-  VALET_RETURN_IF_ERROR(CheckTaskKey(key));
-  return ReadJournal(JournalPath(dir_, key), identity_);
+  return ReadJournal(dir_, key, identity_);
 }
 
 int64_t DurableStore::WrittenAt(const std::string& key) const {
-  struct stat st {};
-  if (!CheckTaskKey(key).ok() || ::stat(JournalPath(dir_, key).c_str(), &st) != 0) return 0;
-  return static_cast<int64_t>(st.st_mtime);
+  if (!CheckTaskKey(key).ok()) return 0;
+  Result<struct stat> st = dir_.Stat(JournalFileName(key));
+  return st.ok() ? static_cast<int64_t>(st->st_mtime) : 0;
 }
 
 Result<int32_t> DurableStore::CountPromptTokens(const TaskRequest& request) const {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,8 +23,9 @@ struct DurableServerOptions {
   // The scheduler's SchedulerOptions::durable_dir; empty: durable requests
   // are refused with a 400.
   std::string dir;
-  // The scheduler's model_fingerprint and parse_special_in_messages (the
-  // latter to count a recovered task's prompt tokens as the scheduler did).
+  // The scheduler's model_fingerprint and parse_special_in_messages: with
+  // the engine they make the journals' identity (sched/journal_identity.h),
+  // and the latter counts a recovered task's prompt tokens as the scheduler did.
   std::string model_fingerprint;
   bool parse_special_in_messages = false;
   // Durable tasks kept at once (running, or ended and not yet deleted);
@@ -33,7 +35,10 @@ struct DurableServerOptions {
 
 class DurableStore {
  public:
-  DurableStore(const EngineInterface& vocab, const DurableServerOptions& options);
+  // Opens options.dir as the scheduler does (common/private_dir.h): a
+  // directory that is not private, or cannot be made, fails the server's creation.
+  static Result<std::unique_ptr<const DurableStore>> Open(const EngineInterface& vocab,
+                                                          const DurableServerOptions& options);
 
   // NotFound when there is no journal under `key`; `key` must have passed
   // CheckTaskKey.
@@ -48,8 +53,10 @@ class DurableStore {
   std::string Text(const std::vector<std::string>& stop, std::span<const int32_t> tokens, bool ended) const;
 
  private:
+  DurableStore(const EngineInterface& vocab, const DurableServerOptions& options, PrivateDir dir);
+
   const EngineInterface& vocab_;
-  const std::string dir_;
+  const PrivateDir dir_;
   const JournalIdentity identity_;
   const TaskPreparer preparer_;
 };

@@ -62,12 +62,13 @@ struct ServerOptions {
 };
 
 struct ServerContext {
-  ServerContext(Scheduler& s, const EngineInterface& v, ServerOptions o)
+  // `d`: null when durable tasks are off (options.durable.dir empty).
+  ServerContext(Scheduler& s, const EngineInterface& v, ServerOptions o, std::unique_ptr<const DurableStore> d)
       : scheduler(s),
         vocab(v),
         options(std::move(o)),
         durable_tasks(options.durable.max_tasks),
-        durable(options.durable.dir.empty() ? nullptr : std::make_unique<DurableStore>(v, options.durable)) {}
+        durable(std::move(d)) {}
 
   Scheduler& scheduler;
   const EngineInterface& vocab;  // tokenizer only: Tokenize/context_length

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "capi_test_util.h"
 
@@ -20,6 +21,7 @@ typedef struct {
   int done; /* on_done calls */
   int recovered, resumed;
   char key[64];
+  const char* want; /* the key on_recovered continues */
 } run_state;
 
 static void on_token(void* user, valet_task_id id, int32_t token, const char* text) {
@@ -45,7 +47,7 @@ static void on_done(void* user, valet_task_id id, const valet_task_result* resul
 static void on_recovered(void* user, const valet_recovered_task* task, valet_task_params* callbacks) {
   run_state* r = (run_state*)user;
   ++r->recovered;
-  if (strcmp(task->durable_key, "doc-1") != 0) return;
+  if (strcmp(task->durable_key, r->want) != 0) return;
   r->n = 0;
   for (int32_t i = 0; i < task->n_tokens && r->n < MAX_TOKENS * 2; ++i) r->tokens[r->n++] = task->tokens[i];
   if (callbacks != NULL) {
@@ -76,6 +78,7 @@ static void init_state(run_state* r) {
   memset(r, 0, sizeof *r);
   pthread_mutex_init(&r->mu, NULL);
   pthread_cond_init(&r->cv, NULL);
+  r->want = "doc-1";
 }
 
 int main(void) {
@@ -123,6 +126,45 @@ int main(void) {
   CHECK(memcmp(after.tokens, ref.tokens, (size_t)ref.n * sizeof(int32_t)) == 0);
   CHECK(after.resumed == 0 || after.done == 1);
   CHECK(valet_task_ack(s, "doc-1") == VALET_OK);
+  valet_destroy(s);
+
+  /* The context decides tokens, so it is part of a journal's identity: under
+   * another n_ctx the journal is skipped (fn never hears of it) and left as
+   * it is; under its own it resumes with the uninterrupted run's tokens. */
+  run_state cut3;
+  init_state(&cut3);
+  CHECK(valet_create(&p, &s) == VALET_OK);
+  t = durable_task(&cut3, "doc-3");
+  CHECK(valet_submit(s, &t, &id) == VALET_OK);
+  pthread_mutex_lock(&cut3.mu);
+  while (cut3.n < 4) pthread_cond_wait(&cut3.cv, &cut3.mu);
+  pthread_mutex_unlock(&cut3.mu);
+  valet_destroy(s);
+  char journal[256];
+  snprintf(journal, sizeof journal, "%s/tasks/doc-3.journal", dir);
+  struct stat before;
+  CHECK(stat(journal, &before) == 0);
+  valet_params other_ctx = p;
+  other_ctx.n_ctx = 64;
+  run_state skipped;
+  init_state(&skipped);
+  skipped.want = "doc-3";
+  CHECK(valet_create(&other_ctx, &s) == VALET_OK);
+  CHECK(valet_recover(s, on_recovered, &skipped) == VALET_OK);
+  CHECK(skipped.recovered == 0);
+  valet_destroy(s);
+  struct stat after_skip;
+  CHECK(stat(journal, &after_skip) == 0 && after_skip.st_size == before.st_size);
+  run_state back;
+  init_state(&back);
+  back.want = "doc-3";
+  CHECK(valet_create(&p, &s) == VALET_OK);
+  CHECK(valet_recover(s, on_recovered, &back) == VALET_OK);
+  CHECK(back.recovered == 1);
+  valet_wait_idle(s);
+  CHECK(back.n == ref.n);
+  CHECK(memcmp(back.tokens, ref.tokens, (size_t)ref.n * sizeof(int32_t)) == 0);
+  CHECK(valet_task_ack(s, "doc-3") == VALET_OK);
   valet_destroy(s);
 
   /* Durable needs a directory for its journal. */

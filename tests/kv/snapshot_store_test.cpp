@@ -166,6 +166,45 @@ TEST_F(SnapshotStoreTest, UnwritableDirectoryFallsBackToRamWithAWarning) {
   EXPECT_EQ(*store->Get(1), a);
 }
 
+// The disk tier's directory is checked when the store is made: a planted
+// link (to a directory anyone may write), a directory others may write and
+// one of another user are refused, naming the path and what is wrong, and
+// nothing is written there.
+TEST_F(SnapshotStoreTest, ADirectoryThatIsNotPrivateIsRefusedAtCreation) {
+  fs::create_directories(dir_);
+  const fs::path open_to_all = dir_ / "public";
+  fs::create_directory(open_to_all);
+  fs::permissions(open_to_all, fs::perms::all);
+  SnapshotStoreOptions o = Options(0);
+  const auto refusal = [&](const fs::path& disk_dir) {
+    o.disk_dir = disk_dir.string();
+    Result<std::unique_ptr<SnapshotStore>> store = SnapshotStore::Create(o);
+    EXPECT_FALSE(store.ok()) << disk_dir;
+    return store.ok() ? std::string() : store.status().message();
+  };
+  fs::create_directory_symlink(open_to_all, dir_ / "snapshots");
+  EXPECT_EQ(refusal(dir_ / "snapshots"),
+            "snapshot directory: " + (dir_ / "snapshots").string() + " is a symbolic link");
+  EXPECT_EQ(refusal(open_to_all),
+            "snapshot directory: " + open_to_all.string() + " is writable by its group and others (mode 0777)");
+  EXPECT_TRUE(fs::is_empty(open_to_all));
+  if (::geteuid() == 0) {  // only root can give a directory to another user
+    fs::create_directory(dir_ / "theirs");
+    ASSERT_EQ(::chown((dir_ / "theirs").c_str(), 65534, 65534), 0);
+    EXPECT_NE(refusal(dir_ / "theirs").find("is owned by uid 65534, not 0"), std::string::npos);
+  }
+  EXPECT_TRUE(warnings_.empty()) << "refused, not degraded";
+
+  // A private one is used as it is.
+  fs::create_directory(dir_ / "private");
+  fs::permissions(dir_ / "private", fs::perms::owner_all);
+  o.disk_dir = (dir_ / "private").string();
+  auto store = std::move(SnapshotStore::Create(o).value());
+  const std::vector<uint8_t> a = Blob(1000, 9);
+  EXPECT_EQ(*store->Put(1, a, SnapshotTier::kDisk), SnapshotTier::kDisk);
+  EXPECT_EQ(*store->Get(1), a);
+}
+
 TEST_F(SnapshotStoreTest, FullDiskAndFullRamIsAnErrorNotACrash) {
   const std::vector<uint8_t> a = Blob(1000, 7);
   SnapshotStoreOptions o = Options(100);

@@ -80,9 +80,15 @@ void RunTasks(const std::string& model, const std::string& dir, bool first, cons
   }
 }
 
-std::map<std::string, std::vector<int32_t>> Finished(const std::string& dir) {
+// The journals as the scheduler over `model` reads them (its identity).
+std::map<std::string, std::vector<int32_t>> Finished(const std::string& model, const std::string& dir) {
   std::map<std::string, std::vector<int32_t>> out;
-  Result<JournalScan> scan = ListJournals(dir, {ValetVersionString(), "soak-model"});
+  std::unique_ptr<RealEngine> engine = OpenEngine(model);
+  EXPECT_TRUE(engine);
+  Result<PrivateDir> journals = PrivateDir::Open(dir);
+  EXPECT_TRUE(journals.ok()) << journals.status().ToString();
+  if (!engine || !journals.ok()) return out;
+  Result<JournalScan> scan = ListJournals(*journals, SchedulerJournalIdentity(*engine, "soak-model", false));
   EXPECT_TRUE(scan.ok()) << scan.status().ToString();
   if (!scan.ok()) return out;
   EXPECT_TRUE(scan->skipped.empty());
@@ -100,7 +106,7 @@ TEST(DurableSoakTest, RandomKillsMidAppendAndMidCheckpointLoseAndChangeNothing) 
   fs::remove_all(root);
   // The uninterrupted run, in this process (its engine is gone before any fork).
   RunTasks(model, root + "/reference", true);
-  const std::map<std::string, std::vector<int32_t>> reference = Finished(root + "/reference");
+  const std::map<std::string, std::vector<int32_t>> reference = Finished(model, root + "/reference");
   ASSERT_EQ(reference.size(), static_cast<size_t>(kTasks));
 
   std::mt19937 rng(2026);
@@ -136,7 +142,7 @@ TEST(DurableSoakTest, RandomKillsMidAppendAndMidCheckpointLoseAndChangeNothing) 
   EXPECT_GE(kills, 20);
   std::printf("%d kills\n", kills);
   EXPECT_TRUE(fs::exists(root + "/restored")) << "no life restored KV from a checkpoint";
-  const std::map<std::string, std::vector<int32_t>> survived = Finished(root + "/killed");
+  const std::map<std::string, std::vector<int32_t>> survived = Finished(model, root + "/killed");
   EXPECT_EQ(survived.size(), reference.size()) << "lost tasks";
   for (const auto& [key, tokens] : reference) {
     EXPECT_EQ(survived.count(key) ? survived.at(key) : std::vector<int32_t>{}, tokens) << "mismatched " << key;

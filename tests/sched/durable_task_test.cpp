@@ -37,9 +37,11 @@ class DurableTaskTest : public ::testing::TestWithParam<const char*> {
   }
 
   // A new engine, as a restarted process has.
-  std::unique_ptr<RealEngine> OpenEngine() {
+  std::unique_ptr<RealEngine> OpenEngine(KvType kv_type = KvType::kF16, int32_t n_ctx = 0) {
     RealEngineOptions o;
     o.engine.model_path = model_;
+    o.engine.kv_type = kv_type;
+    o.engine.n_ctx = n_ctx;
     o.engine.n_threads = 1;
     o.engine.kv_capacity_bytes = 8u << 20;
     o.store.disk_dir = dir_ + "/snapshots";
@@ -201,6 +203,65 @@ TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
   SchedulerOptions no_dir;
   SchedulerCore plain(*engine, no_dir);
   EXPECT_EQ(plain.Submit(Request()).status().code(), StatusCode::kInvalidArgument);
+}
+
+// On the real engine the KV type and the context decide tokens too (F16 and
+// F32 keys round differently; the context picks RoPE factors and bounds
+// max_tokens 0): a journal written under one is skipped under another, naming
+// the setting and both values, and resumes under its own with the tokens of
+// an uninterrupted run.
+TEST_P(DurableTaskTest, AJournalOfAnotherKvTypeOrContextIsSkippedAndResumesUnderItsOwn) {
+  std::vector<int32_t> reference;
+  int32_t context = 0;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    ASSERT_TRUE(engine);
+    context = engine->context_length();
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    ASSERT_EQ(RunUntilTokens(core, Request(), 9).size(), 9u);
+  }
+  const std::string journal = JournalPath(dir_ + "/tasks", "story-1");
+  const uintmax_t size = fs::file_size(journal);
+  struct Other {
+    KvType kv_type;
+    int32_t n_ctx;
+    std::string reason;
+  };
+  for (const Other& other : {Other{KvType::kF32, 0, "kv_type differs: journal f16, now f32"},
+                             Other{KvType::kF16, 64, "context_length differs: journal " + std::to_string(context) +
+                                                         ", now 64"}}) {
+    SCOPED_TRACE(other.reason);
+    std::unique_ptr<RealEngine> engine = OpenEngine(other.kv_type, other.n_ctx);
+    ASSERT_TRUE(engine);
+    SchedulerCore core(*engine, Options());
+    Result<RecoveryReport> found = core.Recover();
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    EXPECT_TRUE(found->tasks.empty());
+    ASSERT_EQ(found->skipped.size(), 1u);
+    EXPECT_EQ(found->skipped[0].second.code(), StatusCode::kUnsupported);
+    EXPECT_NE(found->skipped[0].second.message().find(other.reason), std::string::npos)
+        << found->skipped[0].second.message();
+    EXPECT_EQ(fs::file_size(journal), size) << "left as it was";
+  }
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  SchedulerCore core(*engine, Options());
+  TaskResult result;
+  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+    TaskCallbacks callbacks;
+    callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
+    return callbacks;
+  });
+  ASSERT_TRUE(recovered.ok());
+  ASSERT_EQ(recovered->tasks.size(), 1u);
+  EXPECT_EQ(recovered->tasks[0].tokens.size(), 9u);
+  core.RunUntilIdle();
+  EXPECT_EQ(result.tokens, reference);
 }
 
 // The threaded Scheduler: Stop keeps durable tasks in their journals (their

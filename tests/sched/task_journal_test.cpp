@@ -162,6 +162,7 @@ class TaskJournalTest : public ::testing::Test {
     scratch_ = *scratch;
     dir_ = scratch_ / "snapshots" / "tasks";
     identity_.model_fingerprint = "gemma3-1b-q4_0:0123abcd";
+    identity_.settings = {{"parse_special_in_messages", "false"}, {"context_length", "4096"}};
   }
   void TearDown() override {
     ArmJournalFaultForTesting({});
@@ -169,9 +170,19 @@ class TaskJournalTest : public ::testing::Test {
     ::umask(old_umask_);
   }
 
+  // The journals' directory, opened (and made) once.
+  std::shared_ptr<const PrivateDir> Dir() {
+    if (!journals_) {
+      Result<PrivateDir> dir = PrivateDir::Open(dir_.string());
+      EXPECT_TRUE(dir.ok()) << dir.status().ToString();
+      if (dir.ok()) journals_ = std::make_shared<const PrivateDir>(std::move(dir).value());
+    }
+    return journals_;
+  }
+
   TaskJournal Create(std::string_view key, const TaskRequest& request = FullRequest(),
                      const TaskJournalOptions& options = {}) {
-    Result<TaskJournal> j = TaskJournal::Create(dir_.string(), key, identity_, request, options);
+    Result<TaskJournal> j = TaskJournal::Create(Dir(), key, identity_, request, options);
     EXPECT_TRUE(j.ok()) << j.status().ToString();
     return std::move(j).value();
   }
@@ -207,6 +218,7 @@ class TaskJournalTest : public ::testing::Test {
 
   fs::path scratch_;
   fs::path dir_;
+  std::shared_ptr<const PrivateDir> journals_;
   JournalIdentity identity_;
   mode_t old_umask_ = 0;
 };
@@ -329,7 +341,7 @@ TEST_F(TaskJournalTest, ReopeningCutsTheDamagedTailSoNewRecordsFollowGoodOnes) {
   Result<JournalContents> torn = ReadJournal(w.path.string(), identity_);
   ASSERT_TRUE(torn.ok());
   ASSERT_EQ(torn->tail, JournalTail::kTorn);
-  Result<TaskJournal> j = TaskJournal::Reopen(*torn);
+  Result<TaskJournal> j = TaskJournal::Reopen(Dir(), *torn);
   ASSERT_TRUE(j.ok()) << j.status().ToString();
   EXPECT_EQ(fs::file_size(w.path), w.ends[2]);
   EXPECT_EQ(j->tokens(), 4);
@@ -351,7 +363,7 @@ TEST_F(TaskJournalTest, ReopeningCutsTheDamagedTailSoNewRecordsFollowGoodOnes) {
   ASSERT_TRUE(corrupt.ok());
   EXPECT_EQ(corrupt->tail, JournalTail::kCorrupt);
   EXPECT_EQ(corrupt->tokens, (std::vector<int32_t>{5}));
-  Result<TaskJournal> again = TaskJournal::Reopen(*corrupt);
+  Result<TaskJournal> again = TaskJournal::Reopen(Dir(), *corrupt);
   ASSERT_TRUE(again.ok());
   ASSERT_TRUE(again->AppendTokens(std::vector<int32_t>{6}, FakeRng(1)).ok());
   Result<JournalContents> resumed = ReadJournal(w.path.string(), identity_);
@@ -360,7 +372,7 @@ TEST_F(TaskJournalTest, ReopeningCutsTheDamagedTailSoNewRecordsFollowGoodOnes) {
   EXPECT_EQ(resumed->tail, JournalTail::kClean);
 
   // What was read no longer describes the file: refuse rather than cut good records.
-  Result<TaskJournal> stale = TaskJournal::Reopen(*corrupt);
+  Result<TaskJournal> stale = TaskJournal::Reopen(Dir(), *corrupt);
   ASSERT_FALSE(stale.ok());
   EXPECT_EQ(stale.status().code(), StatusCode::kCorrupt);
   EXPECT_EQ(ReadJournal(w.path.string(), identity_)->tokens, (std::vector<int32_t>{5, 6}));
@@ -391,12 +403,12 @@ TEST_F(TaskJournalTest, AnotherModelVersionOrFormatIsRefusedByName) {
 
   const std::vector<uint8_t> good = ReadBytes(path);
   std::vector<uint8_t> bytes = good;
-  bytes[8] = 2;  // format version 2
+  bytes[8] = 3;  // format version 3
   WriteBytes(path, bytes);
   c = ReadJournal(path, identity_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(c.status().message().find("format version 2"), std::string::npos)
+  EXPECT_NE(c.status().message().find("format version 3"), std::string::npos)
       << c.status().message();
 
   bytes = good;
@@ -417,6 +429,40 @@ TEST_F(TaskJournalTest, AnotherModelVersionOrFormatIsRefusedByName) {
 
   EXPECT_EQ(ReadJournal((dir_ / "absent.journal").string(), identity_).status().code(),
             StatusCode::kNotFound);
+}
+
+// A journal of format 1 (before the header named any settings) cannot show
+// what it was written under: skipped with that reason, and left in place.
+TEST_F(TaskJournalTest, AFormatOneJournalIsSkippedAsUnverifiable) {
+  const Written w = WriteSample("v2");
+  const uint32_t n = w.bytes[12] | w.bytes[13] << 8 | w.bytes[14] << 16 | w.bytes[15] << 24;
+  const std::vector<uint8_t> records(w.bytes.begin() + 16 + n + 8, w.bytes.end());
+  // The version 1 header: valet version, model and task key, nothing more.
+  std::vector<uint8_t> identity;
+  for (const std::string& field : {identity_.valet_version, identity_.model_fingerprint, std::string("old")}) {
+    PutU32(identity, static_cast<uint32_t>(field.size()));
+    identity.insert(identity.end(), field.begin(), field.end());
+  }
+  std::vector<uint8_t> v1 = {'V', 'A', 'L', 'E', 'T', 'J', 'N', 'L'};
+  PutU32(v1, 1);
+  PutU32(v1, static_cast<uint32_t>(identity.size()));
+  v1.insert(v1.end(), identity.begin(), identity.end());
+  PutU64(v1, Checksum64(v1));
+  v1.insert(v1.end(), records.begin(), records.end());
+  WriteBytes(dir_ / "old.journal", v1);
+
+  Result<JournalScan> scan = ListJournals(*Dir(), identity_);
+  ASSERT_TRUE(scan.ok());
+  ASSERT_EQ(scan->journals.size(), 1u);
+  EXPECT_EQ(scan->journals[0].task_key, "v2");
+  ASSERT_EQ(scan->skipped.size(), 1u);
+  EXPECT_EQ(fs::path(scan->skipped[0].path).filename(), "old.journal");
+  EXPECT_EQ(scan->skipped[0].why.code(), StatusCode::kUnsupported);
+  EXPECT_NE(scan->skipped[0].why.message().find("format version 1"), std::string::npos)
+      << scan->skipped[0].why.message();
+  EXPECT_NE(scan->skipped[0].why.message().find("cannot be known"), std::string::npos)
+      << scan->skipped[0].why.message();
+  EXPECT_EQ(ReadBytes(dir_ / "old.journal"), v1) << "left as it was";
 }
 
 TEST_F(TaskJournalTest, CorruptLengthsAllocateNothing) {
@@ -482,7 +528,11 @@ TEST_F(TaskJournalTest, CorruptLengthsAllocateNothing) {
 }
 
 TEST_F(TaskJournalTest, ListingReportsEveryJournalAndSkipsTheRest) {
-  EXPECT_TRUE(ListJournals((dir_ / "none").string(), identity_).ok()) << "nothing to recover";
+  Result<PrivateDir> none = PrivateDir::Open((scratch_ / "none").string());
+  ASSERT_TRUE(none.ok());
+  Result<JournalScan> empty = ListJournals(*none, identity_);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_TRUE(empty->journals.empty() && empty->skipped.empty()) << "nothing to recover";
 
   TaskJournal running = Create("a-running");
   ASSERT_TRUE(running.AppendTokens(std::vector<int32_t>{3}, FakeRng(0)).ok());
@@ -493,7 +543,10 @@ TEST_F(TaskJournalTest, ListingReportsEveryJournalAndSkipsTheRest) {
   fs::resize_file(torn.path(), torn.size_bytes() - 3);
   JournalIdentity other = identity_;
   other.model_fingerprint = "another model";
-  ASSERT_TRUE(TaskJournal::Create(dir_.string(), "d-other-model", other, FullRequest()).ok());
+  ASSERT_TRUE(TaskJournal::Create(Dir(), "d-other-model", other, FullRequest()).ok());
+  JournalIdentity other_settings = identity_;
+  other_settings.settings[1].value = "8192";
+  ASSERT_TRUE(TaskJournal::Create(Dir(), "j-other-settings", other_settings, FullRequest()).ok());
   const std::vector<uint8_t> garbage = {'h', 'e', 'l', 'l', 'o'};
   WriteBytes(dir_ / "e-garbage.journal", garbage);
   WriteBytes(dir_ / "f-empty.journal", {});
@@ -501,7 +554,7 @@ TEST_F(TaskJournalTest, ListingReportsEveryJournalAndSkipsTheRest) {
   fs::create_symlink(running.path(), dir_ / "h-link.journal");
   fs::copy_file(running.path(), dir_ / "i-renamed.journal");
 
-  Result<JournalScan> scan = ListJournals(dir_.string(), identity_);
+  Result<JournalScan> scan = ListJournals(*Dir(), identity_);
   ASSERT_TRUE(scan.ok()) << scan.status().ToString();
   ASSERT_EQ(scan->journals.size(), 3u);
   EXPECT_EQ(scan->journals[0].task_key, "a-running");
@@ -520,7 +573,7 @@ TEST_F(TaskJournalTest, ListingReportsEveryJournalAndSkipsTheRest) {
     EXPECT_FALSE(s.why.message().empty());
     skipped.push_back(fs::path(s.path).filename().string() + " " + StatusCodeName(s.why.code()));
   }
-  EXPECT_EQ(skipped.size(), 6u);
+  EXPECT_EQ(skipped.size(), 7u);
   const auto skipped_as = [&](const std::string& name, StatusCode code) {
     return std::find(skipped.begin(), skipped.end(), name + " " + StatusCodeName(code)) !=
            skipped.end();
@@ -531,24 +584,25 @@ TEST_F(TaskJournalTest, ListingReportsEveryJournalAndSkipsTheRest) {
   EXPECT_TRUE(skipped_as("g.journal.tmp", StatusCode::kInvalidArgument));
   EXPECT_TRUE(skipped_as("h-link.journal", StatusCode::kIo));
   EXPECT_TRUE(skipped_as("i-renamed.journal", StatusCode::kCorrupt));
+  EXPECT_TRUE(skipped_as("j-other-settings.journal", StatusCode::kUnsupported));
 }
 
 TEST_F(TaskJournalTest, MisuseIsRefused) {
   const TaskRequest r = FullRequest();
   for (std::string key : {""s, "../x"s, ".hidden"s, "a/b"s, std::string(129, 'k'), "sp ace"s}) {
-    EXPECT_EQ(TaskJournal::Create(dir_.string(), key, identity_, r).status().code(),
+    EXPECT_EQ(TaskJournal::Create(Dir(), key, identity_, r).status().code(),
               StatusCode::kInvalidArgument)
         << key;
   }
   TaskJournal j = Create("once");
-  EXPECT_EQ(TaskJournal::Create(dir_.string(), "once", identity_, r).status().code(),
+  EXPECT_EQ(TaskJournal::Create(Dir(), "once", identity_, r).status().code(),
             StatusCode::kInvalidArgument)
       << "an existing journal is never replaced";
-  EXPECT_EQ(TaskJournal::Create(dir_.string(), "nofp", JournalIdentity{}, r).status().code(),
+  EXPECT_EQ(TaskJournal::Create(Dir(), "nofp", JournalIdentity{}, r).status().code(),
             StatusCode::kInvalidArgument);
   TaskRequest huge = r;
   huge.prompt.assign(kMaxJournalRecordBytes, 'x');
-  EXPECT_EQ(TaskJournal::Create(dir_.string(), "huge", identity_, huge).status().code(),
+  EXPECT_EQ(TaskJournal::Create(Dir(), "huge", identity_, huge).status().code(),
             StatusCode::kInvalidArgument);
 
   EXPECT_FALSE(j.AppendTokens(std::vector<int32_t>{-1}, FakeRng(0)).ok());
@@ -562,9 +616,10 @@ TEST_F(TaskJournalTest, MisuseIsRefused) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->tail, JournalTail::kClean) << "refused calls wrote nothing";
 
-  ASSERT_TRUE(RemoveJournal(j.path()).ok());
+  ASSERT_TRUE(RemoveJournal(*Dir(), "once").ok());
   EXPECT_FALSE(fs::exists(j.path()));
-  EXPECT_EQ(RemoveJournal(j.path()).code(), StatusCode::kNotFound);
+  EXPECT_EQ(RemoveJournal(*Dir(), "once").code(), StatusCode::kNotFound);
+  EXPECT_EQ(RemoveJournal(*Dir(), "../once").code(), StatusCode::kInvalidArgument);
 }
 
 // A file size limit makes the kernel accept only part of a record, as a full

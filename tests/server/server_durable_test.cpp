@@ -305,6 +305,66 @@ TEST_F(ServerDurableTest, ARestartedServerRecoversAndFinishesTheTasks) {
   EXPECT_TRUE(fs::is_empty(fs::path(durable_dir_) / "tasks"));
 }
 
+// A restart with --special-in-messages flipped would tokenize the journaled
+// chat otherwise: the task is skipped (one log line naming the setting), not
+// served, its journal untouched; the next start with the setting it was
+// written under finishes it with the uninterrupted text.
+TEST_F(ServerDurableTest, ARestartUnderOtherSettingsSkipsTheTaskUntilTheyAreBack) {
+  FakeEngineOptions chatml;
+  chatml.special_tokens = {"<|im_start|>", "<|im_end|>"};
+  StartServer({}, chatml);
+  const json body = ChatBody("Keep <|im_start|> as typed", 24, 12);
+  gate_.Close();
+  const std::string id = Submit("/v1/chat/completions", Durable(body, "typed"));
+  gate_.Allow(5);
+  WaitStatus(id, [](const json& s) { return s["tokens"].size() >= 3; });
+  StopMidTask();
+  const uintmax_t journal_bytes = fs::file_size(JournalOf(id));
+
+  special_in_messages_ = true;
+  StartServer({}, chatml);
+  std::vector<std::string> log = LogLines();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("skipped " + JournalOf(id).string()), std::string::npos) << log[0];
+  EXPECT_NE(log[0].find("parse_special_in_messages differs: journal false, now true"), std::string::npos) << log[0];
+  EXPECT_EQ(Get("/v1/tasks/" + id)->status, 404);
+  EXPECT_EQ(fs::file_size(JournalOf(id)), journal_bytes);
+  server_.reset();
+  scheduler_.reset();
+  engine_.reset();
+
+  special_in_messages_ = false;
+  log_.clear();
+  StartServer({}, chatml);
+  log = LogLines();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("typed: resumed after"), std::string::npos) << log[0];
+  httplib::Result done = WaitResult(id);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, 200) << done->body;
+  ExpectSameCompletion(ParseJson(done->body), ParseJson(Post("/v1/chat/completions", body)->body));
+  EXPECT_EQ(Delete("/v1/tasks/" + id)->status, 200);
+}
+
+// The journals' directory is checked by the server too: a link planted in
+// its place fails ApiServer::Create, naming it.
+TEST_F(ServerDurableTest, APlantedLinkForTheJournalsFailsTheServer) {
+  const fs::path open_to_all = fs::path(durable_dir_) / "public";
+  fs::create_directory(open_to_all);
+  fs::permissions(open_to_all, fs::perms::all);
+  fs::create_directory_symlink(open_to_all, fs::path(durable_dir_) / "tasks");
+  FakeEngine engine;
+  Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(engine, {});
+  ASSERT_TRUE(scheduler.ok());
+  ServerOptions options;
+  options.durable.dir = durable_dir_ + "/tasks";
+  options.durable.model_fingerprint = "fake-engine";
+  Result<std::unique_ptr<ApiServer>> server = ApiServer::Create(**scheduler, engine, options);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().message(), "durable tasks' directory: " + options.durable.dir + " is a symbolic link");
+  EXPECT_TRUE(fs::is_empty(open_to_all));
+}
+
 // A server that cannot journal refuses durable requests.
 class ServerWithoutJournalsTest : public ServerFixture {};
 

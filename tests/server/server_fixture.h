@@ -62,11 +62,13 @@ class ServerFixture : public ::testing::Test {
     engine_->set_step_hook([this](std::span<const StepItem>) { return gate_.Pass(); });
     SchedulerOptions so;
     so.clock = engine_->ClockFunction();
+    so.parse_special_in_messages = special_in_messages_;
     if (!durable_dir_.empty()) {
       so.durable_dir = durable_dir_ + "/tasks";
       so.model_fingerprint = "fake-engine";
       options.durable.dir = so.durable_dir;
       options.durable.model_fingerprint = so.model_fingerprint;
+      options.durable.parse_special_in_messages = so.parse_special_in_messages;
       options.log = [this](const std::string& line) {
         std::lock_guard<std::mutex> lock(log_mu_);
         log_.push_back(line);
@@ -136,6 +138,8 @@ class ServerFixture : public ::testing::Test {
 
   // Non-empty before StartServer: durable tasks on, journals in <it>/tasks.
   std::string durable_dir_;
+  // The scheduler's and server's parse_special_in_messages (serve's --special-in-messages).
+  bool special_in_messages_ = false;
   std::mutex log_mu_;
   std::vector<std::string> log_;
   StepGate gate_;

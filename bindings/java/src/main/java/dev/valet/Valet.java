@@ -87,6 +87,10 @@ public final class Valet implements AutoCloseable {
       return this;
     }
 
+    /**
+     * The context per sequence (0: the model's). A durable task resumes only under the context it
+     * began with.
+     */
     public Options contextLength(int n) {
       contextLength = n;
       return this;
@@ -105,6 +109,9 @@ public final class Valet implements AutoCloseable {
     /**
      * App-private directory for snapshots parked to disk and durable tasks' journals: on Android
      * Context.getNoBackupFilesDir(), not getCacheDir(), which Android may clear on low storage.
+     * It and its tasks/ are created 0700 if missing; {@link Valet#create} throws
+     * (INVALID_ARGUMENT) if either is a symbolic link, another user's or writable by others (the
+     * app's own group, as Android's 0771 app directories have, is fine).
      */
     public Options snapshotDir(String dir) {
       snapshotDir = dir;
