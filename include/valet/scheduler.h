@@ -56,6 +56,24 @@ enum class TaskState : int32_t {
 VALET_API const char* TaskStateName(TaskState state);
 inline bool IsTerminal(TaskState s) { return s >= TaskState::kDone; }
 
+// Why a PARKED task waits (TaskInfo); kNone in every other state.
+enum class ParkCause : int32_t {
+  kNone = 0,
+  kHigherTier,  // a higher tier runs
+  kTurn,        // a task of its tier takes its turn
+  kBudget,      // its tier's lifecycle or thermal budget is spent
+  kMemory,      // memory pressure, a trim, or the app's destruction
+  kConsumer,    // its callbacks fell behind (DeliveryOptions)
+  kJournalIo,   // its journal cannot be written (a full or failing disk): Scheduler::RetryJournals
+};
+// "none", "higher_tier", "turn", "budget", "memory", "consumer", "journal_io".
+VALET_API const char* ParkCauseName(ParkCause cause);
+
+struct TaskInfo {
+  TaskState state = TaskState::kQueued;
+  ParkCause park_cause = ParkCause::kNone;
+};
+
 // Android's lifecycle events and the states they lead to.
 enum class LifecycleEvent : int32_t { kOnCreate, kOnStart, kOnResume, kOnPause, kOnStop, kOnDestroy };
 enum class LifecycleState : int32_t { kDestroyed = 0, kCreated, kStarted, kResumed };
@@ -415,9 +433,13 @@ struct SchedulerStats {
   ThermalStatus thermal = ThermalStatus::kNone;  // effective (headroom applied)
   int64_t submitted = 0;
   int64_t rejected = 0;  // failed validation
-  // Durable tasks that went on without their journal after it could not be
-  // written (a full or failing disk): no longer recoverable.
+  // Durable writes that failed (a full or failing disk): a journal record
+  // (its task then waits, journal_waits), a checkpoint (recovery recomputes
+  // instead) or a removal.
   int64_t journal_errors = 0;
+  // Times a task was parked because its journal could not take a record
+  // (ParkCause::kJournalIo), until a retry wrote it.
+  int64_t journal_waits = 0;
   // Durable tasks' KV checkpoints written (when parked, at ON_STOP and on a
   // memory trim), and the positions recovery took from them instead of
   // recomputing.
@@ -519,6 +541,12 @@ class VALET_API Scheduler {
   // while it runs). Both wait for the inference thread (at most one step).
   Result<RecoveryReport> Recover(std::function<TaskCallbacks(const RecoveredTask&)> callbacks_for = {});
   Status Ack(const std::string& durable_key);
+  // Writes again what durable tasks' journals could not take (a full or
+  // failing disk; ParkCause::kJournalIo): each task whose journal now takes
+  // it goes on, the others stay parked. Also tried on every lifecycle event
+  // and whenever another durable write succeeds; never on a timer. Applied
+  // before the next step.
+  Status RetryJournals();
 
   // Blocks until every task submitted so far is finished (no timeout). Not
   // from a task callback (OnCallbackThread()): it would wait for itself.
@@ -528,6 +556,8 @@ class VALET_API Scheduler {
   SchedulerStats Stats() const;
   Result<std::vector<TimelineEvent>> Timeline(TaskId id) const;
   Result<TaskMetrics> Metrics(TaskId id) const;
+  // The task's state and, when parked, why (NotFound as Metrics).
+  Result<TaskInfo> Info(TaskId id) const;
   // Chrome trace-event JSON (chrome://tracing, Perfetto) of the run so far.
   std::string ChromeTraceJson() const;
 

@@ -315,6 +315,23 @@ typedef struct valet_stats {
   valet_memory_stats memory;
 } valet_stats;
 
+/* v5. Why a PARKED task waits. */
+typedef enum valet_park_cause {
+  VALET_PARK_CAUSE_NONE = 0,        /* not parked */
+  VALET_PARK_CAUSE_HIGHER_TIER = 1, /* a higher tier runs */
+  VALET_PARK_CAUSE_TURN = 2,        /* a task of its tier takes its turn */
+  VALET_PARK_CAUSE_BUDGET = 3,      /* its tier's lifecycle or thermal budget is spent */
+  VALET_PARK_CAUSE_MEMORY = 4,      /* memory pressure, a trim, the app's destruction */
+  VALET_PARK_CAUSE_CONSUMER = 5,    /* its callbacks fell behind */
+  VALET_PARK_CAUSE_JOURNAL_IO = 6   /* its journal cannot be written: valet_retry_journals */
+} valet_park_cause;
+
+typedef struct valet_task_info {
+  size_t struct_size;
+  valet_task_state state;
+  valet_park_cause park_cause;
+} valet_task_info;
+
 typedef struct valet_memory_budgets {
   size_t struct_size;
   uint64_t pool_bytes;         /* KV pool capacity */
@@ -325,6 +342,7 @@ valet_params valet_default_params(void);
 valet_task_params valet_default_task_params(void);
 valet_stats valet_default_stats(void);
 valet_memory_budgets valet_default_memory_budgets(void);
+valet_task_info valet_default_task_info(void);
 
 valet_status valet_create(const valet_params* params, valet_scheduler** out);
 /* Stops the scheduler for good. The engine's abort flag is raised, so a
@@ -370,6 +388,13 @@ valet_status valet_recover(valet_scheduler* scheduler, valet_recover_fn fn, void
 /* Forgets an ended durable task: removes its journal. VALET_NOT_FOUND when
  * there is none, VALET_INVALID_ARGUMENT while it runs. */
 valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key);
+/* v5. Writes again what durable tasks' journals could not take (a full or
+ * failing disk: such a task is PARKED with VALET_PARK_CAUSE_JOURNAL_IO and
+ * never reports an end its journal does not hold). Each task whose journal
+ * now takes it goes on. Also tried on every lifecycle event and whenever
+ * another durable write succeeds; never on a timer. Applied before the next
+ * step; VALET_ABORTED after valet_stop. */
+valet_status valet_retry_journals(valet_scheduler* scheduler);
 /* VALET_INVALID_ARGUMENT when out of order (the state is then unchanged). */
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event);
 /* PowerManager's thermal status (0..6, else VALET_INVALID_ARGUMENT) and
@@ -408,6 +433,10 @@ valet_status valet_tokenize(const valet_scheduler* scheduler, const char* text, 
                             int32_t n_tokens_max, int32_t* n_tokens);
 /* out->struct_size must be set (valet_default_stats()). */
 valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out);
+/* v5. A task's state and, when PARKED, why. out->struct_size must be set
+ * (valet_default_task_info()). VALET_NOT_FOUND for an unknown id, or a
+ * finished one whose record is no longer kept. */
+valet_status valet_get_task_info(const valet_scheduler* scheduler, valet_task_id id, valet_task_info* out);
 /* Chrome trace-event JSON of the run so far; free with valet_free_string. */
 valet_status valet_chrome_trace(const valet_scheduler* scheduler, char** out_json);
 void valet_free_string(char* s);

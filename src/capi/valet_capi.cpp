@@ -25,6 +25,10 @@ namespace {
 
 thread_local std::string g_last_error;
 
+static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
+                  VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
+              "valet_park_cause mirrors valet::ParkCause");
+
 valet_status ToC(valet::StatusCode code) {
   switch (code) {
     case valet::StatusCode::kOk: return VALET_OK;
@@ -132,6 +136,8 @@ constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, preemptions), VALET_END(valet_stats, lifecycle),
     VALET_END(valet_stats, thermal),     VALET_END(valet_stats, tiers),
     VALET_END(valet_stats, memory),      sizeof(valet_stats)};
+constexpr std::array kTaskInfoEnds = {VALET_END(valet_task_info, struct_size), VALET_END(valet_task_info, state),
+                                      VALET_END(valet_task_info, park_cause), sizeof(valet_task_info)};
 constexpr std::array kBudgetsEnds = {VALET_END(valet_memory_budgets, struct_size),
                                      VALET_END(valet_memory_budgets, pool_bytes),
                                      VALET_END(valet_memory_budgets, snapshot_ram_bytes),
@@ -390,6 +396,13 @@ valet_stats valet_default_stats(void) {
   return s;
 }
 
+valet_task_info valet_default_task_info(void) {
+  valet_task_info i;
+  std::memset(&i, 0, sizeof i);
+  i.struct_size = sizeof i;
+  return i;
+}
+
 valet_memory_budgets valet_default_memory_budgets(void) {
   valet_memory_budgets b;
   std::memset(&b, 0, sizeof b);
@@ -513,6 +526,13 @@ valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key)
   });
 }
 
+valet_status valet_retry_journals(valet_scheduler* scheduler) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    return Report(scheduler->scheduler->RetryJournals());
+  });
+}
+
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event) {
   return Guard([&]() -> valet_status {
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
@@ -601,6 +621,19 @@ valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out)
     if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
     const valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
     return Report(WriteVersioned(out, full, kStatsEnds, "valet_stats"));
+  });
+}
+
+valet_status valet_get_task_info(const valet_scheduler* scheduler, valet_task_id id, valet_task_info* out) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
+    const valet::Result<valet::TaskInfo> info = scheduler->scheduler->Info(id);
+    if (!info.ok()) return Report(info.status());
+    valet_task_info full = valet_default_task_info();
+    full.state = static_cast<valet_task_state>(info->state);
+    full.park_cause = static_cast<valet_park_cause>(info->park_cause);
+    return Report(WriteVersioned(out, full, kTaskInfoEnds, "valet_task_info"));
   });
 }
 

@@ -13,8 +13,23 @@ const char* ParkReasonName(ParkReason reason) {
     case ParkReason::kDestroy: return "destroy";
     case ParkReason::kTrim: return "trim";
     case ParkReason::kConsumerBehind: return "consumer_behind";
+    case ParkReason::kJournalIo: return "journal_io";
   }
   return "unknown";
+}
+
+ParkCause CauseOf(ParkReason reason) {
+  switch (reason) {
+    case ParkReason::kPreempted: return ParkCause::kHigherTier;
+    case ParkReason::kTurnEnded: return ParkCause::kTurn;
+    case ParkReason::kStateCap: return ParkCause::kBudget;
+    case ParkReason::kPressure:
+    case ParkReason::kDestroy:
+    case ParkReason::kTrim: return ParkCause::kMemory;
+    case ParkReason::kConsumerBehind: return ParkCause::kConsumer;
+    case ParkReason::kJournalIo: return ParkCause::kJournalIo;
+  }
+  return ParkCause::kNone;
 }
 
 namespace {

@@ -19,8 +19,11 @@ enum class ParkReason {
   kDestroy,    // ON_DESTROY: keep everything, off the pool, on disk
   kTrim,       // the app was asked to trim memory: KV down to the shared prefix
   kConsumerBehind,  // the task's callbacks fell behind: it waits for its consumer
+  kJournalIo,       // its journal cannot take a record: it waits for a retry
 };
 const char* ParkReasonName(ParkReason reason);
+// What the app is told (TaskInfo::park_cause).
+ParkCause CauseOf(ParkReason reason);
 
 struct ParkRequest {
   SequenceId seq = 0;

@@ -68,6 +68,7 @@ void Recorder::SetState(TaskId id, TaskState state) {
   if (it == tasks_.end()) return;
   const bool finishing = IsTerminal(state) && !IsTerminal(it->second.state);
   it->second.state = state;
+  if (state != TaskState::kParked) it->second.park_cause = ParkCause::kNone;
   if (!finishing) return;
   finished_.push_back(id);
   Forget();
@@ -85,11 +86,24 @@ bool Recorder::Registered(TaskId id) const {
   return id >= 1 && id < next_id_;
 }
 
+void Recorder::SetParkCause(TaskId id, ParkCause cause) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it != tasks_.end()) it->second.park_cause = cause;
+}
+
 std::optional<TaskState> Recorder::State(TaskId id) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = tasks_.find(id);
   if (it == tasks_.end()) return std::nullopt;
   return it->second.state;
+}
+
+Result<TaskInfo> Recorder::Info(TaskId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tasks_.find(id);
+  if (it == tasks_.end()) return NotFound(UnknownTask(id));
+  return TaskInfo{it->second.state, it->second.state == TaskState::kParked ? it->second.park_cause : ParkCause::kNone};
 }
 
 std::string Recorder::UnknownTask(TaskId id) const {

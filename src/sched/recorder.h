@@ -56,11 +56,15 @@ class Recorder {
   void Tokens(TaskId id, int32_t count, double time);
   void SetPromptTokens(TaskId id, int32_t count);
   void SetCachedPromptTokens(TaskId id, int32_t count);
+  // Leaving PARKED clears the park cause.
   void SetState(TaskId id, TaskState state);
+  // Why the task parks next (set before SetState(kParked)).
+  void SetParkCause(TaskId id, ParkCause cause);
   // Empty for ids never registered and for finished tasks whose record was
   // dropped (Registered() tells those apart).
   std::optional<TaskState> State(TaskId id) const;
   bool Registered(TaskId id) const;
+  Result<TaskInfo> Info(TaskId id) const;
 
   Result<TaskMetrics> Metrics(TaskId id) const;
   Result<std::vector<TimelineEvent>> Timeline(TaskId id) const;
@@ -75,6 +79,7 @@ class Recorder {
  private:
   struct TaskRecord {
     TaskState state = TaskState::kQueued;
+    ParkCause park_cause = ParkCause::kNone;
     TaskMetrics metrics;
     std::vector<TimelineEvent> events;
   };

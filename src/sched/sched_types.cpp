@@ -36,6 +36,19 @@ const char* TaskStateName(TaskState state) {
   return "UNKNOWN_STATE";
 }
 
+const char* ParkCauseName(ParkCause cause) {
+  switch (cause) {
+    case ParkCause::kNone: return "none";
+    case ParkCause::kHigherTier: return "higher_tier";
+    case ParkCause::kTurn: return "turn";
+    case ParkCause::kBudget: return "budget";
+    case ParkCause::kMemory: return "memory";
+    case ParkCause::kConsumer: return "consumer";
+    case ParkCause::kJournalIo: return "journal_io";
+  }
+  return "unknown";
+}
+
 const char* LifecycleEventName(LifecycleEvent event) {
   switch (event) {
     case LifecycleEvent::kOnCreate: return "ON_CREATE";

@@ -28,7 +28,7 @@ thread_local const void* t_inference_of = nullptr;
 }  // namespace
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCaughtUp, kCall };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCaughtUp, kRetryJournals, kCall };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -50,7 +50,11 @@ struct Scheduler::Impl {
         dispatcher(delivery, [this](TaskId id) { CaughtUp(id); }) {
     core.set_arrival_signals({&chat_arrived, &chat_or_suggestion_arrived, &stop_requested});
     core.set_app_hooks({.consumer_behind = [this](TaskId id) { return dispatcher.Behind(id); },
-                        .settle_end = [this](TaskId id) { return SettleEnd(id); }});
+                        .settle_end = [this](TaskId id) { return SettleEnd(id); },
+                        .cancel_requested = [this](TaskId id) {
+                          std::lock_guard<std::mutex> lock(mu);
+                          return cancel_requested.count(id) != 0;
+                        }});
   }
 
   void Loop();
@@ -279,6 +283,9 @@ void Scheduler::Impl::Apply(Command& command) {
       break;
     case CommandKind::kCaughtUp:
       core.ConsumerCaughtUp(command.id);
+      break;
+    case CommandKind::kRetryJournals:
+      core.RetryJournals();
       break;
     case CommandKind::kCall:
       command.call();
@@ -560,6 +567,15 @@ SchedulerStats Scheduler::Stats() const {
 Result<std::vector<TimelineEvent>> Scheduler::Timeline(TaskId id) const { return impl_->core.recorder().Timeline(id); }
 
 Result<TaskMetrics> Scheduler::Metrics(TaskId id) const { return impl_->core.recorder().Metrics(id); }
+
+Result<TaskInfo> Scheduler::Info(TaskId id) const { return impl_->core.recorder().Info(id); }
+
+Status Scheduler::RetryJournals() {
+  Impl::Command command;
+  command.kind = Impl::CommandKind::kRetryJournals;
+  if (!impl_->Post(std::move(command))) return Aborted("the scheduler is stopped");
+  return Status::Ok();
+}
 
 std::string Scheduler::ChromeTraceJson() const { return impl_->core.recorder().ChromeTraceJson(); }
 

@@ -41,10 +41,7 @@ std::vector<Task*> SchedulerCore::AdmitBatchMembers() {
   }
   std::sort(others.begin(), others.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
   for (Task* t : others) {
-    const ParkReason reason = held_.count(t->id) != 0     ? ParkReason::kStateCap
-                              : behind_.count(t->id) != 0 ? ParkReason::kConsumerBehind
-                                                          : ParkReason::kPressure;
-    Park(*t, reason, 0, nullptr);
+    Park(*t, HoldReason(t->id).value_or(ParkReason::kPressure), 0, nullptr);
   }
   return members;
 }

@@ -43,7 +43,9 @@ Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
     return journal.status();
   }
   const TaskId id = recorder_.Register(prepared->request.tier, Now());
+  const bool durable = journal->has_value();
   Enqueue(id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
+  if (durable) TryJournalsAgain();  // its journal was just written: the disk takes writes
   Deliver();
   return id;
 }
@@ -51,7 +53,9 @@ Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
 Status SchedulerCore::Admit(TaskId id, PreparedTask prepared, std::optional<TaskJournal> journal) {
   Result<int32_t> max_tokens = FitPool(prepared);
   if (max_tokens.ok()) {
+    const bool durable = journal.has_value();
     Enqueue(id, std::move(prepared), *max_tokens, std::move(journal));
+    if (durable) TryJournalsAgain();  // its journal was just written: the disk takes writes
     Deliver();
     return Status::Ok();
   }
@@ -142,6 +146,7 @@ Status SchedulerCore::Cancel(TaskId id) {
 
 Status SchedulerCore::OnLifecycleEvent(LifecycleEvent event) {
   VALET_RETURN_IF_ERROR(governor_.OnLifecycleEvent(event));
+  TryJournalsAgain();  // the app may have freed space meanwhile
   recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
   ReleaseHeld();
   if (governor_.state() == LifecycleState::kDestroyed) ParkEverythingToDisk();
@@ -262,6 +267,7 @@ void SchedulerCore::Park(Task& task, ParkReason reason, size_t bytes_needed, con
     if (preempted) ++s.preemptions;
     if (arrival) s.preemption_latencies.push_back(now - cause->submit_time);
   });
+  recorder_.SetParkCause(task.id, CauseOf(reason));
   SetState(task, TaskState::kParked);
 }
 
@@ -275,12 +281,23 @@ void SchedulerCore::SetState(Task& task, TaskState state) {
 }
 
 void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReason reason) {
-  if (hooks_.settle_end && hooks_.settle_end(task.id) && state != TaskState::kCancelled) {
+  // The app's cancel wins over any other end (AppHooks). A durable task's
+  // end is journaled first: one the journal cannot take has not happened
+  // yet, so the task waits unsettled, and the app may still cancel it.
+  const bool durable = task.journal.has_value();
+  if (durable && hooks_.cancel_requested && hooks_.cancel_requested(task.id)) state = TaskState::kCancelled;
+  if (!JournalEnd(task, state, status, reason)) return WaitForJournal(task);
+  if (hooks_.settle_end && hooks_.settle_end(task.id)) {
+    // A cancel that came while the end was being written: forgotten after all.
+    if (durable && state != TaskState::kCancelled) {
+      (void)RemoveJournal(*durable_dir_, task.durable_key).ok();
+    }
     state = TaskState::kCancelled;
+  }
+  if (state == TaskState::kCancelled) {
     status = Status::Ok();
     reason = StopReason::kNone;
   }
-  JournalEnd(task, state, status, reason);
   if (task.seq_open) {
     // The task is over either way; a close error only leaks engine state.
     (void)engine_.CloseSequence(task.seq).ok();
@@ -290,6 +307,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   queue_.Erase(task.id);
   held_.erase(task.id);
   behind_.erase(task.id);
+  journal_waiting_.erase(task.id);
   const TimelineKind kind = state == TaskState::kDone        ? TimelineKind::kDone
                             : state == TaskState::kCancelled ? TimelineKind::kCancelled
                                                              : TimelineKind::kFailed;

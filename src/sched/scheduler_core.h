@@ -81,6 +81,11 @@ class SchedulerCore {
   // InvalidArgument when the directory was refused (a link, another user's,
   // writable by others), which Scheduler::Create fails on.
   const Status& durable_dir_status() const { return durable_dir_status_; }
+  // Writes what journals could not take (ParkCause::kJournalIo); a task whose
+  // journal takes it goes on (or ends, if its end was what waited). Also
+  // tried on every lifecycle event and after every durable write that
+  // succeeds; never on a timer.
+  void RetryJournals();
   Status OnLifecycleEvent(LifecycleEvent event);
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
@@ -113,10 +118,16 @@ class SchedulerCore {
     // the end CANCELLED whatever ended it. Either way the end is settled
     // from then on.
     std::function<bool(TaskId)> settle_end;
+    // Whether the app has asked to cancel the task, settling nothing: a
+    // durable task's end is journaled before it is settled.
+    std::function<bool(TaskId)> cancel_requested;
   };
   void set_app_hooks(AppHooks hooks) { hooks_ = std::move(hooks); }
   // A held task's consumer has caught up: it may run again.
   void ConsumerCaughtUp(TaskId id);
+  // Replaces write(2) for durable tasks' journals (the seam a full disk is
+  // tested through); before the first durable task.
+  void set_journal_write_for_testing(JournalWriteFn write) { journal_write_ = std::move(write); }
   // Gives back what the engine lent (a trimmed pool): after it, destroying
   // this object no longer touches the engine.
   void ReleaseEngine() { (void)RestorePool(); }
@@ -164,10 +175,19 @@ class SchedulerCore {
                        const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for, RecoveredTask& r);
   // Feeds a recovered task the tokens it had generated; false if they ended it.
   bool Replay(Task& task, const std::vector<int32_t>& tokens);
-  // Appends to, or ends, a task's journal; a write error detaches it (the
-  // task goes on, no longer durable) and is counted.
+  // Appends to, or ends, a task's journal. A durable task never reports what
+  // its journal cannot back: when a write fails, what it lacks is kept
+  // (Task::unjournaled) and the task waits, parked, for a retry to write it;
+  // JournalEnd is then false and the task does not end yet.
   void JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng);
-  void JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason);
+  [[nodiscard]] bool JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason);
+  // Writes the task's unjournaled tokens, then its end (synced).
+  Status FlushJournal(Task& task);
+  void WaitForJournal(Task& task);
+  // RetryJournals without delivering: callable mid-step.
+  void TryJournalsAgain();
+  // Why a task that is not the lead leaves the engine, if something holds it.
+  std::optional<ParkReason> HoldReason(TaskId id) const;
   void SyncJournals();
   // Brings the foreground chat's shared prefix back into the prefix cache (a
   // prefill without a task) if memory pressure took it; on the way back to
@@ -270,6 +290,9 @@ class SchedulerCore {
   std::unordered_map<TaskId, std::unique_ptr<Task>> tasks_;
   std::unordered_set<TaskId> held_;  // over their tier's state cap until a lifecycle event
   std::unordered_set<TaskId> behind_;  // waiting for their consumer (AppHooks::consumer_behind)
+  std::unordered_set<TaskId> journal_waiting_;  // waiting for their journal (Task::waits_for_journal)
+  bool retrying_journals_ = false;
+  JournalWriteFn journal_write_;  // empty: write(2)
   AppHooks hooks_;
   uint64_t next_ticket_ = 1;
   TaskId last_lead_ = 0;

@@ -1,9 +1,11 @@
 // SchedulerCore and durable tasks: journaling as they run, recovery after the
 // process ended, acknowledgement (docs/durable.md).
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <utility>
 
@@ -12,6 +14,14 @@
 
 namespace valet {
 namespace {
+
+// Bytes an unprivileged writer may still add to the file system holding
+// `dir`; nullopt when it cannot be told.
+std::optional<uint64_t> FreeBytes(const std::string& dir) {
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
+  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+}
 
 // Unique across restarts without coordination: 64 random bits.
 std::string NewDurableKey() {
@@ -71,33 +81,111 @@ Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& requ
   if (!request.durable) return std::optional<TaskJournal>();
   // Tokens only need to survive a killed process, which the page cache
   // ensures; MarkDone and lifecycle stops sync to the device.
-  VALET_ASSIGN_OR_RETURN(TaskJournal journal, TaskJournal::Create(durable_dir_, request.durable_key,
-                                                                  journal_identity(), request,
-                                                                  {JournalSync::kOnDemand}));
-  return std::optional<TaskJournal>(std::move(journal));
+  Result<TaskJournal> journal = TaskJournal::Create(durable_dir_, request.durable_key, journal_identity(), request,
+                                                    {JournalSync::kOnDemand, journal_write_});
+  // A disk that cannot hold the task's every token would park it midway:
+  // refused now instead, while the app can still choose.
+  const int64_t tokens = request.max_tokens > 0 ? request.max_tokens : engine_.context_length();
+  const uint64_t need = JournalBytesToFinish(tokens);
+  const std::optional<uint64_t> free_bytes = FreeBytes(options_.durable_dir);
+  if (free_bytes && *free_bytes < need) {
+    if (journal.ok()) (void)journal->Remove().ok();
+    return ResourceExhausted("not enough free space for the journal of a durable task in " + options_.durable_dir +
+                             ": " + std::to_string(*free_bytes) + " bytes free, up to " + std::to_string(need) +
+                             " needed for " + std::to_string(tokens) + " tokens");
+  }
+  if (!journal.ok()) return journal.status();
+  return std::optional<TaskJournal>(std::move(journal).value());
 }
 
 void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng) {
   if (!task.journal) return;
-  RngState state;
-  state.words = rng;
-  if (task.journal->AppendTokens({&token, 1}, state).ok()) return;
-  task.journal.reset();
-  recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  task.unjournaled.push_back(token);
+  task.unjournaled_rng.words = rng;
+  if (!FlushJournal(task).ok()) return WaitForJournal(task);
+  // The disk takes writes again: whatever waited for it may go on.
+  TryJournalsAgain();
 }
 
-void SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
-  if (!task.journal) return;
-  std::optional<TaskJournal> journal = std::exchange(task.journal, std::nullopt);
-  // Its KV is not needed any more. Removed first, so that no checkpoint is
-  // ever left without its journal.
-  Status written = RemoveCheckpoint(*durable_dir_, task.durable_key);
-  // A cancelled task is forgotten; a finished or failed one waits for its Ack.
-  if (written.ok()) {
-    written = state == TaskState::kCancelled ? journal->Remove()
-                                             : journal->MarkDone({state, reason, status.message()});
+Status SchedulerCore::FlushJournal(Task& task) {
+  TaskJournal& journal = *task.journal;
+  if (!task.unjournaled.empty()) {
+    VALET_RETURN_IF_ERROR(journal.AppendTokens(task.unjournaled, task.unjournaled_rng));
+    task.unjournaled.clear();
   }
-  if (!written.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  if (!task.unjournaled_end) return Status::Ok();
+  const Task::End& end = *task.unjournaled_end;
+  // A Done record written but not synced is finished already: only the sync is left.
+  if (journal.finished()) return journal.Sync();
+  return journal.MarkDone({end.state, end.reason, end.status.message()});
+}
+
+bool SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
+  if (!task.journal) return true;
+  if (state == TaskState::kCancelled) {
+    // The app's cancel forgets the task, whatever the disk says; a journal
+    // that cannot be removed is counted (recovery would resume it).
+    Status removed = RemoveCheckpoint(*durable_dir_, task.durable_key);
+    if (removed.ok()) removed = task.journal->Remove();
+    if (!removed.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    task.journal.reset();
+    return true;
+  }
+  task.unjournaled_end = Task::End{state, status, reason};
+  if (!FlushJournal(task).ok()) return false;
+  // Its KV is not needed any more, and its end is on the device.
+  if (!RemoveCheckpoint(*durable_dir_, task.durable_key).ok()) {
+    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  }
+  task.journal.reset();
+  task.unjournaled_end.reset();
+  return true;
+}
+
+void SchedulerCore::WaitForJournal(Task& task) {
+  const bool newly = journal_waiting_.insert(task.id).second;
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    ++s.journal_errors;
+    if (newly) ++s.journal_waits;
+  });
+  queue_.Erase(task.id);
+  held_.erase(task.id);
+  behind_.erase(task.id);
+  // Only its end waits: its KV is not needed any more.
+  if (task.unjournaled_end && task.seq_open) {
+    (void)engine_.CloseSequence(task.seq).ok();
+    task.seq_open = false;
+    task.active = false;
+  }
+  if (task.active) return;  // parked before the next step (HoldReason)
+  recorder_.SetParkCause(task.id, ParkCause::kJournalIo);
+  SetState(task, TaskState::kParked);
+}
+
+void SchedulerCore::RetryJournals() {
+  TryJournalsAgain();
+  Deliver();
+}
+
+void SchedulerCore::TryJournalsAgain() {
+  if (journal_waiting_.empty() || retrying_journals_) return;
+  retrying_journals_ = true;
+  std::vector<TaskId> ids(journal_waiting_.begin(), journal_waiting_.end());
+  std::sort(ids.begin(), ids.end());
+  for (TaskId id : ids) {
+    Task* task = Find(id);
+    if (task == nullptr || !FlushJournal(*task).ok()) continue;
+    journal_waiting_.erase(id);
+    if (task->unjournaled_end) {
+      const Task::End end = *task->unjournaled_end;
+      Finish(*task, end.state, end.status, end.reason);  // its end is written now
+    } else if (governor_.MayRun(task->tier)) {
+      queue_.Push(id, KeyFor(*task));
+    } else {
+      held_.insert(id);
+    }
+  }
+  retrying_journals_ = false;
 }
 
 void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
@@ -206,8 +294,8 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
   const TaskCallbacks callbacks = request.callbacks;
   Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
   Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
-  Result<TaskJournal> journal =
-      max_tokens.ok() ? TaskJournal::Reopen(durable_dir_, c) : Result<TaskJournal>(max_tokens.status());
+  Result<TaskJournal> journal = max_tokens.ok() ? TaskJournal::Reopen(durable_dir_, c, {JournalSync::kEveryRecord, journal_write_})
+                                                : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
     (void)FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery

@@ -70,14 +70,7 @@ void SchedulerCore::DisplaceOthers(const Task& lead, const std::vector<Task*>& r
   std::sort(displaced.begin(), displaced.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
   const size_t bytes_needed = EstimateBytesNeeded(lead);
   for (Task* t : displaced) {
-    ParkReason reason = ParkReason::kTurnEnded;
-    if (held_.count(t->id) != 0) {
-      reason = ParkReason::kStateCap;
-    } else if (behind_.count(t->id) != 0) {
-      reason = ParkReason::kConsumerBehind;
-    } else if (t->tier > lead.tier) {
-      reason = ParkReason::kPreempted;
-    }
+    const ParkReason reason = HoldReason(t->id).value_or(t->tier > lead.tier ? ParkReason::kPreempted : ParkReason::kTurnEnded);
     Park(*t, reason, bytes_needed, &lead);
   }
 }
@@ -338,7 +331,14 @@ void SchedulerCore::ParkAllRunning(ParkReason reason) {
     if (task->active) running.push_back(task.get());
   }
   std::sort(running.begin(), running.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
-  for (Task* t : running) Park(*t, reason, 0, nullptr);
+  for (Task* t : running) Park(*t, HoldReason(t->id).value_or(reason), 0, nullptr);
+}
+
+std::optional<ParkReason> SchedulerCore::HoldReason(TaskId id) const {
+  if (journal_waiting_.count(id) != 0) return ParkReason::kJournalIo;
+  if (behind_.count(id) != 0) return ParkReason::kConsumerBehind;
+  if (held_.count(id) != 0) return ParkReason::kStateCap;
+  return std::nullopt;
 }
 
 void SchedulerCore::OnStepError(const StepPlan& plan, const Status& status) {

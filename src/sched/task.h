@@ -42,10 +42,22 @@ struct Task {
   std::vector<TokenLogprobs> logprobs;  // per token, when the request asked for them
   bool first_token_seen = false;
   std::string durable_key;
-  std::optional<TaskJournal> journal;  // a durable task's, while it can be written
+  std::optional<TaskJournal> journal;  // a durable task's
+  // What the journal could not take yet (a full or failing disk): tokens with
+  // the RNG state after the last, then the end. The task waits, parked,
+  // until they are written (SchedulerCore::RetryJournals).
+  std::vector<int32_t> unjournaled;
+  RngState unjournaled_rng;
+  struct End {
+    TaskState state = TaskState::kDone;
+    Status status;
+    StopReason reason = StopReason::kNone;
+  };
+  std::optional<End> unjournaled_end;
   int32_t checkpoint_tokens = 0;       // positions in its last KV checkpoint
   bool restore_checkpoint = false;     // recovered: its sequence starts from the checkpoint
 
+  bool waits_for_journal() const { return !unjournaled.empty() || unjournaled_end.has_value(); }
   bool prompt_done() const { return prompt_pos >= static_cast<int32_t>(prompt.size()); }
   // Its next step would be one decode token (no prompt or recompute left).
   bool decode_ready() const { return prompt_done() && pending_recompute == 0 && pending_token >= 0; }

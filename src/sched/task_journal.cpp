@@ -253,10 +253,11 @@ std::optional<size_t> FaultBytesForThisAppend() {
   return g_fault_after_bytes.load();
 }
 
-Status WriteAll(int fd, std::span<const uint8_t> bytes) {
+Status WriteAll(int fd, std::span<const uint8_t> bytes, const JournalWriteFn& write = {}) {
   size_t done = 0;
   while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    const ssize_t n = write ? write(fd, bytes.data() + done, bytes.size() - done)
+                            : ::write(fd, bytes.data() + done, bytes.size() - done);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return IoError(n < 0 ? Errno() : "no progress");
     done += static_cast<size_t>(n);
@@ -696,7 +697,7 @@ Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload) {
     (void)WriteAll(fd_, std::span<const uint8_t>(record).first(n));
     std::raise(SIGKILL);
   }
-  Status written = WriteAll(fd_, record);
+  Status written = WriteAll(fd_, record, options_.write);
   if (!written.ok()) {
     // A partial record would hide every later one from readers: cut it off.
     if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) broken_ = true;
@@ -754,6 +755,14 @@ Status TaskJournal::Sync() {
   if (::fdatasync(fd_) != 0) return IoError("cannot sync " + path_ + ": " + Errno());
   unsynced_ = false;
   return Status::Ok();
+}
+
+uint64_t JournalBytesToFinish(int64_t tokens) {
+  // A Tokens record of one token: index u64, count u32, the id, the RNG
+  // state; a Done record: state, stop reason, count, and the error string.
+  constexpr uint64_t kTokenRecord = kRecordPrefixBytes + 8 + 4 + 4 + sizeof(RngState) + kChecksumBytes;
+  constexpr uint64_t kDoneRecord = kRecordPrefixBytes + 4 + 4 + 8 + 4 + kMaxErrorBytes + kChecksumBytes;
+  return static_cast<uint64_t>(std::max<int64_t>(tokens, 0)) * kTokenRecord + kDoneRecord;
 }
 
 std::optional<JournalFault> ParseJournalFault(std::string_view spec) {

@@ -38,12 +38,16 @@
 // A TaskJournal is used from one thread at a time (the inference thread).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/private_dir.h"
@@ -68,9 +72,23 @@ enum class JournalSync {
   kOnDemand,     // only Sync() and MarkDone fdatasync: survives a process kill, cheaper per token
 };
 
+// write(2) for a journal's records: a test substitutes one that fails as a
+// full or failing disk does (-1 with errno set), the seam durable tasks'
+// disk-full handling is tested through.
+using JournalWriteFn = std::function<ssize_t(int fd, const void* data, size_t size)>;
+
 struct TaskJournalOptions {
-  JournalSync sync = JournalSync::kEveryRecord;
+  // Not an aggregate, so callers may name the policy alone.
+  TaskJournalOptions(JournalSync sync = JournalSync::kEveryRecord, JournalWriteFn write = {})
+      : sync(sync), write(std::move(write)) {}
+  JournalSync sync;
+  JournalWriteFn write;  // empty: write(2)
 };
+
+// The most bytes the records of `tokens` more tokens and the end take (one
+// token a record, as SchedulerCore appends them): what a new journal must
+// find free on its file system.
+uint64_t JournalBytesToFinish(int64_t tokens);
 
 // How a task ended (the Done record). The generated-token count is the
 // journal's own.

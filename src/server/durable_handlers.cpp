@@ -27,8 +27,17 @@ http::HttpResponse JournalError(ServerContext& ctx, const std::string& key, cons
   return ErrorReply(ctx, ApiErrorOf(500, what, "journal_unreadable"));
 }
 
-json Head(const DurableEntry& e) {
-  return {{"id", e.key}, {"object", "valet.task"}, {"state", TaskStateName(e.state)}};
+// Its state, and why it waits when it is parked ("journal_io": its journal
+// cannot be written, so it may not end yet).
+json Head(const ServerContext& ctx, const DurableEntry& e) {
+  json head = {{"id", e.key}, {"object", "valet.task"}, {"state", TaskStateName(e.state)}};
+  if (e.id == 0 || IsTerminal(e.state)) return head;
+  const Result<TaskInfo> info = ctx.scheduler.Info(e.id);
+  if (info.ok() && info->state == TaskState::kParked) {
+    head["state"] = TaskStateName(TaskState::kParked);
+    head["reason"] = ParkCauseName(info->park_cause);
+  }
+  return head;
 }
 
 // What a task generated so far: kept here while it runs, in its journal once it ended.
@@ -97,7 +106,7 @@ http::HttpResponse HandleTaskStatus(ServerContext& ctx, const TaskPath& path) {
   if (!e) return NotFoundReply(ctx, path.id);
   Result<Output> out = OutputOf(ctx, *e);
   if (!out.ok()) return JournalError(ctx, e->key, out.status());
-  json body = Head(*e);
+  json body = Head(ctx, *e);
   body["tier"] = TierApiName(e->tier);
   body["endpoint"] = EndpointName(e->endpoint);
   body["completion_tokens"] = out->tokens.size();
@@ -112,7 +121,10 @@ http::HttpResponse HandleTaskResult(ServerContext& ctx, const TaskPath& path) {
   const std::optional<DurableEntry> e = ctx.durable ? ctx.durable_tasks.Find(path.id) : std::nullopt;
   if (!e) return NotFoundReply(ctx, path.id);
   if (IsTerminal(e->state)) return EndedReply(ctx, *e);
-  http::HttpResponse reply = JsonReply(202, Dump(Head(*e)));
+  json head = Head(ctx, *e);
+  // The client asking again is the retry a task waiting for its journal waits for.
+  if (head.value("reason", "") == ParkCauseName(ParkCause::kJournalIo)) (void)ctx.scheduler.RetryJournals().ok();
+  http::HttpResponse reply = JsonReply(202, Dump(head));
   reply.headers.emplace_back("Retry-After", std::to_string(ctx.options.retry_after_seconds));
   return reply;
 }

@@ -246,6 +246,20 @@ JNIEXPORT jboolean JNICALL Java_dev_valet_NativeLib_cancel(JNIEnv* env, jclass, 
   return Check(env, status) ? JNI_TRUE : JNI_FALSE;
 }
 
+JNIEXPORT void JNICALL Java_dev_valet_NativeLib_retryJournals(JNIEnv* env, jclass, jlong handle) {
+  Check(env, valet_retry_journals(Handle(handle)));
+}
+
+JNIEXPORT jintArray JNICALL Java_dev_valet_NativeLib_taskInfo(JNIEnv* env, jclass, jlong handle, jlong id) {
+  valet_task_info info = valet_default_task_info();
+  if (!Check(env, valet_get_task_info(Handle(handle), id, &info))) return nullptr;
+  const jint v[] = {static_cast<jint>(info.state), static_cast<jint>(info.park_cause)};
+  jintArray out = env->NewIntArray(2);
+  if (env->ExceptionCheck()) return nullptr;
+  env->SetIntArrayRegion(out, 0, 2, v);
+  return env->ExceptionCheck() ? nullptr : out;
+}
+
 JNIEXPORT void JNICALL Java_dev_valet_NativeLib_lifecycle(JNIEnv* env, jclass, jlong handle, jint event) {
   Check(env, valet_send_lifecycle_event(Handle(handle), static_cast<valet_lifecycle_event>(event)));
 }

@@ -54,6 +54,11 @@ final class NativeLib {
   /** valet_recover: reports every durable task found to the collector (Recovery). */
   static native void recover(long handle, Recovery collector);
 
+  static native void retryJournals(long handle);
+
+  /** {state, park cause} as valet_get_task_info gives them. */
+  static native int[] taskInfo(long handle, long id);
+
   /** False when there was no journal under that key. */
   static native boolean ack(long handle, byte[] durableKey);
 

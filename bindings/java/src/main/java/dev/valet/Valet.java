@@ -264,6 +264,23 @@ public final class Valet implements AutoCloseable {
     return collector.found();
   }
 
+  /**
+   * Writes again what durable tasks' journals could not take (a full or failing disk, {@link
+   * ParkCause#JOURNAL_IO}): each task whose journal now takes it goes on. Also tried on every
+   * lifecycle event and whenever another durable write succeeds; never on a timer.
+   */
+  public void retryJournals() {
+    run(NativeLib::retryJournals);
+  }
+
+  /** The task's state and, when parked, why. ValetException (NOT_FOUND) long after it ended. */
+  public TaskInfo info(Task task) {
+    if (!task.belongsTo(this)) throw new IllegalArgumentException("the task belongs to another Valet");
+    final long id = task.id();
+    final int[] info = call(h -> NativeLib.taskInfo(h, id));
+    return new TaskInfo(TaskState.of(info[0]), ParkCause.of(info[1]));
+  }
+
   /** Forgets an ended durable task (removes its journal); false when there is none. */
   public boolean ack(String durableKey) {
     final byte[] key = utf8(durableKey, "the durable key");

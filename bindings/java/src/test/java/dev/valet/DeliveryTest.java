@@ -282,6 +282,22 @@ class DeliveryTest {
     }
   }
 
+  /** A task's state and park cause, as the scheduler has them. */
+  @Test
+  void infoTellsAStateAndWhyATaskIsParked() throws Exception {
+    try (Valet valet = Valet.create(TestModel.options())) {
+      valet.onThermalStatus(5);  // EMERGENCY: only the chat tier runs
+      final Task held = valet.submit(Tier.OFFLINE_INDEXING, "Held back", 8, null);
+      final TaskInfo queued = valet.info(held);
+      assertEquals(TaskState.QUEUED, queued.state());
+      assertEquals(ParkCause.NONE, queued.parkCause());
+      valet.retryJournals();  // nothing waits for a journal: a no-op
+      valet.onThermalStatus(0);
+      held.result().get();
+      assertEquals(TaskState.DONE, valet.info(held).state());
+    }
+  }
+
   /** Android may deliver trim, thermal and lifecycle callbacks after close(): they do nothing. */
   @Test
   void theAndroidHooksAreNoOpsAfterClose() {
