@@ -145,10 +145,10 @@ TEST_F(DurableDiskFull, ALifecycleEventOrAnotherDurableWriteRetries) {
     core->RunUntilIdle();
     ExpectWaitsForItsJournal(*core, id, run);
     disk.full = false;
+    Outcome other;  // outlives the core's run of it
     if (by_lifecycle) {
       ASSERT_TRUE(core->OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
     } else {
-      Outcome other;
       TaskRequest r = Request(other);
       r.durable_key = "doc-2";
       ASSERT_TRUE(core->Submit(std::move(r)).ok());
