@@ -1,7 +1,14 @@
 // Durable tasks over HTTP against the fake engine: "durable": true answered
 // 202, /v1/tasks/{id} and its /result while held by the step gate and once
-// done, DELETE, hostile ids, and a restart over the same directory.
+// done, DELETE, hostile ids, a restart over the same directory, and a disk
+// that fills under a running task.
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 #include <filesystem>
 #include <thread>
@@ -363,6 +370,71 @@ TEST_F(ServerDurableTest, APlantedLinkForTheJournalsFailsTheServer) {
   ASSERT_FALSE(server.ok());
   EXPECT_EQ(server.status().message(), "durable tasks' directory: " + options.durable.dir + " is a symbolic link");
   EXPECT_TRUE(fs::is_empty(open_to_all));
+}
+
+// The journals on a real 64 KiB tmpfs (root only) that a file fills under a
+// running task: a task the disk cannot hold is refused with 507 up front;
+// the running one parks ("journal_io" in its status and in /result's 202s),
+// stays parked across a restart on the still full disk, and once the file
+// is gone a poll of /result is the retry that finishes it with the
+// uninterrupted run's completion.
+TEST_F(ServerDurableTest, AFullDiskParksTheTaskUntilPollingFindsRoomAgain) {
+  if (::geteuid() != 0) GTEST_SKIP() << "mounting a tmpfs needs root";
+  if (::mount("tmpfs", durable_dir_.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string dir;
+    ~Unmount() { ::umount2(dir.c_str(), MNT_DETACH); }
+  } unmount{durable_dir_};
+  StartServer();
+  httplib::Result refused = Post("/v1/completions", Durable(CompletionBody("Most of the context", 4000, 3)));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 507) << refused->body;
+  EXPECT_EQ(ParseJson(refused->body)["error"]["code"], "durable_budget_exhausted");
+  EXPECT_NE(refused->body.find("not enough free space"), std::string::npos) << refused->body;
+
+  // Long enough that its records outgrow the page its journal ends in.
+  const json body = {{"prompt", "Fill the disk"}, {"max_tokens", 300}, {"seed", 5}, {"temperature", 0.9}};
+  gate_.Close();
+  const std::string id = Submit("/v1/completions", Durable(body, "filled"));
+  gate_.Allow(5);
+  WaitStatus(id, [](const json& s) { return s["tokens"].size() >= 3; });
+  const std::string filler = durable_dir_ + "/filler";
+  {
+    std::ofstream out(filler, std::ios::binary);
+    const std::string block(4096, 'x');
+    while (out.write(block.data(), block.size())) {
+    }
+  }
+  gate_.Open();
+  auto parked = [](const json& s) { return s["state"] == "PARKED" && s.value("reason", "") == "journal_io"; };
+  const json waiting = WaitStatus(id, parked);
+  EXPECT_LT(waiting["tokens"].size(), 300u);
+  httplib::Result pending = Get("/v1/tasks/" + id + "/result");
+  ASSERT_TRUE(pending);
+  EXPECT_EQ(pending->status, 202);
+  EXPECT_EQ(ParseJson(pending->body)["reason"], "journal_io") << pending->body;
+  // The retry that poll made found no room: nothing moved.
+  EXPECT_EQ(TaskStatus(id)["tokens"], waiting["tokens"]);
+
+  server_.reset();
+  scheduler_.reset();
+  engine_.reset();
+  StartServer();
+  const std::vector<std::string> log = LogLines();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_NE(log[0].find("filled: resumed after"), std::string::npos) << log[0];
+  WaitStatus(id, parked);
+  EXPECT_EQ(Get("/v1/tasks/" + id + "/result")->status, 202);
+
+  ASSERT_TRUE(fs::remove(filler));
+  httplib::Result done = WaitResult(id);
+  ASSERT_TRUE(done);
+  ASSERT_EQ(done->status, 200) << done->body;
+  ExpectSameCompletion(ParseJson(done->body), ParseJson(Post("/v1/completions", body)->body));
+  EXPECT_EQ(Delete("/v1/tasks/" + id)->status, 200);
+  server_.reset();
 }
 
 // A server that cannot journal refuses durable requests.
