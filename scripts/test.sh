@@ -77,9 +77,11 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   python3 "$VALET_ROOT/scripts/soak-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" --seconds 60
 
   # Durable tasks over HTTP: valet serve SIGKILLed 20 times (from outside, mid
-  # journal append, between a KV checkpoint's write and its rename), every
-  # task's result equal to an uninterrupted server's (about 10 s).
-  stage "soak: durable tasks through 20 kills of valet serve"
+  # journal append, between a KV checkpoint's write and its rename), then a
+  # disk that fills and frees four times under running tasks (a tmpfs in the
+  # script's own mount namespace); every task's result, and every 200 served
+  # on the way, equal to an uninterrupted server's (about 5 s).
+  stage "soak: durable tasks through 20 kills of valet serve and a full disk"
   python3 "$VALET_ROOT/scripts/soak-durable-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" \
     --kills 20
 
