@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "model/llama_model.h"
+
 namespace valet::cli {
 
 Result<Args> Args::Parse(std::span<const FlagSpec> specs, std::span<char* const> argv) {
@@ -110,6 +112,20 @@ std::optional<int> ParseCommandLine(const char* command, const char* synopsis, s
   }
   *out = std::move(args).value();
   return std::nullopt;
+}
+
+}  // namespace valet::cli
+
+namespace valet::cli {
+
+void ReportWeightsCache(const char* command, const ModelLoadReport& r) {
+  if (r.cache_path.empty() && r.cache_note.empty()) return;
+  if (r.matrices_mapped > 0) {
+    std::fprintf(stderr, "valet %s: weights cache %s: %d matrices mapped%s\n", command, r.cache_path.c_str(),
+                 r.matrices_mapped, r.cache_written ? " (written by this start)" : "");
+  } else if (!r.cache_note.empty()) {
+    std::fprintf(stderr, "valet %s: warning: weights packed in memory: %s\n", command, r.cache_note.c_str());
+  }
 }
 
 }  // namespace valet::cli

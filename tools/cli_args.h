@@ -12,10 +12,19 @@
 #include "kv/kv_layout.h"
 #include "valet/status.h"
 
+namespace valet {
+struct ModelLoadReport;
+}  // namespace valet
+
 namespace valet::cli {
 
 // The --kv-type flag every engine command takes.
 inline constexpr const char* kKvTypeHelp = "KV cache element type: f16 | q8_0 | f32 (default f16; q8_0 needs head_dim a multiple of 32)";
+
+// The --weights-cache flag of the commands that load a model for long.
+inline constexpr const char* kWeightsCacheHelp =
+    "packed weights as a file, mapped by later starts instead of repacking: a directory (the file in it named for "
+    "the model) or a file; made by this start when missing or stale (see valet pack)";
 
 struct FlagSpec {
   const char* name;        // "--temp"
@@ -46,6 +55,10 @@ std::string Usage(const char* command, const char* synopsis, std::span<const Fla
 }  // namespace valet::cli
 
 namespace valet::cli {
+
+// Says on stderr how the load came by its packed weights, when a weights
+// cache was asked for: mapped, written, or why not.
+void ReportWeightsCache(const char* command, const ModelLoadReport& report);
 
 // Parses `argv` for `command`. Returns the exit code to stop with (--help
 // prints usage and gives 0; a parse error prints it and gives 2) or nothing

@@ -24,6 +24,7 @@ constexpr FlagSpec kFlags[] = {
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--ctx-size", "-c", true, "context size (default: the model's)"},
     {"--kv-type", nullptr, true, kKvTypeHelp},
+    {"--weights-cache", nullptr, true, kWeightsCacheHelp},
     {"--chat", nullptr, false, "send the prompt as a user message through the model's chat template"},
     {"--system", nullptr, true, "with --chat: a system message before it"},
     {"--json", nullptr, false, "print one JSON object instead of streaming text"},
@@ -58,6 +59,7 @@ Result<Flags> ReadFlags(const Args& a) {
   }
   VALET_ASSIGN_OR_RETURN(f.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(f.engine.weights_cache.path, a.String("--weights-cache", ""));
   VALET_ASSIGN_OR_RETURN(f.engine.kv_type, a.KvTypeFlag());
   f.chat = a.Has("--chat");
   VALET_ASSIGN_OR_RETURN(f.system, a.String("--system", ""));
@@ -93,6 +95,7 @@ int RunGenerate(std::span<char* const> argv) {
   Result<Flags> flags = ReadFlags(args);
   if (!flags.ok()) return Fail("generate", flags.status());
   Result<std::unique_ptr<Engine>> engine = Engine::Open(flags->engine);
+  if (engine.ok()) ReportWeightsCache("generate", (*engine)->model().load_report());
   if (!engine.ok()) return Fail("generate", engine.status());
   TextCallback stream;
   if (!flags->json) {

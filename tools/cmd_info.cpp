@@ -16,6 +16,7 @@ constexpr FlagSpec kFlags[] = {
     {"--model", "-m", true, "GGUF model file (required)"},
     {"--ctx-size", "-c", true, "context size used for the memory report (default: the model's)"},
     {"--kv-type", nullptr, true, kKvTypeHelp},
+    {"--weights-cache", nullptr, true, kWeightsCacheHelp},
 };
 
 std::string ShapeText(const GgufTensorInfo& t) {
@@ -70,8 +71,12 @@ int RunInfo(std::span<char* const> argv) {
   if (!kv_type.ok()) return Fail("info", kv_type.status());
   options.kv_type = *kv_type;
   options.n_threads = 1;
+  Result<std::string> cache = args.String("--weights-cache", "");
+  if (!cache.ok()) return Fail("info", cache.status());
+  options.weights_cache.path = *cache;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(options);
   if (!engine.ok()) return Fail("info", engine.status());
+  ReportWeightsCache("info", (*engine)->model().load_report());
   const Engine& e = **engine;
   PrintFile(e.model().file());
   const ModelConfig& c = e.model().config();
@@ -105,9 +110,9 @@ int RunInfo(std::span<char* const> argv) {
   std::printf("kernels: %s\n", ActiveKernelsName());
   const MemoryReport m = e.memory();
   const KvLayout& kv = e.kv_pool().layout();
-  std::printf("memory: weights %.2f MiB mapped, KV pool %.2f MiB (%d blocks of %d tokens), scratch %.2f MiB, "
-              "process resident %.2f MiB\n",
-              m.weights_mapped / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
+  std::printf("memory: weights %.2f MiB file-backed and %.2f MiB packed in anonymous memory, KV pool %.2f MiB (%d "
+              "blocks of %d tokens), scratch %.2f MiB, process resident %.2f MiB\n",
+              m.weights_mapped / 1048576.0, m.weights_anonymous / 1048576.0, m.kv_pool / 1048576.0, e.kv_pool().capacity_blocks(),
               e.options().kv_block_tokens, m.scratch / 1048576.0, ResidentBytes() / 1048576.0);
   std::printf("KV cache: %s, %.1f KiB per token, %.1f MiB for the full %d-token context of one sequence\n",
               KvTypeName(kv.type), kv.token_bytes() / 1024.0, kv.sequence_bytes(n_ctx_used) / 1048576.0, n_ctx_used);

@@ -34,6 +34,10 @@ constexpr FlagSpec kFlags[] = {
      "directory for parked sequences' disk snapshots and durable tasks' journals (<dir>/tasks), created 0700; "
      "refused if it or <dir>/tasks is a symlink, another user's or writable by others; "
      "default: no disk tier, no durable tasks"},
+    {"--weights-cache", nullptr, true,
+     "packed weights as a file, mapped by later starts instead of repacking: a directory (the file in it named "
+     "for the model) or a file, made by this start when missing or stale (valet pack); default <snapshot-dir>/weights "
+     "with --snapshot-dir, else none; 'none': none"},
     {"--budgets", nullptr, true, "per-lifecycle-state tier budgets, JSON (see include/valet/scheduler.h)"},
     {"--task-history", nullptr, true, "finished tasks /v1/tasks keeps, the oldest forgotten first (default 4096)"},
     {"--special-in-messages", nullptr, false,
@@ -72,6 +76,9 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(int64_t kv_mb, a.Int("--kv-budget-mb", 256, 1, 1 << 20));
   f.engine.engine.kv_capacity_bytes = static_cast<size_t>(kv_mb) << 20;
   VALET_ASSIGN_OR_RETURN(f.engine.store.disk_dir, a.String("--snapshot-dir", ""));
+  const std::string cache_default = f.engine.store.disk_dir.empty() ? "none" : f.engine.store.disk_dir + "/weights/";
+  VALET_ASSIGN_OR_RETURN(std::string cache, a.String("--weights-cache", cache_default));
+  if (cache != "none") f.engine.engine.weights_cache.path = cache;
   VALET_ASSIGN_OR_RETURN(f.budgets, a.String("--budgets", ""));
   f.special_in_messages = a.Has("--special-in-messages");
   VALET_ASSIGN_OR_RETURN(int64_t history, a.Int("--task-history", 4096, 1, int64_t{1} << 24));
@@ -103,6 +110,7 @@ void WaitForStopSignal(const sigset_t& signals) {
 int Serve(const Flags& f, const sigset_t& signals) {
   Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(f.engine);
   if (!engine.ok()) return Fail("serve", engine.status());
+  ReportWeightsCache("serve", (*engine)->engine().model().load_report());
   SchedulerOptions so;
   so.parse_special_in_messages = f.special_in_messages;
   so.finished_task_records = f.task_history;

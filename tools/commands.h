@@ -20,6 +20,7 @@ int RunDemo(std::span<char* const> args);
 int RunTemplate(std::span<char* const> args);
 int RunServe(std::span<char* const> args);
 int RunBenchServe(std::span<char* const> args);
+int RunPack(std::span<char* const> args);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {

@@ -153,9 +153,14 @@ int PrivateDir::OpenAppend(std::string_view name) const {
   return ::openat(fd_, std::string(name).c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
 }
 
-Status PrivateDir::WriteAtomically(std::string_view name, std::span<const uint8_t> bytes,
-                                   FileSync sync,
+Status PrivateDir::WriteAtomically(std::string_view name, std::span<const uint8_t> bytes, FileSync sync,
                                    const std::function<void()>& before_rename) const {
+  const std::span<const uint8_t> parts[] = {bytes};
+  return WriteAtomically(name, parts, sync, before_rename);
+}
+
+Status PrivateDir::WriteAtomically(std::string_view name, std::span<const std::span<const uint8_t>> parts,
+                                   FileSync sync, const std::function<void()>& before_rename) const {
   VALET_RETURN_IF_ERROR(CheckName(name));
   const std::string final_name(name);
   const std::string tmp = final_name + ".tmp";
@@ -173,16 +178,18 @@ Status PrivateDir::WriteAtomically(std::string_view name, std::span<const uint8_
     (void)::unlinkat(fd_, tmp.c_str(), 0);
     return IoError("cannot " + what + " " + PathOf(tmp) + ": " + why);
   };
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return fail("write");
-    if (n == 0) {
-      errno = EIO;
-      return fail("write");
+  for (std::span<const uint8_t> bytes : parts) {
+    size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return fail("write");
+      if (n == 0) {
+        errno = EIO;
+        return fail("write");
+      }
+      done += static_cast<size_t>(n);
     }
-    done += static_cast<size_t>(n);
   }
   if (sync == FileSync::kFsync && ::fsync(fd) != 0) return fail("sync");
   const int closed = ::close(fd);

@@ -67,6 +67,11 @@ class PrivateDir {
   [[nodiscard]] Status WriteAtomically(std::string_view name, std::span<const uint8_t> bytes,
                                        FileSync sync = FileSync::kNone,
                                        const std::function<void()>& before_rename = {}) const;
+  // The same for the concatenation of `parts` (a header and a large body
+  // without copying them together).
+  [[nodiscard]] Status WriteAtomically(std::string_view name, std::span<const std::span<const uint8_t>> parts,
+                                       FileSync sync = FileSync::kNone,
+                                       const std::function<void()>& before_rename = {}) const;
   // Unlinks `name` (a link itself, never its target); NotFound when absent.
   [[nodiscard]] Status Remove(std::string_view name) const;
   // The entry itself (lstat): NotFound when absent.

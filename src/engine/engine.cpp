@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kv/checksum.h"
 
 namespace valet {
 namespace {
@@ -20,7 +19,7 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
   VALET_ASSIGN_OR_RETURN(GgufFile file, OpenModelFile(options));
-  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(std::move(file)));
+  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(std::move(file), {options.weights_cache}));
   VALET_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::FromGguf(e->model_->file()));
   const ModelConfig& c = e->model_->config();
   if (vocab.size() != c.n_vocab) {
@@ -49,7 +48,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
 }
 
 MemoryReport Engine::memory() const {
-  return MemoryReport{model_->weight_bytes(), kv_pool_->capacity_bytes(), context_->scratch_bytes()};
+  const LlamaModel::WeightMemory w = model_->weight_memory();
+  return MemoryReport{w.file_backed, w.anonymous, kv_pool_->capacity_bytes(), context_->scratch_bytes()};
 }
 
 std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, bool add_bos) const {
@@ -72,21 +72,7 @@ std::vector<int32_t> Engine::TokenizePrompt(std::string_view text, const Tokeniz
   return tokens;
 }
 
-std::string Engine::fingerprint() const {
-  const std::span<const uint8_t> bytes = model_->file().bytes();
-  const size_t header = model_->file().data_offset();
-  uint64_t h = Checksum64(bytes.first(header));
-  constexpr size_t kPages = 16, kPage = 4096;
-  const size_t data = bytes.size() - header;
-  for (size_t i = 0; i < kPages && data > 0; ++i) {
-    const size_t at = header + data / kPages * i;
-    h = h * 0x100000001b3ULL ^ Checksum64(bytes.subspan(at, std::min(kPage, bytes.size() - at)));
-  }
-  char text[48];
-  std::snprintf(text, sizeof(text), "gguf-%016llx-%llu", static_cast<unsigned long long>(h),
-                static_cast<unsigned long long>(bytes.size()));
-  return text;
-}
+std::string Engine::fingerprint() const { return model_->fingerprint(); }
 
 ChatFormat Engine::chat_format() const {
   ChatFormat f;

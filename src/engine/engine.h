@@ -24,11 +24,13 @@ struct EngineOptions {
   int32_t kv_block_tokens = 16;
   KvType kv_type = KvType::kF16;        // F32 for comparisons against references at 1e-4
   size_t kv_capacity_bytes = 256u << 20;  // KV pool budget
+  WeightsCacheOptions weights_cache;      // packed weights as a file (model/weights_cache.h); off by default
 };
 
 // Resident memory of an engine, by part.
 struct MemoryReport {
-  size_t weights_mapped = 0;  // tensor bytes mapped from the file (not copied)
+  size_t weights_mapped = 0;     // tensor bytes mapped from the model or the weights cache (file-backed)
+  size_t weights_anonymous = 0;  // row groups packed in memory (no weights cache)
   size_t kv_pool = 0;         // KV pool capacity, allocated up front
   size_t scratch = 0;         // forward-pass activations and matmul buffers
 };

@@ -218,11 +218,15 @@ size_t PackedBytes(const WeightMatrix& w) {
 WeightMatrix PackWeights(const WeightMatrix& w, void* dst) {
   assert(CanPack(w) && "PackWeights on a matrix without a row-group layout");
   PackerFor(w.type)->pack(w, dst);
-  WeightMatrix packed = w;
-  packed.data = dst;
-  packed.layout = WeightLayout::kRowGroups;
-  packed.row_bytes = PackedBytes(w) / static_cast<size_t>(w.n_out);
-  return packed;
+  return PackedView(w, dst);
+}
+
+WeightMatrix PackedView(const WeightMatrix& w, const void* packed) {
+  WeightMatrix view = w;
+  view.data = packed;
+  view.layout = WeightLayout::kRowGroups;
+  view.row_bytes = PackedBytes(w) / static_cast<size_t>(w.n_out);
+  return view;
 }
 
 }  // namespace valet

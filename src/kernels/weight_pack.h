@@ -7,10 +7,15 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/matmul.h"
 
 namespace valet {
+
+// The row-group layout's version: bumped whenever a packer's output changes,
+// so weights caches (model/weights_cache.h) written before are rebuilt.
+inline constexpr uint32_t kPackFormat = 1;
 
 // True when w is row-major and dense and its type and row count allow a
 // row-group layout.
@@ -20,5 +25,8 @@ bool CanPack(const WeightMatrix& w);
 size_t PackedBytes(const WeightMatrix& w);
 // Writes w (CanPack(w)) as row groups into dst and returns the matrix viewing dst.
 WeightMatrix PackWeights(const WeightMatrix& w, void* dst);
+// The matrix viewing row groups PackWeights wrote for w, wherever they are now
+// (a weights cache's mapping).
+WeightMatrix PackedView(const WeightMatrix& w, const void* packed);
 
 }  // namespace valet

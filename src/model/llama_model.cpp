@@ -5,11 +5,19 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <thread>
 
 #include "kernels/kernel_table.h"
 #include "kernels/weight_pack.h"
+#include "kv/checksum.h"
+
+// CMake passes the project version (valet_version()'s string); a cache
+// written by another version is rebuilt.
+#ifndef VALET_VERSION_STRING
+#define VALET_VERSION_STRING "unversioned"
+#endif
 
 namespace valet {
 namespace {
@@ -31,18 +39,43 @@ void ReleasePages(const void* p, size_t n) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
-}  // namespace
-
-Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(const std::string& path) {
-  VALET_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
-  return Load(std::move(file));
+std::string Fingerprint(const GgufFile& file) {
+  const std::span<const uint8_t> bytes = file.bytes();
+  const size_t header = file.data_offset();
+  uint64_t h = Checksum64(bytes.first(header));
+  constexpr size_t kPages = 16, kPage = 4096;
+  const size_t data = bytes.size() - header;
+  for (size_t i = 0; i < kPages && data > 0; ++i) {
+    const size_t at = header + data / kPages * i;
+    h = h * 0x100000001b3ULL ^ Checksum64(bytes.subspan(at, std::min(kPage, bytes.size() - at)));
+  }
+  char text[48];
+  std::snprintf(text, sizeof(text), "gguf-%016llx-%llu", static_cast<unsigned long long>(h),
+                static_cast<unsigned long long>(bytes.size()));
+  return text;
 }
 
-Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(GgufFile file) {
+}  // namespace
+
+// The matrices a load packs, in order, with their places in packed memory.
+struct LlamaModel::PackPlan {
+  std::vector<WeightMatrix*> targets;
+  std::vector<PackedMatrixEntry> entries;  // entries[i].offset: targets[i]'s row groups
+  size_t total = 0;
+  size_t source_bytes = 0;  // the rows they replace in the model's mapping
+};
+
+Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(const std::string& path, const ModelLoadOptions& options) {
+  VALET_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
+  return Load(std::move(file), options);
+}
+
+Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(GgufFile file, const ModelLoadOptions& options) {
   std::shared_ptr<LlamaModel> model(new LlamaModel(std::move(file)));
   VALET_ASSIGN_OR_RETURN(model->config_, ModelConfig::FromGguf(model->file_));
   VALET_RETURN_IF_ERROR(model->BindTensors());
-  model->PackMatrices();
+  model->fingerprint_ = Fingerprint(model->file_);
+  model->PackMatrices(options.weights_cache);
   return std::shared_ptr<const LlamaModel>(std::move(model));
 }
 
@@ -146,36 +179,51 @@ Status LlamaModel::BindTensors() {
     VALET_RETURN_IF_ERROR(BindFeedForward(b, layers_[i]));
   }
   for (const GgufTensorInfo& t : file_.tensors()) weight_bytes_ += t.nbytes;
+  weight_memory_.file_backed = weight_bytes_;
   return Status::Ok();
 }
 
-void LlamaModel::PackMatrices() {
+void LlamaModel::PackMatrices(const WeightsCacheOptions& cache) {
   const KernelTable& table = ActiveKernels();
-  std::vector<WeightMatrix*> targets;
+  PackPlan plan;
   auto consider = [&](WeightMatrix& m) {
-    if (table[m.type].packed_gemm.fn != nullptr && CanPack(m)) targets.push_back(&m);
+    if (table[m.type].packed_gemm.fn == nullptr || !CanPack(m)) return;
+    plan.targets.push_back(&m);
+    const auto source = static_cast<uint64_t>(static_cast<const uint8_t*>(m.data) - file_.bytes().data());
+    // Each matrix on a cache line: its row groups' vector loads never straddle two.
+    plan.entries.push_back({source, m.type, m.n_in, m.n_out, plan.total, PackedBytes(m)});
+    plan.total += RoundUpToCacheLine(PackedBytes(m));
+    plan.source_bytes += m.row_bytes * static_cast<size_t>(m.n_out);
   };
   for (LlamaLayer& l : layers_) {
     for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) consider(*m);
   }
   // A tied output shares token_embd's rows, which the embedding lookup reads.
   if (!tied_output_) consider(output_);
-  // Each matrix on a cache line: its row groups' vector loads never straddle two.
-  std::vector<size_t> offsets;
-  size_t total = 0;
-  for (const WeightMatrix* m : targets) {
-    offsets.push_back(total);
-    total += RoundUpToCacheLine(PackedBytes(*m));
+  if (plan.total == 0) return;
+  std::optional<WeightsCacheLocation> at;
+  const WeightsCacheKey key{VALET_VERSION_STRING, fingerprint_, kPackFormat};
+  if (!cache.path.empty()) {
+    Result<WeightsCacheLocation> located = LocateWeightsCache(cache.path, key);
+    if (located.ok()) {
+      at = std::move(located).value();
+      load_report_.cache_path = at->dir.PathOf(at->name);
+      Result<WeightsCache> mapped = WeightsCache::Map(at->dir, at->name, key, plan.entries);
+      if (mapped.ok()) return ViewPacked(plan, std::move(mapped).value());
+      if (mapped.status().code() != StatusCode::kNotFound) load_report_.cache_note = mapped.status().message();
+    } else {
+      load_report_.cache_note = located.status().message();
+    }
   }
-  if (total == 0) return;
-  packed_ = MakeCacheAlignedBytes(total);
+  packed_ = MakeCacheAlignedBytes(plan.total);
+  weight_memory_ = {weight_bytes_ - plan.source_bytes, plan.total};
   // Matrices pack independently into their own ranges: one per thread at a
   // time, so a large model's load takes a fraction of the single-core time.
-  const size_t n_threads = std::min<size_t>(targets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n_threads = std::min<size_t>(plan.targets.size(), std::max(1u, std::thread::hardware_concurrency()));
   auto pack_some = [&](size_t first) {
-    for (size_t i = first; i < targets.size(); i += n_threads) {
-      const WeightMatrix rows = *targets[i];
-      *targets[i] = PackWeights(rows, packed_.get() + offsets[i]);
+    for (size_t i = first; i < plan.targets.size(); i += n_threads) {
+      const WeightMatrix rows = *plan.targets[i];
+      *plan.targets[i] = PackWeights(rows, packed_.get() + plan.entries[i].offset);
       // The original bytes: a K-quant's row groups are larger than its rows.
       ReleasePages(rows.data, rows.row_bytes * static_cast<size_t>(rows.n_out));
     }
@@ -184,6 +232,42 @@ void LlamaModel::PackMatrices() {
   for (size_t t = 1; t < n_threads; ++t) workers.emplace_back(pack_some, t);
   pack_some(0);
   for (std::thread& w : workers) w.join();
+  load_report_.matrices_packed = static_cast<int32_t>(plan.targets.size());
+  if (at) WriteWeightsCache(*at, key, plan, cache);
+}
+
+void LlamaModel::WriteWeightsCache(const WeightsCacheLocation& at, const WeightsCacheKey& key, const PackPlan& plan,
+                                   const WeightsCacheOptions& options) {
+  const uint64_t bytes = WeightsCache::FileBytes(key, plan.entries);
+  if (!MakeRoomForWeightsCache(at, bytes, options.budget_bytes)) {
+    load_report_.cache_note = "a weights cache of " + std::to_string(bytes) + " bytes does not fit the budget of " +
+                              std::to_string(options.budget_bytes) + " in " + at.dir.path();
+    return;
+  }
+  Status written = WeightsCache::Write(at.dir, at.name, key, plan.entries,
+                                       reinterpret_cast<const uint8_t*>(packed_.get()), options.before_publish);
+  Result<WeightsCache> mapped = written.ok() ? WeightsCache::Map(at.dir, at.name, key, plan.entries)
+                                             : Result<WeightsCache>(written);
+  if (!mapped.ok()) {
+    load_report_.cache_note = mapped.status().message();
+    return;
+  }
+  // The same bytes, now file-backed: the anonymous copy goes.
+  load_report_.cache_written = true;
+  ViewPacked(plan, std::move(mapped).value());
+  packed_.reset();
+}
+
+void LlamaModel::ViewPacked(const PackPlan& plan, WeightsCache cache) {
+  for (size_t i = 0; i < plan.targets.size(); ++i) {
+    WeightMatrix& m = *plan.targets[i];
+    // Views of rows (not yet packed) give their file pages back; packed ones only move.
+    if (m.layout == WeightLayout::kRows) ReleasePages(m.data, m.row_bytes * static_cast<size_t>(m.n_out));
+    m = PackedView(m, cache.data() + plan.entries[i].offset);
+  }
+  weights_cache_ = std::move(cache);
+  weight_memory_ = {weight_bytes_ - plan.source_bytes + plan.total, 0};
+  load_report_.matrices_mapped = static_cast<int32_t>(plan.targets.size());
 }
 
 }  // namespace valet

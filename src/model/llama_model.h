@@ -3,7 +3,9 @@
 // threads may share one instance.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,7 @@
 #include "gguf/gguf_file.h"
 #include "kernels/matmul.h"
 #include "model/model_config.h"
+#include "model/weights_cache.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -37,10 +40,41 @@ struct LlamaLayer {
   const float* post_ffn_norm = nullptr;  // [n_embd], of the FFN's output (Gemma)
 };
 
+// Where a load keeps its packed weights as a file (model/weights_cache.h).
+struct WeightsCacheOptions {
+  // Empty: packed in memory at every load. A directory (one that exists, or
+  // a path ending in '/'; created 0700 when missing): the cache is the file
+  // in it named for the model (WeightsCacheFileName). Anything else: the
+  // cache file itself.
+  std::string path;
+  // The most the directory's caches may take: older caches of other models
+  // are removed to make room, and a cache that still does not fit is not
+  // written (the load packs in memory).
+  uint64_t budget_bytes = uint64_t{8} << 30;
+  // A seam for tests: runs once the new cache's temporary file is whole,
+  // before it is renamed into place (a kill there must leave no cache).
+  std::function<void()> before_publish;
+};
+
+struct ModelLoadOptions {
+  WeightsCacheOptions weights_cache;
+};
+
+// How a load came by its packed weights.
+struct ModelLoadReport {
+  int32_t matrices_packed = 0;  // repacked by this load
+  int32_t matrices_mapped = 0;  // mapped from the weights cache
+  bool cache_written = false;   // this load made the cache it then mapped
+  std::string cache_path;       // the cache file, when a cache was asked for
+  // Why the cache was not used or not written (a torn or foreign file, the
+  // budget, an I/O error); empty when it was, or when none was asked for.
+  std::string cache_note;
+};
+
 class LlamaModel {
  public:
-  static Result<std::shared_ptr<const LlamaModel>> Load(const std::string& path);
-  static Result<std::shared_ptr<const LlamaModel>> Load(GgufFile file);
+  static Result<std::shared_ptr<const LlamaModel>> Load(const std::string& path, const ModelLoadOptions& options = {});
+  static Result<std::shared_ptr<const LlamaModel>> Load(GgufFile file, const ModelLoadOptions& options = {});
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& file() const { return file_; }
@@ -59,6 +93,20 @@ class LlamaModel {
   // Bytes of tensor data in the file: mapped, or repacked into row groups
   // (kernels/weight_pack.h) in place of the mapped pages, never both.
   size_t weight_bytes() const { return weight_bytes_; }
+  // Where the weights the forward pass reads live: file-backed (the model's
+  // mapping and the weights cache's: pages the system may drop and read
+  // again) or anonymous (row groups packed by this load without a cache).
+  struct WeightMemory {
+    size_t file_backed = 0;
+    size_t anonymous = 0;
+  };
+  WeightMemory weight_memory() const { return weight_memory_; }
+  // Names the model file: a checksum of its whole header (every metadata
+  // key, the tokenizer and chat template among them, and every tensor's
+  // description), of 16 pages spread over its tensor data, and its size.
+  // Taken before any page is repacked.
+  const std::string& fingerprint() const { return fingerprint_; }
+  const ModelLoadReport& load_report() const { return load_report_; }
 
  private:
   explicit LlamaModel(GgufFile file) : file_(std::move(file)) {}
@@ -69,8 +117,17 @@ class LlamaModel {
   Result<const float*> OptionalVector(const std::string& name, int64_t n, bool required) const;
   Status BindAttention(const std::string& prefix, LlamaLayer& l) const;
   Status BindFeedForward(const std::string& prefix, LlamaLayer& l) const;
-  // Repacks the matrices the active kernels multiply as row groups into packed_.
-  void PackMatrices();
+  // Repacks the matrices the active kernels multiply as row groups: mapped
+  // from the weights cache when it holds them, else into packed_ (and then
+  // written to the cache and mapped from there, when one is asked for).
+  void PackMatrices(const WeightsCacheOptions& cache);
+  struct PackPlan;
+  // Publishes the packed matrices as the cache at `at` (within the budget)
+  // and views them there.
+  void WriteWeightsCache(const WeightsCacheLocation& at, const WeightsCacheKey& key, const PackPlan& plan,
+                         const WeightsCacheOptions& options);
+  // Points the planned matrices at their row groups in `cache`.
+  void ViewPacked(const PackPlan& plan, WeightsCache cache);
 
   GgufFile file_;
   ModelConfig config_;
@@ -82,8 +139,12 @@ class LlamaModel {
   const float* rope_long_ = nullptr;
   const float* rope_short_ = nullptr;
   std::vector<LlamaLayer> layers_;
-  CacheAlignedBytes packed_;  // the row-group matrices, one after another
+  CacheAlignedBytes packed_;  // the row-group matrices, one after another (no weights cache)
+  WeightMemory weight_memory_;
+  std::optional<WeightsCache> weights_cache_;  // or there
   size_t weight_bytes_ = 0;
+  std::string fingerprint_;
+  ModelLoadReport load_report_;
 };
 
 }  // namespace valet
