@@ -55,8 +55,10 @@ extern "C" {
  * read from a file descriptor (valet_params.model_fd).
  * 5: valet_log_set, valet_log_default (the log); callbacks on delivery
  * threads; valet_task_params.on_text and valet_task_result.text_len (text
- * with its length, NUL bytes included). */
-#define VALET_API_VERSION 5
+ * with its length, NUL bytes included).
+ * 6: packed weights as a file (valet_params.weights_cache,
+ * valet_weights_cache_remove). */
+#define VALET_API_VERSION 6
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -172,6 +174,19 @@ typedef struct valet_params {
    * (VALET_RESOURCE_EXHAUSTED) until finished ones are acknowledged
    * (valet_task_ack). 0: 1 GiB. */
   uint64_t durable_disk_budget_bytes;
+  /* v6. Packed weights as a file (docs/engine.md, "Packed weights as a
+   * file"): loads map it read-only instead of repacking every quantized
+   * matrix into anonymous memory, which is slower to start and what
+   * Android's low-memory killer weighs. A directory (existing, or ending in
+   * '/'; created 0700; the file in it is named for the model) or a file,
+   * made by valet_create when missing, stale or damaged, and checked like
+   * snapshot_dir. NULL: <snapshot_dir>/weights/ with a snapshot_dir, else
+   * none; "": none. */
+  const char* weights_cache;
+  /* v6. The most the weights cache directory may hold: older caches of other
+   * models are removed to make room, and a cache that still does not fit is
+   * not written (the weights are packed in memory). 0: 8 GiB. */
+  uint64_t weights_cache_budget_bytes;
 } valet_params;
 
 typedef struct valet_chat_message {
@@ -303,6 +318,15 @@ typedef struct valet_memory_stats {
   uint64_t snapshot_disk_bytes;
 } valet_memory_stats;
 
+/* v6. Where the weights the forward pass reads live, and how this start
+ * came by its packed ones (valet_params.weights_cache). */
+typedef struct valet_weights_stats {
+  uint64_t file_backed_bytes; /* the model's mapping and the weights cache's: pages the system may drop */
+  uint64_t anonymous_bytes;   /* row groups packed in memory (no weights cache) */
+  int32_t matrices_mapped;    /* from the weights cache */
+  int32_t matrices_packed;    /* repacked by this start (which then wrote the cache, when one was asked for) */
+} valet_weights_stats;
+
 typedef struct valet_stats {
   size_t struct_size; /* set by the caller (valet_default_stats()); fields beyond it are not written */
   int64_t submitted, done, cancelled, failed, rejected;
@@ -313,6 +337,7 @@ typedef struct valet_stats {
   valet_thermal_status thermal; /* effective: a headroom forecast >= 1.0 counts as SEVERE */
   valet_tier_stats tiers[VALET_NUM_TIERS];
   valet_memory_stats memory;
+  valet_weights_stats weights; /* v6 */
 } valet_stats;
 
 /* v5. Why a PARKED task waits. */
@@ -395,6 +420,9 @@ valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key)
  * another durable write succeeds; never on a timer. Applied before the next
  * step; VALET_ABORTED after valet_stop. */
 valet_status valet_retry_journals(valet_scheduler* scheduler);
+/* v6. Removes the weights caches at `path` (valet_params.weights_cache): the
+ * file, or every cache in the directory. Nothing there is VALET_OK. */
+valet_status valet_weights_cache_remove(const char* path);
 /* VALET_INVALID_ARGUMENT when out of order (the state is then unchanged). */
 valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecycle_event event);
 /* PowerManager's thermal status (0..6, else VALET_INVALID_ARGUMENT) and

@@ -116,7 +116,8 @@ constexpr std::array kParamsEnds = {
     VALET_END(valet_params, batch_mode),        VALET_END(valet_params, fill_max_cost_fraction),
     VALET_END(valet_params, budget_table_json), VALET_END(valet_params, model_fd),
     VALET_END(valet_params, model_offset),      VALET_END(valet_params, model_size),
-    VALET_END(valet_params, durable_disk_budget_bytes), sizeof(valet_params)};
+    VALET_END(valet_params, durable_disk_budget_bytes), VALET_END(valet_params, weights_cache),
+    VALET_END(valet_params, weights_cache_budget_bytes), sizeof(valet_params)};
 constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, struct_size), VALET_END(valet_task_params, tier),
     VALET_END(valet_task_params, system_prompt), VALET_END(valet_task_params, messages),
@@ -135,7 +136,8 @@ constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
     VALET_END(valet_stats, preemptions), VALET_END(valet_stats, lifecycle),
     VALET_END(valet_stats, thermal),     VALET_END(valet_stats, tiers),
-    VALET_END(valet_stats, memory),      sizeof(valet_stats)};
+    VALET_END(valet_stats, memory),      VALET_END(valet_stats, weights),
+    sizeof(valet_stats)};
 constexpr std::array kTaskInfoEnds = {VALET_END(valet_task_info, struct_size), VALET_END(valet_task_info, state),
                                       VALET_END(valet_task_info, park_cause), sizeof(valet_task_info)};
 constexpr std::array kBudgetsEnds = {VALET_END(valet_memory_budgets, struct_size),
@@ -210,6 +212,18 @@ valet::Status ModelSourceFrom(const valet_params& p, valet::EngineOptions& engin
     return valet::Status::Ok();
   }
   VALET_ASSIGN_OR_RETURN(engine.model_path, Text(p.model_path, 0, "model_path"));
+  return valet::Status::Ok();
+}
+
+// weights_cache, or <snapshot_dir>/weights/ when it is NULL.
+valet::Status WeightsCacheFrom(const valet_params& p, const std::string& snapshot_dir,
+                               valet::WeightsCacheOptions& cache) {
+  if (p.weights_cache == nullptr) {
+    if (!snapshot_dir.empty()) cache.path = snapshot_dir + "/weights/";
+  } else {
+    VALET_ASSIGN_OR_RETURN(cache.path, Text(p.weights_cache, 0, "weights_cache"));
+  }
+  if (p.weights_cache_budget_bytes > 0) cache.budget_bytes = p.weights_cache_budget_bytes;
   return valet::Status::Ok();
 }
 
@@ -430,6 +444,7 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     if (params->kv_capacity_bytes > 0) eo.engine.kv_capacity_bytes = params->kv_capacity_bytes;
     if (params->snapshot_ram_bytes > 0) eo.store.ram_budget_bytes = params->snapshot_ram_bytes;
     eo.store.disk_dir = *snapshot_dir;
+    if (valet::Status s = WeightsCacheFrom(*params, *snapshot_dir, eo.engine.weights_cache); !s.ok()) return Report(s);
     valet::Result<std::unique_ptr<valet::RealEngine>> engine = valet::RealEngine::Open(eo);
     if (!engine.ok()) return Report(engine.status());
     if (!snapshot_dir->empty()) {
@@ -445,6 +460,15 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     handle->scheduler = std::move(scheduler).value();
     *out = handle.release();
     return Report(valet::Status::Ok());
+  });
+}
+
+valet_status valet_weights_cache_remove(const char* path) {
+  return Guard([&]() -> valet_status {
+    valet::Result<std::string> p = Text(path, 0, "path");
+    if (!p.ok()) return Report(p.status());
+    if (p->empty()) return Fail(VALET_INVALID_ARGUMENT, "path is empty");
+    return Report(valet::RemoveWeightsCaches(*p));
   });
 }
 
@@ -619,7 +643,12 @@ valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out)
   return Guard([&]() -> valet_status {
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
-    const valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
+    valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
+    const valet::LlamaModel& model = scheduler->engine->engine().model();
+    full.weights.file_backed_bytes = model.weight_memory().file_backed;
+    full.weights.anonymous_bytes = model.weight_memory().anonymous;
+    full.weights.matrices_mapped = model.load_report().matrices_mapped;
+    full.weights.matrices_packed = model.load_report().matrices_packed;
     return Report(WriteVersioned(out, full, kStatsEnds, "valet_stats"));
   });
 }

@@ -124,10 +124,11 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jby
                                                         jlong model_offset, jlong model_size, jint threads,
                                                         jint n_ctx, jlong kv_bytes, jlong snapshot_ram_bytes,
                                                         jbyteArray snapshot_dir, jlong durable_disk_budget,
+                                                        jbyteArray weights_cache, jlong weights_cache_budget,
                                                         jbyteArray budget_json, jint initial_state) {
-  std::string path, dir, budgets;
+  std::string path, dir, cache, budgets;
   if (!ReadBytes(env, model_path, &path) || !ReadBytes(env, snapshot_dir, &dir) ||
-      !ReadBytes(env, budget_json, &budgets)) {
+      !ReadBytes(env, weights_cache, &cache) || !ReadBytes(env, budget_json, &budgets)) {
     return 0;
   }
   valet_params p = valet_default_params();
@@ -141,6 +142,8 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jby
   if (snapshot_ram_bytes > 0) p.snapshot_ram_bytes = static_cast<size_t>(snapshot_ram_bytes);
   p.snapshot_dir = snapshot_dir == nullptr ? nullptr : dir.c_str();
   if (durable_disk_budget > 0) p.durable_disk_budget_bytes = static_cast<uint64_t>(durable_disk_budget);
+  p.weights_cache = weights_cache == nullptr ? nullptr : cache.c_str();
+  if (weights_cache_budget > 0) p.weights_cache_budget_bytes = static_cast<uint64_t>(weights_cache_budget);
   p.budget_table_json = budget_json == nullptr ? nullptr : budgets.c_str();
   p.initial_state = static_cast<valet_lifecycle_state>(initial_state);
   valet_scheduler* s = nullptr;
@@ -246,6 +249,11 @@ JNIEXPORT jboolean JNICALL Java_dev_valet_NativeLib_cancel(JNIEnv* env, jclass, 
   return Check(env, status) ? JNI_TRUE : JNI_FALSE;
 }
 
+JNIEXPORT void JNICALL Java_dev_valet_NativeLib_removeWeightsCache(JNIEnv* env, jclass, jbyteArray path) {
+  std::string bytes;
+  if (ReadBytes(env, path, &bytes)) Check(env, valet_weights_cache_remove(bytes.c_str()));
+}
+
 JNIEXPORT void JNICALL Java_dev_valet_NativeLib_retryJournals(JNIEnv* env, jclass, jlong handle) {
   Check(env, valet_retry_journals(Handle(handle)));
 }
@@ -289,7 +297,7 @@ JNIEXPORT void JNICALL Java_dev_valet_NativeLib_waitIdle(JNIEnv* env, jclass, jl
 JNIEXPORT jlongArray JNICALL Java_dev_valet_NativeLib_stats(JNIEnv* env, jclass, jlong handle) {
   valet_stats s = valet_default_stats();
   if (!Check(env, valet_get_stats(Handle(handle), &s))) return nullptr;
-  jlong v[12 + 7 * VALET_NUM_TIERS + 4];
+  jlong v[12 + 7 * VALET_NUM_TIERS + 4 + 4];
   int n = 0;
   for (int64_t x : {s.submitted, s.done, s.cancelled, s.failed, s.rejected, s.steps, s.prefill_tokens,
                     s.decode_tokens, s.tokens_recomputed, s.preemptions, static_cast<int64_t>(s.lifecycle),
@@ -302,7 +310,8 @@ JNIEXPORT jlongArray JNICALL Java_dev_valet_NativeLib_stats(JNIEnv* env, jclass,
     }
   }
   for (uint64_t x : {s.memory.pool_used_bytes, s.memory.pool_capacity_bytes, s.memory.snapshot_ram_bytes,
-                     s.memory.snapshot_disk_bytes}) {
+                     s.memory.snapshot_disk_bytes, s.weights.file_backed_bytes, s.weights.anonymous_bytes,
+                     static_cast<uint64_t>(s.weights.matrices_mapped), static_cast<uint64_t>(s.weights.matrices_packed)}) {
     v[n++] = static_cast<jlong>(x);
   }
   jlongArray out = env->NewLongArray(n);

@@ -25,8 +25,12 @@ final class NativeLib {
       long snapshotRamBytes,
       byte[] snapshotDir,
       long durableDiskBudgetBytes,
+      byte[] weightsCache,
+      long weightsCacheBudgetBytes,
       byte[] budgetJson,
       int initialState);
+
+  static native void removeWeightsCache(byte[] path);
 
   static native void stop(long handle);
 

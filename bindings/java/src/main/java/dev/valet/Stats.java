@@ -55,6 +55,13 @@ public final class Stats {
   public final int thermalStatus;
   public final TierStats[] tiers = new TierStats[Tier.values().length];
   public final long poolUsedBytes, poolCapacityBytes, snapshotRamBytes, snapshotDiskBytes;
+  /**
+   * Weights in file-backed pages (the model's mapping and the weights cache's, which the system may
+   * drop and read again) and in anonymous memory (packed at start without a weights cache).
+   */
+  public final long weightsFileBackedBytes, weightsAnonymousBytes;
+  /** Packed matrices this start mapped from the weights cache, and those it repacked. */
+  public final int weightsMatricesMapped, weightsMatricesPacked;
 
   // The layout of valet_jni.cpp's NativeLib.stats.
   Stats(long[] v) {
@@ -78,6 +85,10 @@ public final class Stats {
     poolCapacityBytes = v[n + 1];
     snapshotRamBytes = v[n + 2];
     snapshotDiskBytes = v[n + 3];
+    weightsFileBackedBytes = v[n + 4];
+    weightsAnonymousBytes = v[n + 5];
+    weightsMatricesMapped = (int) v[n + 6];
+    weightsMatricesPacked = (int) v[n + 7];
   }
 
   public TierStats tier(Tier t) {

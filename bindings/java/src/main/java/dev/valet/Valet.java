@@ -30,6 +30,8 @@ public final class Valet implements AutoCloseable {
     long snapshotRamBytes;
     String snapshotDir;
     long durableDiskBudgetBytes;
+    String weightsCache;
+    long weightsCacheBudgetBytes;
     String budgetTableJson;
     LifecycleState initialState = LifecycleState.RESUMED;
     Executor callbackExecutor;
@@ -129,6 +131,29 @@ public final class Valet implements AutoCloseable {
       return this;
     }
 
+    /**
+     * Packed weights as a file, which later starts map read-only instead of repacking every
+     * quantized matrix into anonymous memory: faster to start, and pages Android drops under
+     * pressure instead of counting them against the app. A directory (the file in it is named for
+     * the model; created 0700 and checked like the snapshot directory) or a file, made by {@link
+     * Valet#create} when missing, stale or damaged. null (the default): {@code
+     * <snapshotDir>/weights/} with a snapshot directory, else none; "": none.
+     */
+    public Options weightsCache(String path) {
+      weightsCache = path;
+      return this;
+    }
+
+    /**
+     * The most the weights cache's directory may hold: older caches of other models are removed to
+     * make room, and a cache that still does not fit is not written. 0: 8 GiB.
+     */
+    public Options weightsCacheBudgetBytes(long n) {
+      if (n < 0) throw new IllegalArgumentException("negative budget: " + n);
+      weightsCacheBudgetBytes = n;
+      return this;
+    }
+
     /** The governor's budget table, including its "thermal" column, as JSON. */
     public Options budgetTableJson(String json) {
       budgetTableJson = json;
@@ -163,6 +188,13 @@ public final class Valet implements AutoCloseable {
     this.callbackExecutor = callbackExecutor;
   }
 
+  /** Removes the weights caches at {@code path} ({@link Options#weightsCache}): the file, or every
+   * cache in the directory. Nothing there is not an error. */
+  public static void removeWeightsCache(String path) {
+    if (path == null) throw new NullPointerException("path is null");
+    NativeLib.removeWeightsCache(utf8(path, "the weights cache path"));
+  }
+
   /** Loads the model; throws {@link ValetException} with the C API's status and message. */
   public static Valet create(Options o) {
     return new Valet(
@@ -177,6 +209,8 @@ public final class Valet implements AutoCloseable {
             o.snapshotRamBytes,
             utf8(o.snapshotDir, "the snapshot directory"),
             o.durableDiskBudgetBytes,
+            utf8(o.weightsCache, "the weights cache path"),
+            o.weightsCacheBudgetBytes,
             utf8(o.budgetTableJson, "the budget table"),
             o.initialState.ordinal()),
         o.callbackExecutor);
