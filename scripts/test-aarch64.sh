@@ -47,7 +47,7 @@ sysroot=/usr/aarch64-linux-gnu
 
 cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$VALET_ROOT/cmake/aarch64-linux-gnu-clang.cmake" \
-  -DVALET_ENGINE_ONLY=ON -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF >/dev/null
+  -DVALET_ENGINE_ONLY=ON -DVALET_JAVA_TESTS=OFF -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF >/dev/null
 cmake --build "$build" --target "${kernel_tests[@]}" "${engine_tests[@]}"
 
 run() {  # run CPU TEST...

@@ -82,7 +82,7 @@ kernel_tests=(kernels_fp16_test kernels_quant_test kernels_vec_dot_test kernels_
 engine_tests=(micro_engine_test)
 build_start_s=$SECONDS
 cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DVALET_ENGINE_ONLY=ON -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF \
+  -DVALET_ENGINE_ONLY=ON -DVALET_JAVA_TESTS=OFF -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS=-static \
   -DCMAKE_PROJECT_INCLUDE="$VALET_ROOT/scripts/avx512emu/static-libs.cmake" >/dev/null
 cmake --build "$build" -j "${VALET_AVX512EMU_JOBS:-$(nproc)}" --target "${kernel_tests[@]}" "${engine_tests[@]}" valet_kernels
