@@ -82,15 +82,14 @@ kernel_tests=(kernels_fp16_test kernels_quant_test kernels_vec_dot_test kernels_
 engine_tests=(micro_engine_test)
 build_start_s=$SECONDS
 cmake -S "$VALET_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DVALET_ENGINE_ONLY=ON -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF \
+  -DVALET_ENGINE_ONLY=ON -DVALET_JAVA_TESTS=OFF -DVALET_BUILD_BENCH=OFF -DVALET_USE_BLAS=OFF \
   -DCMAKE_EXE_LINKER_FLAGS=-static \
   -DCMAKE_PROJECT_INCLUDE="$VALET_ROOT/scripts/avx512emu/static-libs.cmake" >/dev/null
-cmake --build "$build" -j "${VALET_AVX512EMU_JOBS:-$(nproc)}" --target "${kernel_tests[@]}" "${engine_tests[@]}" valet_kernels
-probe="$build/avx512emu_tables_probe"
-libs=("$build/src/kernels/libvalet_kernels.a" "$build/src/gguf/libvalet_gguf.a")
-[ -f "$build/src/common/libvalet_common.a" ] && libs+=("$build/src/common/libvalet_common.a")
-c++ -std=c++20 -O2 -Wall -Wextra -Werror -static -I"$VALET_ROOT/src" \
-  "$VALET_ROOT/scripts/avx512emu/tables_probe.cpp" "${libs[@]}" -pthread -o "$probe"
+# kernel_tables_probe (tests/kernels/tables_probe.cpp) prints the tables the
+# guest's CPU has and runs, for check() below.
+cmake --build "$build" -j "${VALET_AVX512EMU_JOBS:-$(nproc)}" --target "${kernel_tests[@]}" "${engine_tests[@]}" \
+  kernel_tables_probe
+probe="$build/tests/kernels/kernel_tables_probe"
 build_s=$((SECONDS - build_start_s))
 
 # The initramfs: busybox, the binaries, and an /init that runs them and
@@ -103,14 +102,14 @@ cp /bin/busybox "$probe" "$work/initramfs/bin/"
 for t in "${kernel_tests[@]}" "${engine_tests[@]}"; do
   cp "$(find "$build/tests" -type f -name "$t" | head -n1)" "$work/initramfs/bin/"
 done
-strip "$work/initramfs/bin/"*_test "$work/initramfs/bin/avx512emu_tables_probe"
+strip "$work/initramfs/bin/"*_test "$work/initramfs/bin/kernel_tables_probe"
 {
   echo '#!/bin/busybox sh'
   echo '/bin/busybox --install -s /bin'
   echo 'export PATH=/bin HOME=/tmp'
   echo 'mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev 2>/dev/null'
   echo 'echo "VALET-CPU: $(grep -o -w "avx2\|avx512[a-z_0-9]*\|avx_vnni" /proc/cpuinfo | sort -u | tr "\n" " ")"'
-  echo 'avx512emu_tables_probe; echo "VALET-EXIT avx512emu_tables_probe $?"'
+  echo 'kernel_tables_probe; echo "VALET-EXIT kernel_tables_probe $?"'
   for t in "${kernel_tests[@]}"; do
     # The tile test in full: its KernelTables.Avx512Vnni* line shows OK or SKIPPED.
     brief=1

@@ -19,6 +19,9 @@ using nlohmann::json;
 using MaybeError = std::optional<ApiError>;
 
 constexpr size_t kMaxStopStrings = 16;
+// repeat_last_n's bound: the sampler keeps and sorts that window at every
+// token, so a client cannot make one task's sampling arbitrarily costly.
+constexpr int64_t kMaxRepeatLastN = 8192;
 
 struct TierInfo {
   Tier tier;
@@ -84,7 +87,15 @@ MaybeError ReadSampling(const json& body, SamplingParams* s) {
   }
   if (seed) s->seed = static_cast<uint64_t>(*seed);
   if (auto e = ReadNumber(body, "presence_penalty", -2.0, 2.0, &s->presence_penalty)) return e;
-  return ReadNumber(body, "frequency_penalty", -2.0, 2.0, &s->frequency_penalty);
+  if (auto e = ReadNumber(body, "frequency_penalty", -2.0, 2.0, &s->frequency_penalty)) return e;
+  // llama-server's repetition penalty over the last repeat_last_n tokens, the
+  // prompt's included (the CLI's --repeat-penalty has the same range): a
+  // client that sends it gets it, never a silently different sampler.
+  if (auto e = ReadNumber(body, "repeat_penalty", 0.001, 100.0, &s->repeat_penalty)) return e;
+  std::optional<int64_t> last_n;
+  if (auto e = ReadInt(body, "repeat_last_n", 0, kMaxRepeatLastN, &last_n)) return e;
+  if (last_n) s->repeat_last_n = static_cast<int32_t>(*last_n);
+  return std::nullopt;
 }
 
 // The sampled token's logprob and the top N: chat's "logprobs": true with

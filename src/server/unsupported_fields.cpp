@@ -39,7 +39,8 @@ constexpr Rule kRules[] = {
      "valet only writes free text (response_format {\"type\": \"text\"})"},
     {"logit_bias", true, true, Kind::kParameter, EmptyOrNull, "valet does not bias logits"},
     {"n", true, true, Kind::kValue, IsOne, "valet generates one choice per request"},
-    {"best_of", false, true, Kind::kValue, IsOne, "valet generates one choice per request"},
+    // Not a chat field at OpenAI; refused there too rather than read and ignored.
+    {"best_of", true, true, Kind::kValue, IsOne, "valet generates one choice per request"},
     {"suffix", false, true, Kind::kParameter, EmptyOrNull, "valet does not insert text before a suffix"},
     {"echo", false, true, Kind::kValue, IsFalse, "valet does not echo the prompt"},
     {"audio", true, false, Kind::kParameter, EmptyOrNull, "valet answers in text only"},

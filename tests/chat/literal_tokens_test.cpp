@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cctype>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -91,44 +92,43 @@ struct Vocab {
 
 constexpr const char* kModels[] = {"llama3-bpe-q4_k_m.gguf", "qwen3-q4_k_m.gguf", "phi3-q4_0.gguf"};
 
-// The model's vocabulary with every template's texts as control tokens.
-std::optional<Vocab> LoadExtended(const std::string& model) {
-  Result<GgufFile> file = GgufFile::Open(kShared + "/models/" + model);
-  if (!file.ok()) return std::nullopt;
-  Result<VocabularyParts> parts = Vocabulary::PartsFromGguf(*file);
-  if (!parts.ok()) return std::nullopt;
-  parts->types.resize(parts->tokens.size(), TokenType::kNormal);
+// The model's vocabulary with every template's texts as control tokens. Any
+// error on the way (the file, its vocabulary, the tokenizer) is returned: the
+// test fails on it, since only a model that is not there may skip.
+Result<Vocab> LoadExtended(const std::string& path) {
+  VALET_ASSIGN_OR_RETURN(GgufFile file, GgufFile::Open(path));
+  VALET_ASSIGN_OR_RETURN(VocabularyParts parts, Vocabulary::PartsFromGguf(file));
+  parts.types.resize(parts.tokens.size(), TokenType::kNormal);
   std::unordered_map<std::string, size_t> ids;
-  for (size_t i = 0; i < parts->tokens.size(); ++i) ids.emplace(parts->tokens[i], i);
+  for (size_t i = 0; i < parts.tokens.size(); ++i) ids.emplace(parts.tokens[i], i);
   for (const TemplateTexts& t : AllTemplateTexts()) {
     for (const std::string& text : OwnTexts(t)) {
       if (auto it = ids.find(text); it != ids.end()) {
-        parts->types[it->second] = TokenType::kControl;
+        parts.types[it->second] = TokenType::kControl;
         continue;
       }
-      ids.emplace(text, parts->tokens.size());
-      parts->tokens.push_back(text);
-      parts->types.push_back(TokenType::kControl);
-      if (!parts->scores.empty()) parts->scores.push_back(0.0f);
+      ids.emplace(text, parts.tokens.size());
+      parts.tokens.push_back(text);
+      parts.types.push_back(TokenType::kControl);
+      if (!parts.scores.empty()) parts.scores.push_back(0.0f);
     }
   }
-  Result<Vocabulary> vocab = Vocabulary::FromParts(std::move(parts).value());
-  if (!vocab.ok()) return std::nullopt;
-  auto shared = std::make_shared<const Vocabulary>(std::move(vocab).value());
+  VALET_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::FromParts(std::move(parts)));
+  auto shared = std::make_shared<const Vocabulary>(std::move(vocab));
   std::vector<std::string> control;
   for (int32_t id : shared->SplittingTokens()) {
     if (shared->Type(id) != TokenType::kUserDefined) control.push_back(shared->TokenText(id));
   }
-  Result<std::unique_ptr<Tokenizer>> tok = Tokenizer::Create(shared);
-  if (!tok.ok()) return std::nullopt;
-  return Vocab{std::move(tok).value(), std::make_unique<SpecialTexts>(control)};
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Tokenizer> tokenizer, Tokenizer::Create(shared));
+  return Vocab{std::move(tokenizer), std::make_unique<SpecialTexts>(control)};
 }
 
-const Vocab* VocabFor(const std::string& model) {
-  static std::map<std::string, std::optional<Vocab>> cache;
-  auto it = cache.find(model);
-  if (it == cache.end()) it = cache.emplace(model, LoadExtended(model)).first;
-  return it->second ? &*it->second : nullptr;
+// Built once per process per model (the expensive part), errors included.
+const Result<Vocab>& VocabFor(const std::string& path) {
+  static std::map<std::string, Result<Vocab>> cache;
+  auto it = cache.find(path);
+  if (it == cache.end()) it = cache.emplace(path, LoadExtended(path)).first;
+  return it->second;
 }
 
 std::string ReadFile(const std::string& path) {
@@ -144,9 +144,18 @@ struct Case {
   std::optional<std::time_t> now;
 };
 
-// The cases of one template that it renders (its refusals are not conversations).
+const std::string kExpected = kDir + "/expected.json";
+
+// expected.json, read once; a file that is there but unreadable is an error.
+const Result<Json>& ExpectedJson() {
+  static const Result<Json> root = ReadJsonFile(kExpected);
+  return root;
+}
+
+// The cases of one template that it renders (its refusals are not
+// conversations); expected.json must have been read (ExpectedJson().ok()).
 std::vector<Case> CasesOf(const std::string& file) {
-  static const Result<Json> root = ReadJsonFile(kDir + "/expected.json");
+  const Result<Json>& root = ExpectedJson();
   std::vector<Case> cases;
   if (!root.ok() || FindMember(*root, "cases") == nullptr) return cases;
   std::tm tm{};
@@ -200,10 +209,18 @@ size_t Count(std::string_view haystack, std::string_view needle) {
 // vocabulary is the expensive part, so it is done once per process.
 class LiteralTokensTest : public ::testing::TestWithParam<const char*> {
  protected:
+  // Only a missing ../shared file skips (as every test reading ../shared
+  // does); a file that is there but fails to parse, or a vocabulary the
+  // tokenizer refuses, fails.
   void SetUp() override {
-    if (CasesOf(AllTemplateTexts().front().file).empty()) GTEST_SKIP() << "no chat-template cases at " << kDir;
-    vocab_ = VocabFor(GetParam());
-    if (vocab_ == nullptr) GTEST_SKIP() << "shared model absent: " << GetParam();
+    if (!std::filesystem::exists(kExpected)) GTEST_SKIP() << "shared data absent: " << kExpected;
+    ASSERT_TRUE(ExpectedJson().ok()) << kExpected << ": " << ExpectedJson().status().ToString();
+    ASSERT_NE(FindMember(*ExpectedJson(), "cases"), nullptr) << kExpected << " has no \"cases\"";
+    const std::string model = kShared + "/models/" + GetParam();
+    if (!std::filesystem::exists(model)) GTEST_SKIP() << "shared data absent: " << model;
+    const Result<Vocab>& vocab = VocabFor(model);
+    ASSERT_TRUE(vocab.ok()) << model << ": " << vocab.status().ToString();
+    vocab_ = &*vocab;
   }
 
   void UseTemplate(const TemplateTexts& texts) {
@@ -336,9 +353,10 @@ TEST_P(LiteralTokensTest, TypedSpecialTextsAreTextAndEverythingElseIsUnchanged) 
 }
 
 TEST(LiteralTokensTemplates, EveryListedMarkupTextIsInItsTemplate) {
+  if (!std::filesystem::exists(kDir)) GTEST_SKIP() << "shared data absent: " << kDir;
   for (const TemplateTexts& t : AllTemplateTexts()) {
     const std::string source = ReadFile(kDir + "/" + t.file);
-    if (source.empty()) GTEST_SKIP() << "shared chat templates absent: " << kDir;
+    ASSERT_FALSE(source.empty()) << "missing or empty: " << kDir << "/" << t.file;
     for (const std::string& text : t.markup) {
       EXPECT_NE(source.find(text), std::string::npos) << t.file << ": " << text;
     }

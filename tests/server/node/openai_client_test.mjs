@@ -1,7 +1,8 @@
 // valet serve against the official `openai` npm client (pinned by
 // package-lock.json): non-streamed and streamed chat and completions, usage,
 // errors and the tier field. Usage: node openai_client_test.mjs FAKE_SERVE_BIN
-// Exit 0: pass, 1: fail, 77: skipped (the client is not installed).
+// Exit 0: pass, 1: fail, 77: skipped (the client is not installed; in CI,
+// CI=true, that is a failure: CI installs it, so a run cannot pass without it).
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import assert from 'node:assert/strict';
@@ -10,7 +11,12 @@ let OpenAI;
 try {
   ({ default: OpenAI } = await import('openai'));
 } catch {
-  console.log('SKIP: the openai package is not installed (npm ci in tests/server/node, done by scripts/test.sh)');
+  const why = 'the openai package is not installed (npm ci in tests/server/node, done by scripts/test.sh)';
+  if (process.env.CI === 'true') {
+    console.log(`FAIL: ${why}, in CI`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${why}`);
   process.exit(77);
 }
 

@@ -1,6 +1,8 @@
 // Prints the kernel tables this CPU runs, from the same run-time choice the
-// tests use, so scripts/test-x86-avx512.sh can tell from the Bochs guest's
-// console which tables the kernel tests compared with the scalar reference.
+// tests use, so the scripts that run the tests on emulated CPUs
+// (scripts/test-x86-avx512.sh under Bochs, scripts/test-aarch64.sh under
+// qemu) can tell from the guest's output which tables the kernel tests
+// compared with the scalar reference and which one the engine tests ran on.
 #include <cstdio>
 
 #include "kernels/kernel_table.h"
