@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "engine/engine.h"
 #include "model/llama_model.h"
 
 namespace valet::cli {
@@ -117,6 +118,20 @@ std::optional<int> ParseCommandLine(const char* command, const char* synopsis, s
 }  // namespace valet::cli
 
 namespace valet::cli {
+
+std::string LoadProfileText(std::span<const LoadPhase> phases) {
+  double total = 0;
+  std::string parts;
+  for (const LoadPhase& p : phases) {
+    total += p.seconds;
+    char part[128];
+    std::snprintf(part, sizeof(part), "%s%s %.3f s", parts.empty() ? "" : ", ", p.name, p.seconds);
+    parts += part;
+  }
+  char head[64];
+  std::snprintf(head, sizeof(head), "%.3f s (", total);
+  return head + parts + ")";
+}
 
 void ReportWeightsCache(const char* command, const ModelLoadReport& r) {
   if (r.cache_path.empty() && r.cache_note.empty()) return;

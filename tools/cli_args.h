@@ -14,6 +14,7 @@
 
 namespace valet {
 struct ModelLoadReport;
+struct LoadPhase;
 }  // namespace valet
 
 namespace valet::cli {
@@ -59,6 +60,8 @@ namespace valet::cli {
 // Says on stderr how the load came by its packed weights, when a weights
 // cache was asked for: mapped, written, or why not.
 void ReportWeightsCache(const char* command, const ModelLoadReport& report);
+// "<total> s (<phase> <s>, ...)": where a load spent its time.
+std::string LoadProfileText(std::span<const LoadPhase> phases);
 
 // Parses `argv` for `command`. Returns the exit code to stop with (--help
 // prints usage and gives 0; a parse error prints it and gives 2) or nothing

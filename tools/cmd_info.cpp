@@ -17,6 +17,7 @@ constexpr FlagSpec kFlags[] = {
     {"--ctx-size", "-c", true, "context size used for the memory report (default: the model's)"},
     {"--kv-type", nullptr, true, kKvTypeHelp},
     {"--weights-cache", nullptr, true, kWeightsCacheHelp},
+    {"--load-profile", nullptr, false, "only where loading the model spends its time, phase by phase"},
 };
 
 std::string ShapeText(const GgufTensorInfo& t) {
@@ -77,6 +78,10 @@ int RunInfo(std::span<char* const> argv) {
   Result<std::unique_ptr<Engine>> engine = Engine::Open(options);
   if (!engine.ok()) return Fail("info", engine.status());
   ReportWeightsCache("info", (*engine)->model().load_report());
+  if (args.Has("--load-profile")) {
+    std::printf("load: %s\n", LoadProfileText((*engine)->load_profile()).c_str());
+    return 0;
+  }
   const Engine& e = **engine;
   PrintFile(e.model().file());
   const ModelConfig& c = e.model().config();

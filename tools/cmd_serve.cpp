@@ -111,6 +111,7 @@ int Serve(const Flags& f, const sigset_t& signals) {
   Result<std::unique_ptr<RealEngine>> engine = RealEngine::Open(f.engine);
   if (!engine.ok()) return Fail("serve", engine.status());
   ReportWeightsCache("serve", (*engine)->engine().model().load_report());
+  std::fprintf(stderr, "valet serve: model loaded in %s\n", LoadProfileText((*engine)->load_profile()).c_str());
   SchedulerOptions so;
   so.parse_special_in_messages = f.special_in_messages;
   so.finished_task_records = f.task_history;

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/engine_interface.h"
 #include "kv/kv_pool.h"
@@ -35,6 +36,12 @@ struct MemoryReport {
   size_t scratch = 0;         // forward-pass activations and matmul buffers
 };
 
+// One phase of Engine::Open (RealEngine::Open adds its own), in order.
+struct LoadPhase {
+  const char* name;
+  double seconds;
+};
+
 class Engine {
  public:
   static Result<std::unique_ptr<Engine>> Open(const EngineOptions& options);
@@ -46,6 +53,8 @@ class Engine {
   const KvPool& kv_pool() const { return *kv_pool_; }
   const EngineOptions& options() const { return options_; }
   MemoryReport memory() const;
+  // Where Open spent its time.
+  const std::vector<LoadPhase>& load_profile() const { return load_profile_; }
 
   // A prompt's tokens: special-token texts ("<|im_start|>") parsed as their
   // tokens, as llama.cpp's server and CLI do, and BOS added when `add_bos`
@@ -70,6 +79,7 @@ class Engine {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::unique_ptr<KvPool> kv_pool_;
   std::unique_ptr<LlamaContext> context_;
+  std::vector<LoadPhase> load_profile_;
 };
 
 }  // namespace valet

@@ -47,11 +47,23 @@ Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& op
   std::unique_ptr<RealEngine> e(new RealEngine());
   e->options_ = options;
   VALET_ASSIGN_OR_RETURN(e->engine_, Engine::Open(options.engine));
+  auto t0 = Clock::now();
   VALET_ASSIGN_OR_RETURN(e->store_, SnapshotStore::Create(options.store));
   e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());
   if (options.prefix_spill_max_rank >= 0) e->cache_->EnableSpill(*e->store_, options.prefix_spill_max_rank);
-  if (options.calibrate) e->Calibrate();
+  e->own_load_phases_.push_back({"snapshot store", Since(t0)});
+  if (options.calibrate) {
+    t0 = Clock::now();
+    e->Calibrate();
+    e->own_load_phases_.push_back({"calibration", Since(t0)});
+  }
   return e;
+}
+
+std::vector<LoadPhase> RealEngine::load_profile() const {
+  std::vector<LoadPhase> all = engine_->load_profile();
+  all.insert(all.end(), own_load_phases_.begin(), own_load_phases_.end());
+  return all;
 }
 
 void RealEngine::Warn(const std::string& message) const {
@@ -62,29 +74,12 @@ void RealEngine::Warn(const std::string& message) const {
   }
 }
 
-// One short prefill and a few decode steps on a scratch sequence, and one
-// snapshot-sized payload through each store tier: the starting point of the
-// measured costs, refined by every real step and snapshot afterwards.
+// One snapshot-sized payload through each store tier: the starting point of
+// the measured bandwidths, refined by every snapshot afterwards. Compute is
+// not measured here: a scratch prefill would fault in every weight page and
+// hold the first request back by seconds on a 3B model, while the first real
+// step (which precedes any park decision) measures it as well.
 void RealEngine::Calibrate() {
-  LlamaContext& ctx = engine_->context();
-  const int32_t n = std::min({32, ctx.options().max_batch_tokens, ctx.options().n_ctx - 4});
-  if (n > 0) {
-    std::vector<int32_t> tokens(n);
-    std::mt19937 rng(7);
-    for (int32_t& t : tokens) t = static_cast<int32_t>(rng() % engine_->model().config().n_vocab);
-    KvSequence scratch(engine_->kv_pool());
-    std::vector<float> logits;
-    BatchItem item{&scratch, tokens, LogitsMode::kLast};
-    auto t0 = Clock::now();
-    if (ctx.Forward({&item, 1}, logits).ok()) prefill_ = {static_cast<double>(n), Since(t0)};
-    for (int i = 0; i < 3; ++i) {
-      BatchItem one{&scratch, std::span<const int32_t>(tokens).subspan(i, 1), LogitsMode::kLast};
-      t0 = Clock::now();
-      if (!ctx.Forward({&one, 1}, logits).ok()) break;
-      decode_.amount += 1;
-      decode_.seconds += Since(t0);
-    }
-  }
   std::vector<uint8_t> payload(std::min(kCalibrationBytes, store_->options().ram_budget_bytes / 4));
   std::mt19937_64 rng(11);
   for (size_t i = 0; i + 8 <= payload.size(); i += 8) {

@@ -31,8 +31,9 @@ namespace valet {
 struct RealEngineOptions {
   EngineOptions engine;
   SnapshotStoreOptions store;
-  // Measure prefill speed and snapshot bandwidths at start-up; otherwise they
-  // are learned from the first steps and snapshots.
+  // Measure the snapshot tiers' bandwidths at start-up; otherwise they are
+  // learned from the first snapshots. Compute speed is always learned from
+  // the first steps.
   bool calibrate = true;
   // Keep the logits each sampling item was sampled from (tests, diagnostics).
   bool keep_logits = false;
@@ -99,6 +100,8 @@ class RealEngine final : public EngineInterface {
   // The logits the sequence's last token was sampled from (keep_logits only).
   std::span<const float> last_logits(SequenceId seq) const;
   Engine& engine() { return *engine_; }
+  // Engine::Open's phases, then this one's own (the store, the calibration).
+  std::vector<LoadPhase> load_profile() const;
   SnapshotStore& snapshot_store() { return *store_; }
   PrefixCache& prefix_cache() { return *cache_; }
   // The inputs AdvisePark weighs, for reports and tests.
@@ -130,6 +133,7 @@ class RealEngine final : public EngineInterface {
 
   RealEngineOptions options_;
   std::unique_ptr<Engine> engine_;
+  std::vector<LoadPhase> own_load_phases_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<SnapshotStore> store_;
   std::map<SequenceId, std::unique_ptr<Seq>> seqs_;
