@@ -57,7 +57,7 @@ extern "C" {
  * threads; valet_task_params.on_text and valet_task_result.text_len (text
  * with its length, NUL bytes included).
  * 6: packed weights as a file (valet_params.weights_cache,
- * valet_weights_cache_remove). */
+ * valet_weights_cache_remove, valet_stats.weights); valet_create_async. */
 #define VALET_API_VERSION 6
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
@@ -420,6 +420,40 @@ valet_status valet_task_ack(valet_scheduler* scheduler, const char* durable_key)
  * another durable write succeeds; never on a timer. Applied before the next
  * step; VALET_ABORTED after valet_stop. */
 valet_status valet_retry_journals(valet_scheduler* scheduler);
+/* ---- Loading off the caller's thread (v6) ----
+ * valet_create blocks its caller for the whole load (seconds for a 3B model
+ * without a weights cache: an ANR on Android's main thread). The async form
+ * loads on a thread of valet's own, reports progress and can be cancelled. */
+typedef enum valet_load_stage {
+  VALET_LOAD_MAP = 0,         /* mapping and checking the model file */
+  VALET_LOAD_PACK = 1,        /* repacking the weights: done of total bytes */
+  VALET_LOAD_WRITE_CACHE = 2, /* publishing the weights cache */
+  VALET_LOAD_PREPARE = 3      /* tokenizer, context, KV pool, snapshot store, scheduler */
+} valet_load_stage;
+/* Each stage's start (0 of 0) and packing's progress, on the loading thread:
+ * keep it short, the load waits for it. */
+typedef void (*valet_load_progress_fn)(void* user_data, valet_load_stage stage, uint64_t done, uint64_t total);
+/* The load's end, called once on the loading thread: VALET_OK and the
+ * scheduler (the callee owns it: valet_destroy), or NULL with the status and
+ * message valet_create would have returned (VALET_ABORTED once cancelled). */
+typedef void (*valet_load_done_fn)(void* user_data, valet_status status, const char* message,
+                                   valet_scheduler* scheduler);
+typedef struct valet_load valet_load;
+/* Starts loading what `params` name (copied: the caller's strings may go, and
+ * a model_fd is duplicated) and returns at once with the load's handle in
+ * *out. A params struct that cannot be read (its struct_size) or a model_fd
+ * that is not open is refused here and nothing starts; whatever else
+ * valet_create would refuse (a missing model, a bad directory) reaches
+ * `done`. `progress` may be NULL; `done` is required. */
+valet_status valet_create_async(const valet_params* params, valet_load_progress_fn progress, valet_load_done_fn done,
+                                void* user_data, valet_load** out);
+/* Asks the load to stop at its next check (between stages and packed
+ * matrices): `done` then reports VALET_ABORTED, or the scheduler when the
+ * load had finished first. Never blocks. */
+valet_status valet_load_cancel(valet_load* load);
+/* Waits until `done` has returned, then frees the handle; from inside `done`
+ * it does not wait. NULL is ignored. */
+void valet_load_free(valet_load* load);
 /* v6. Removes the weights caches at `path` (valet_params.weights_cache): the
  * file, or every cache in the directory. Nothing there is VALET_OK. */
 valet_status valet_weights_cache_remove(const char* path);

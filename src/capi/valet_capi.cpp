@@ -13,21 +13,12 @@
 #include <string>
 #include <thread>
 
-#include "engine/real_engine.h"
-#include "valet/scheduler.h"
+#include "capi/capi_internal.h"
 
-struct valet_scheduler {
-  std::unique_ptr<valet::RealEngine> engine;
-  std::unique_ptr<valet::Scheduler> scheduler;  // declared last: stops before the engine goes
-};
-
+namespace valet::capi {
 namespace {
-
 thread_local std::string g_last_error;
-
-static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
-                  VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
-              "valet_park_cause mirrors valet::ParkCause");
+}  // namespace
 
 valet_status ToC(valet::StatusCode code) {
   switch (code) {
@@ -55,17 +46,18 @@ valet_status Fail(valet_status code, const char* message) {
   return code;
 }
 
-// Runs `body`, turning any exception into VALET_INTERNAL.
-template <typename F>
-valet_status Guard(F&& body) {
-  try {
-    return body();
-  } catch (const std::exception& e) {
-    return Fail(VALET_INTERNAL, e.what());
-  } catch (...) {
-    return Fail(VALET_INTERNAL, "unknown exception");
-  }
-}
+}  // namespace valet::capi
+
+namespace {
+
+using valet::capi::Fail;
+using valet::capi::Guard;
+using valet::capi::Report;
+using valet::capi::ToC;
+
+static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
+                  VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
+              "valet_park_cause mirrors valet::ParkCause");
 
 valet_status CheckHandle(const valet_scheduler* s) {
   if (s == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
@@ -75,9 +67,9 @@ valet_status CheckHandle(const valet_scheduler* s) {
 // Calls that wait for the inference thread would wait for themselves there.
 valet_status RefuseFromCallback(const valet_scheduler& s, const char* function) {
   if (!s.scheduler->OnCallbackThread()) return VALET_OK;
-  g_last_error = std::string(function) +
-                 " called from a task callback of the same scheduler: it would wait for the callback's own thread";
-  return VALET_INVALID_ARGUMENT;
+  const std::string why = std::string(function) +
+                          " called from a task callback of the same scheduler: it would wait for the callback's own thread";
+  return Fail(VALET_INVALID_ARGUMENT, why.c_str());
 }
 
 // A caller's text: `length` bytes, or up to its NUL when `length` is 0 (NULL:
@@ -369,6 +361,40 @@ valet_memory_budgets CurrentBudgets(const valet_scheduler& scheduler) {
 
 }  // namespace
 
+namespace valet::capi {
+
+Result<valet_params> ReadParams(const valet_params& caller_params) {
+  return ReadVersioned(caller_params, valet_default_params(), kParamsEnds, "valet_params");
+}
+
+Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadObserver& observer) {
+  VALET_ASSIGN_OR_RETURN(SchedulerOptions options, SchedulerOptionsFrom(params));
+  RealEngineOptions eo;
+  VALET_RETURN_IF_ERROR(ModelSourceFrom(params, eo.engine));
+  VALET_ASSIGN_OR_RETURN(std::string snapshot_dir, Text(params.snapshot_dir, 0, "snapshot_dir"));
+  if (params.n_threads > 0) eo.engine.n_threads = params.n_threads;
+  eo.engine.n_ctx = params.n_ctx;
+  if (params.max_batch_tokens > 0) eo.engine.max_batch_tokens = params.max_batch_tokens;
+  if (params.kv_capacity_bytes > 0) eo.engine.kv_capacity_bytes = params.kv_capacity_bytes;
+  if (params.snapshot_ram_bytes > 0) eo.store.ram_budget_bytes = params.snapshot_ram_bytes;
+  eo.store.disk_dir = snapshot_dir;
+  VALET_RETURN_IF_ERROR(WeightsCacheFrom(params, snapshot_dir, eo.engine.weights_cache));
+  eo.engine.load_observer = observer;
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> engine, RealEngine::Open(eo));
+  if (observer.cancelled()) return Aborted("the load of " + eo.engine.model_path + " was cancelled");
+  if (!snapshot_dir.empty()) {
+    options.durable_dir = snapshot_dir + "/tasks";
+    options.model_fingerprint = engine->engine().fingerprint();
+    if (params.durable_disk_budget_bytes > 0) options.durable_disk_budget_bytes = params.durable_disk_budget_bytes;
+  }
+  auto handle = std::make_unique<valet_scheduler>();
+  handle->engine = std::move(engine);
+  VALET_ASSIGN_OR_RETURN(handle->scheduler, Scheduler::Create(*handle->engine, std::move(options)));
+  return handle;
+}
+
+}  // namespace valet::capi
+
 extern "C" {
 
 valet_params valet_default_params(void) {
@@ -428,37 +454,11 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
   return Guard([&]() -> valet_status {
     if (caller_params == nullptr || out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "params and out are required");
     *out = nullptr;
-    valet::Result<valet_params> read =
-        ReadVersioned(*caller_params, valet_default_params(), kParamsEnds, "valet_params");
-    if (!read.ok()) return Report(read.status());
-    const valet_params* params = &*read;
-    valet::Result<valet::SchedulerOptions> options = SchedulerOptionsFrom(*params);
-    if (!options.ok()) return Report(options.status());
-    valet::RealEngineOptions eo;
-    if (valet::Status s = ModelSourceFrom(*params, eo.engine); !s.ok()) return Report(s);
-    valet::Result<std::string> snapshot_dir = Text(params->snapshot_dir, 0, "snapshot_dir");
-    if (!snapshot_dir.ok()) return Report(snapshot_dir.status());
-    if (params->n_threads > 0) eo.engine.n_threads = params->n_threads;
-    eo.engine.n_ctx = params->n_ctx;
-    if (params->max_batch_tokens > 0) eo.engine.max_batch_tokens = params->max_batch_tokens;
-    if (params->kv_capacity_bytes > 0) eo.engine.kv_capacity_bytes = params->kv_capacity_bytes;
-    if (params->snapshot_ram_bytes > 0) eo.store.ram_budget_bytes = params->snapshot_ram_bytes;
-    eo.store.disk_dir = *snapshot_dir;
-    if (valet::Status s = WeightsCacheFrom(*params, *snapshot_dir, eo.engine.weights_cache); !s.ok()) return Report(s);
-    valet::Result<std::unique_ptr<valet::RealEngine>> engine = valet::RealEngine::Open(eo);
-    if (!engine.ok()) return Report(engine.status());
-    if (!snapshot_dir->empty()) {
-      options->durable_dir = *snapshot_dir + "/tasks";
-      options->model_fingerprint = (*engine)->engine().fingerprint();
-      if (params->durable_disk_budget_bytes > 0) options->durable_disk_budget_bytes = params->durable_disk_budget_bytes;
-    }
-    auto handle = std::make_unique<valet_scheduler>();
-    handle->engine = std::move(engine).value();
-    valet::Result<std::unique_ptr<valet::Scheduler>> scheduler =
-        valet::Scheduler::Create(*handle->engine, std::move(options).value());
-    if (!scheduler.ok()) return Report(scheduler.status());
-    handle->scheduler = std::move(scheduler).value();
-    *out = handle.release();
+    valet::Result<valet_params> params = valet::capi::ReadParams(*caller_params);
+    if (!params.ok()) return Report(params.status());
+    valet::Result<std::unique_ptr<valet_scheduler>> handle = valet::capi::CreateScheduler(*params, {});
+    if (!handle.ok()) return Report(handle.status());
+    *out = handle->release();
     return Report(valet::Status::Ok());
   });
 }
@@ -697,6 +697,6 @@ const char* valet_status_name(valet_status status) {
   return "UNKNOWN_STATUS";
 }
 
-const char* valet_last_error(void) { return g_last_error.c_str(); }
+const char* valet_last_error(void) { return valet::capi::g_last_error.c_str(); }
 
 }  // extern "C"

@@ -18,20 +18,28 @@ Result<GgufFile> OpenModelFile(const EngineOptions& options) {
 Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   std::unique_ptr<Engine> e(new Engine());
   e->options_ = options;
+  const LoadObserver& observer = options.load_observer;
   auto t = std::chrono::steady_clock::now();
-  // Each phase's wall time, from the end of the one before.
+  // Each phase's wall time, from the end of the one before; a cancelled load
+  // stops there.
   const auto phase = [&](const char* name) {
     const auto now = std::chrono::steady_clock::now();
     e->load_profile_.push_back({name, std::chrono::duration<double>(now - t).count()});
     t = now;
+    return observer.cancelled() ? Aborted("the load of " + options.model_path + " was cancelled") : Status::Ok();
   };
+  observer.Report(LoadStage::kMap);
   VALET_ASSIGN_OR_RETURN(GgufFile file, OpenModelFile(options));
-  phase("map and parse the file");
-  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(std::move(file), {options.weights_cache}));
+  VALET_RETURN_IF_ERROR(phase("map and parse the file"));
+  ModelLoadOptions model_options;
+  model_options.weights_cache = options.weights_cache;
+  model_options.observer = observer;
+  VALET_ASSIGN_OR_RETURN(e->model_, LlamaModel::Load(std::move(file), model_options));
   const ModelLoadReport& report = e->model_->load_report();
-  phase(report.cache_written      ? "bind, pack and write the weights cache"
-        : report.matrices_mapped ? "bind and map the weights cache"
-                                 : "bind and pack the weights");
+  VALET_RETURN_IF_ERROR(phase(report.cache_written      ? "bind, pack and write the weights cache"
+                              : report.matrices_mapped ? "bind and map the weights cache"
+                                                       : "bind and pack the weights"));
+  observer.Report(LoadStage::kPrepare);
   VALET_ASSIGN_OR_RETURN(Vocabulary vocab, Vocabulary::FromGguf(e->model_->file()));
   const ModelConfig& c = e->model_->config();
   if (vocab.size() != c.n_vocab) {
@@ -44,21 +52,21 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     return Status(tokenizer.status().code(), options.model_path + ": " + tokenizer.status().message());
   }
   e->tokenizer_ = std::move(tokenizer).value();
-  phase("vocabulary and tokenizer");
+  VALET_RETURN_IF_ERROR(phase("vocabulary and tokenizer"));
 
   ContextOptions ctx_options;
   ctx_options.n_threads = options.n_threads;
   ctx_options.n_ctx = options.n_ctx;
   ctx_options.max_batch_tokens = options.max_batch_tokens;
   VALET_ASSIGN_OR_RETURN(e->context_, LlamaContext::Create(e->model_, ctx_options));
-  phase("forward context and threads");
+  VALET_RETURN_IF_ERROR(phase("forward context and threads"));
 
   KvPoolOptions pool_options;
   pool_options.layout =
       ModelKvLayout(c, e->context_->options().n_ctx, options.kv_block_tokens, options.kv_type);
   pool_options.capacity_bytes = options.kv_capacity_bytes;
   VALET_ASSIGN_OR_RETURN(e->kv_pool_, KvPool::Create(pool_options));
-  phase("KV pool");
+  VALET_RETURN_IF_ERROR(phase("KV pool"));
   return e;
 }
 

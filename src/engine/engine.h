@@ -26,6 +26,7 @@ struct EngineOptions {
   KvType kv_type = KvType::kF16;        // F32 for comparisons against references at 1e-4
   size_t kv_capacity_bytes = 256u << 20;  // KV pool budget
   WeightsCacheOptions weights_cache;      // packed weights as a file (model/weights_cache.h); off by default
+  LoadObserver load_observer;             // progress and cancellation of Open
 };
 
 // Resident memory of an engine, by part.

@@ -52,6 +52,9 @@ Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& op
   e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());
   if (options.prefix_spill_max_rank >= 0) e->cache_->EnableSpill(*e->store_, options.prefix_spill_max_rank);
   e->own_load_phases_.push_back({"snapshot store", Since(t0)});
+  if (options.engine.load_observer.cancelled()) {
+    return Aborted("the load of " + options.engine.model_path + " was cancelled");
+  }
   if (options.calibrate) {
     t0 = Clock::now();
     e->Calibrate();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <initializer_list>
@@ -75,7 +76,7 @@ Result<std::shared_ptr<const LlamaModel>> LlamaModel::Load(GgufFile file, const 
   VALET_ASSIGN_OR_RETURN(model->config_, ModelConfig::FromGguf(model->file_));
   VALET_RETURN_IF_ERROR(model->BindTensors());
   model->fingerprint_ = Fingerprint(model->file_);
-  model->PackMatrices(options.weights_cache);
+  VALET_RETURN_IF_ERROR(model->PackMatrices(options.weights_cache, options.observer));
   return std::shared_ptr<const LlamaModel>(std::move(model));
 }
 
@@ -183,7 +184,7 @@ Status LlamaModel::BindTensors() {
   return Status::Ok();
 }
 
-void LlamaModel::PackMatrices(const WeightsCacheOptions& cache) {
+Status LlamaModel::PackMatrices(const WeightsCacheOptions& cache, const LoadObserver& observer) {
   const KernelTable& table = ActiveKernels();
   PackPlan plan;
   auto consider = [&](WeightMatrix& m) {
@@ -200,7 +201,7 @@ void LlamaModel::PackMatrices(const WeightsCacheOptions& cache) {
   }
   // A tied output shares token_embd's rows, which the embedding lookup reads.
   if (!tied_output_) consider(output_);
-  if (plan.total == 0) return;
+  if (plan.total == 0) return Status::Ok();
   std::optional<WeightsCacheLocation> at;
   const WeightsCacheKey key{VALET_VERSION_STRING, fingerprint_, kPackFormat};
   if (!cache.path.empty()) {
@@ -209,7 +210,10 @@ void LlamaModel::PackMatrices(const WeightsCacheOptions& cache) {
       at = std::move(located).value();
       load_report_.cache_path = at->dir.PathOf(at->name);
       Result<WeightsCache> mapped = WeightsCache::Map(at->dir, at->name, key, plan.entries);
-      if (mapped.ok()) return ViewPacked(plan, std::move(mapped).value());
+      if (mapped.ok()) {
+        ViewPacked(plan, std::move(mapped).value());
+        return Status::Ok();
+      }
       if (mapped.status().code() != StatusCode::kNotFound) load_report_.cache_note = mapped.status().message();
     } else {
       load_report_.cache_note = located.status().message();
@@ -217,33 +221,43 @@ void LlamaModel::PackMatrices(const WeightsCacheOptions& cache) {
   }
   packed_ = MakeCacheAlignedBytes(plan.total);
   weight_memory_ = {weight_bytes_ - plan.source_bytes, plan.total};
+  observer.Report(LoadStage::kPack, 0, plan.total);
   // Matrices pack independently into their own ranges: one per thread at a
   // time, so a large model's load takes a fraction of the single-core time.
   const size_t n_threads = std::min<size_t>(plan.targets.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::atomic<uint64_t> packed_bytes{0};
   auto pack_some = [&](size_t first) {
-    for (size_t i = first; i < plan.targets.size(); i += n_threads) {
+    for (size_t i = first; i < plan.targets.size() && !observer.cancelled(); i += n_threads) {
       const WeightMatrix rows = *plan.targets[i];
       *plan.targets[i] = PackWeights(rows, packed_.get() + plan.entries[i].offset);
       // The original bytes: a K-quant's row groups are larger than its rows.
       ReleasePages(rows.data, rows.row_bytes * static_cast<size_t>(rows.n_out));
+      const uint64_t done = packed_bytes += plan.entries[i].bytes;
+      // Reported from the loading thread only, as its callers are promised.
+      if (first == 0 && done < plan.total) observer.Report(LoadStage::kPack, done, plan.total);
     }
   };
   std::vector<std::thread> workers;
   for (size_t t = 1; t < n_threads; ++t) workers.emplace_back(pack_some, t);
   pack_some(0);
   for (std::thread& w : workers) w.join();
+  if (observer.cancelled()) return Aborted("the load of " + file_.path() + " was cancelled");
+  observer.Report(LoadStage::kPack, plan.total, plan.total);
   load_report_.matrices_packed = static_cast<int32_t>(plan.targets.size());
-  if (at) WriteWeightsCache(*at, key, plan, cache);
+  if (at) WriteWeightsCache(*at, key, plan, cache, observer);
+  return observer.cancelled() ? Aborted("the load of " + file_.path() + " was cancelled") : Status::Ok();
 }
 
 void LlamaModel::WriteWeightsCache(const WeightsCacheLocation& at, const WeightsCacheKey& key, const PackPlan& plan,
-                                   const WeightsCacheOptions& options) {
+                                   const WeightsCacheOptions& options, const LoadObserver& observer) {
+  if (observer.cancelled()) return;
   const uint64_t bytes = WeightsCache::FileBytes(key, plan.entries);
   if (!MakeRoomForWeightsCache(at, bytes, options.budget_bytes)) {
     load_report_.cache_note = "a weights cache of " + std::to_string(bytes) + " bytes does not fit the budget of " +
                               std::to_string(options.budget_bytes) + " in " + at.dir.path();
     return;
   }
+  observer.Report(LoadStage::kWriteCache, 0, bytes);
   Status written = WeightsCache::Write(at.dir, at.name, key, plan.entries,
                                        reinterpret_cast<const uint8_t*>(packed_.get()), options.before_publish);
   Result<WeightsCache> mapped = written.ok() ? WeightsCache::Map(at.dir, at.name, key, plan.entries)

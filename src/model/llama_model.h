@@ -3,6 +3,7 @@
 // threads may share one instance.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -56,8 +57,32 @@ struct WeightsCacheOptions {
   std::function<void()> before_publish;
 };
 
+// How far a load has come, for a progress bar: the stages in order.
+enum class LoadStage {
+  kMap,         // mapping and checking the model file
+  kPack,        // repacking the weights (bytes of row groups done of all)
+  kWriteCache,  // publishing the weights cache
+  kPrepare,     // tokenizer, forward context, KV pool, snapshot store
+};
+
+// Watches a load from the loading thread: where it is, and whether to stop.
+struct LoadObserver {
+  // Called at each stage's start (0 of 0) and as packing goes (bytes done of
+  // all), always on the loading thread: keep it short, it holds the load.
+  std::function<void(LoadStage stage, uint64_t done, uint64_t total)> progress;
+  // When set and true, the load stops at its next check (between stages and
+  // between packed matrices) and fails with kAborted.
+  const std::atomic<bool>* cancel = nullptr;
+
+  bool cancelled() const { return cancel != nullptr && cancel->load(std::memory_order_relaxed); }
+  void Report(LoadStage stage, uint64_t done = 0, uint64_t total = 0) const {
+    if (progress) progress(stage, done, total);
+  }
+};
+
 struct ModelLoadOptions {
   WeightsCacheOptions weights_cache;
+  LoadObserver observer;
 };
 
 // How a load came by its packed weights.
@@ -120,12 +145,13 @@ class LlamaModel {
   // Repacks the matrices the active kernels multiply as row groups: mapped
   // from the weights cache when it holds them, else into packed_ (and then
   // written to the cache and mapped from there, when one is asked for).
-  void PackMatrices(const WeightsCacheOptions& cache);
+  // kAborted when the observer cancels the load midway.
+  Status PackMatrices(const WeightsCacheOptions& cache, const LoadObserver& observer);
   struct PackPlan;
   // Publishes the packed matrices as the cache at `at` (within the budget)
   // and views them there.
   void WriteWeightsCache(const WeightsCacheLocation& at, const WeightsCacheKey& key, const PackPlan& plan,
-                         const WeightsCacheOptions& options);
+                         const WeightsCacheOptions& options, const LoadObserver& observer);
   // Points the planned matrices at their row groups in `cache`.
   void ViewPacked(const PackPlan& plan, WeightsCache cache);
 

@@ -47,7 +47,9 @@ WeightsCacheOptions At(const std::string& path) {
 }
 
 std::shared_ptr<const LlamaModel> Load(const std::string& path, const WeightsCacheOptions& cache = {}) {
-  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(path, ModelLoadOptions{cache});
+  ModelLoadOptions options;
+  options.weights_cache = cache;
+  Result<std::shared_ptr<const LlamaModel>> model = LlamaModel::Load(path, options);
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   return model.ok() ? *model : nullptr;
 }
@@ -286,7 +288,9 @@ TEST_F(WeightsCacheDamageTest, AKillBeforeTheRenameLeavesNoCache) {
   if (child == 0) {
     WeightsCacheOptions cache = At(caches_);
     cache.before_publish = [] { ::raise(SIGKILL); };
-    (void)LlamaModel::Load(model_, ModelLoadOptions{cache});
+    ModelLoadOptions options;
+    options.weights_cache = cache;
+    (void)LlamaModel::Load(model_, options);
     ::_exit(0);  // not reached when the seam ran
   }
   int status = 0;

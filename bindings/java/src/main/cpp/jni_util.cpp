@@ -59,6 +59,11 @@ bool Init(JavaVM* vm, JNIEnv* env) {
   if (!Cache(env, &g_refs.log, "dev/valet/ValetLog")) return false;
   g_refs.log_from_native = env->GetStaticMethodID(g_refs.log, "fromNative", "(I[BLjava/lang/Throwable;)V");
   if (env->ExceptionCheck()) return false;
+  if (!Cache(env, &g_refs.load, "dev/valet/NativeLoad")) return false;
+  g_refs.load_on_progress = env->GetMethodID(g_refs.load, "onNativeProgress", "(IJJ)V");
+  if (env->ExceptionCheck()) return false;
+  g_refs.load_on_done = env->GetMethodID(g_refs.load, "onNativeDone", "(JI[B)V");
+  if (env->ExceptionCheck()) return false;
   if (!Cache(env, &g_refs.exception, "dev/valet/ValetException")) return false;
   g_refs.exception_init = env->GetMethodID(g_refs.exception, "<init>", "(I[B)V");
   return !env->ExceptionCheck();

@@ -33,6 +33,9 @@ struct JavaRefs {
   jmethodID recovery_ended = nullptr;    // Recovery.onNativeEnded(byte[], int, int[], int, byte[])
   jclass log = nullptr;               // ValetLog (global ref)
   jmethodID log_from_native = nullptr;  // static ValetLog.fromNative(int, byte[], Throwable)
+  jclass load = nullptr;              // NativeLoad (global ref)
+  jmethodID load_on_progress = nullptr;  // NativeLoad.onNativeProgress(int, long, long)
+  jmethodID load_on_done = nullptr;      // NativeLoad.onNativeDone(long, int, byte[])
   jclass exception = nullptr;         // ValetException (global ref)
   jmethodID exception_init = nullptr;   // ValetException(int, byte[])
 };

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -104,6 +105,85 @@ void OnRecovered(void* user, const valet_recovered_task* t, valet_task_params* c
   if (valet_jni::AttachCallbacks(env, task, callbacks) == nullptr) valet_jni::ReportPending(env, "a recovered task");
 }
 
+// NativeLib.create's and createAsync's arguments as valet_params over the
+// strings they own.
+struct JavaParams {
+  valet_params p = valet_default_params();
+  std::string path, dir, cache, budgets;
+};
+
+#define VALET_JNI_PARAMS                                                                                          \
+  jbyteArray model_path, jint model_fd, jlong model_offset, jlong model_size, jint threads, jint n_ctx,         \
+      jlong kv_bytes, jlong snapshot_ram_bytes, jbyteArray snapshot_dir, jlong durable_disk_budget,              \
+      jbyteArray weights_cache, jlong weights_cache_budget, jbyteArray budget_json, jint initial_state
+#define VALET_JNI_PARAM_NAMES                                                                                  \
+  model_path, model_fd, model_offset, model_size, threads, n_ctx, kv_bytes, snapshot_ram_bytes, snapshot_dir, \
+      durable_disk_budget, weights_cache, weights_cache_budget, budget_json, initial_state
+
+// False with an exception pending.
+bool ReadParams(JNIEnv* env, VALET_JNI_PARAMS, JavaParams* out) {
+  if (!ReadBytes(env, model_path, &out->path) || !ReadBytes(env, snapshot_dir, &out->dir) ||
+      !ReadBytes(env, weights_cache, &out->cache) || !ReadBytes(env, budget_json, &out->budgets)) {
+    return false;
+  }
+  valet_params& p = out->p;
+  p.model_path = model_path == nullptr ? nullptr : out->path.c_str();
+  p.model_fd = model_fd;
+  p.model_offset = static_cast<uint64_t>(model_offset);
+  p.model_size = static_cast<uint64_t>(model_size);
+  p.n_threads = threads;
+  p.n_ctx = n_ctx;
+  if (kv_bytes > 0) p.kv_capacity_bytes = static_cast<size_t>(kv_bytes);
+  if (snapshot_ram_bytes > 0) p.snapshot_ram_bytes = static_cast<size_t>(snapshot_ram_bytes);
+  p.snapshot_dir = snapshot_dir == nullptr ? nullptr : out->dir.c_str();
+  if (durable_disk_budget > 0) p.durable_disk_budget_bytes = static_cast<uint64_t>(durable_disk_budget);
+  p.weights_cache = weights_cache == nullptr ? nullptr : out->cache.c_str();
+  if (weights_cache_budget > 0) p.weights_cache_budget_bytes = static_cast<uint64_t>(weights_cache_budget);
+  p.budget_table_json = budget_json == nullptr ? nullptr : out->budgets.c_str();
+  p.initial_state = static_cast<valet_lifecycle_state>(initial_state);
+  return true;
+}
+
+// A load on valet's thread reporting to its dev.valet.NativeLoad.
+struct JavaLoad {
+  std::mutex mu;
+  valet_load* load = nullptr;  // set once valet_create_async returned
+  jobject sink = nullptr;      // global ref
+};
+
+void OnLoadProgress(void* user_data, valet_load_stage stage, uint64_t done, uint64_t total) {
+  JNIEnv* env = valet_jni::CallbackEnv("valet-load");
+  if (env == nullptr) return;
+  env->CallVoidMethod(static_cast<JavaLoad*>(user_data)->sink, valet_jni::Refs().load_on_progress,
+                      static_cast<jint>(stage), static_cast<jlong>(done), static_cast<jlong>(total));
+  valet_jni::ReportPending(env, "a LoadListener");
+}
+
+void OnLoadDone(void* user_data, valet_status status, const char* message, valet_scheduler* scheduler) {
+  auto* java = static_cast<JavaLoad*>(user_data);
+  JNIEnv* env = valet_jni::CallbackEnv("valet-load");
+  if (env == nullptr) {
+    if (scheduler != nullptr) valet_destroy(scheduler);  // nobody to hand it to
+  } else {
+    if (scheduler != nullptr) g_live_schedulers.fetch_add(1);
+    valet_jni::LocalFrame frame(env, 4);
+    jbyteArray text = NewBytes(env, message);
+    if (text != nullptr) {
+      env->CallVoidMethod(java->sink, valet_jni::Refs().load_on_done, reinterpret_cast<jlong>(scheduler),
+                          static_cast<jint>(status), text);
+    }
+    valet_jni::ReportPending(env, "createAsync");
+    env->DeleteGlobalRef(java->sink);
+  }
+  valet_load* load = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(java->mu);
+    load = java->load;
+  }
+  valet_load_free(load);  // from inside done: it does not wait
+  delete java;
+}
+
 }  // namespace
 
 extern "C" {
@@ -120,36 +200,41 @@ JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM* vm, void*) {
 // must not call into unloaded code.
 JNIEXPORT void JNICALL JNI_OnUnload(JavaVM*, void*) { valet_jni::RemoveLogBridge(); }
 
-JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, jbyteArray model_path, jint model_fd,
-                                                        jlong model_offset, jlong model_size, jint threads,
-                                                        jint n_ctx, jlong kv_bytes, jlong snapshot_ram_bytes,
-                                                        jbyteArray snapshot_dir, jlong durable_disk_budget,
-                                                        jbyteArray weights_cache, jlong weights_cache_budget,
-                                                        jbyteArray budget_json, jint initial_state) {
-  std::string path, dir, cache, budgets;
-  if (!ReadBytes(env, model_path, &path) || !ReadBytes(env, snapshot_dir, &dir) ||
-      !ReadBytes(env, weights_cache, &cache) || !ReadBytes(env, budget_json, &budgets)) {
-    return 0;
-  }
-  valet_params p = valet_default_params();
-  p.model_path = model_path == nullptr ? nullptr : path.c_str();
-  p.model_fd = model_fd;
-  p.model_offset = static_cast<uint64_t>(model_offset);
-  p.model_size = static_cast<uint64_t>(model_size);
-  p.n_threads = threads;
-  p.n_ctx = n_ctx;
-  if (kv_bytes > 0) p.kv_capacity_bytes = static_cast<size_t>(kv_bytes);
-  if (snapshot_ram_bytes > 0) p.snapshot_ram_bytes = static_cast<size_t>(snapshot_ram_bytes);
-  p.snapshot_dir = snapshot_dir == nullptr ? nullptr : dir.c_str();
-  if (durable_disk_budget > 0) p.durable_disk_budget_bytes = static_cast<uint64_t>(durable_disk_budget);
-  p.weights_cache = weights_cache == nullptr ? nullptr : cache.c_str();
-  if (weights_cache_budget > 0) p.weights_cache_budget_bytes = static_cast<uint64_t>(weights_cache_budget);
-  p.budget_table_json = budget_json == nullptr ? nullptr : budgets.c_str();
-  p.initial_state = static_cast<valet_lifecycle_state>(initial_state);
+JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_create(JNIEnv* env, jclass, VALET_JNI_PARAMS) {
+  JavaParams params;
+  if (!ReadParams(env, VALET_JNI_PARAM_NAMES, &params)) return 0;
   valet_scheduler* s = nullptr;
-  if (!Check(env, valet_create(&p, &s))) return 0;
+  if (!Check(env, valet_create(&params.p, &s))) return 0;
   g_live_schedulers.fetch_add(1);
   return reinterpret_cast<jlong>(s);
+}
+
+JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_createAsync(JNIEnv* env, jclass, VALET_JNI_PARAMS, jobject sink) {
+  JavaParams params;
+  if (!ReadParams(env, VALET_JNI_PARAM_NAMES, &params)) return 0;
+  auto* java = new JavaLoad;
+  java->sink = env->NewGlobalRef(sink);
+  if (java->sink == nullptr) {
+    delete java;
+    return 0;  // OutOfMemoryError pending
+  }
+  // Held until the handle is stored: done may come first and reads it.
+  std::unique_lock<std::mutex> lock(java->mu);
+  valet_load* load = nullptr;
+  const valet_status started = valet_create_async(&params.p, OnLoadProgress, OnLoadDone, java, &load);
+  java->load = load;
+  lock.unlock();
+  if (started != VALET_OK) {
+    env->DeleteGlobalRef(java->sink);
+    delete java;
+    ThrowStatus(env, started);
+    return 0;
+  }
+  return reinterpret_cast<jlong>(load);
+}
+
+JNIEXPORT void JNICALL Java_dev_valet_NativeLib_loadCancel(JNIEnv* env, jclass, jlong load) {
+  Check(env, valet_load_cancel(reinterpret_cast<valet_load*>(load)));
 }
 
 JNIEXPORT void JNICALL Java_dev_valet_NativeLib_stop(JNIEnv* env, jclass, jlong handle) {

@@ -30,6 +30,25 @@ final class NativeLib {
       byte[] budgetJson,
       int initialState);
 
+  static native long createAsync(
+      byte[] modelPath,
+      int modelFd,
+      long modelOffset,
+      long modelSize,
+      int threads,
+      int contextLength,
+      long kvBytes,
+      long snapshotRamBytes,
+      byte[] snapshotDir,
+      long durableDiskBudgetBytes,
+      byte[] weightsCache,
+      long weightsCacheBudgetBytes,
+      byte[] budgetJson,
+      int initialState,
+      NativeLoad sink);
+
+  static native void loadCancel(long load);
+
   static native void removeWeightsCache(byte[] path);
 
   static native void stop(long handle);

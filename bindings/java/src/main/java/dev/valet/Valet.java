@@ -182,7 +182,7 @@ public final class Valet implements AutoCloseable {
   private final ForgottenValets.Ref forgotten;
   private final Executor callbackExecutor;
 
-  private Valet(long handle, Executor callbackExecutor) {
+  Valet(long handle, Executor callbackExecutor) {
     scheduler = new NativeScheduler(handle);
     forgotten = ForgottenValets.track(this, scheduler);
     this.callbackExecutor = callbackExecutor;
@@ -193,6 +193,23 @@ public final class Valet implements AutoCloseable {
   public static void removeWeightsCache(String path) {
     if (path == null) throw new NullPointerException("path is null");
     NativeLib.removeWeightsCache(utf8(path, "the weights cache path"));
+  }
+
+  /**
+   * Loads the model on valet's own thread and completes the future with the Valet on {@code
+   * executor} (Android: the main executor; the caller's thread is never held). It fails with
+   * {@link ValetException} as {@link #create} would throw; {@code cancel()} stops the load at its
+   * next check (between stages and packed matrices), and a Valet that finished loading first is
+   * closed. A params set valet cannot read at all throws here.
+   */
+  public static CompletableFuture<Valet> createAsync(Options o, Executor executor) {
+    return createAsync(o, executor, null);
+  }
+
+  /** The same, with the load's progress on {@code executor}, in order, before the completion. */
+  public static CompletableFuture<Valet> createAsync(Options o, Executor executor, LoadListener listener) {
+    if (executor == null) throw new NullPointerException("executor is null");
+    return NativeLoad.start(o, executor, listener);
   }
 
   /** Loads the model; throws {@link ValetException} with the C API's status and message. */
@@ -470,7 +487,7 @@ public final class Valet implements AutoCloseable {
     return executor == null ? null : scheduler.newDelivery(executor);
   }
 
-  private static byte[] utf8(String s, String what) {
+  static byte[] utf8(String s, String what) {
     return Utf8.encode(s, what);
   }
 }
