@@ -15,7 +15,6 @@ namespace {
 
 constexpr char kMagic[8] = {'V', 'A', 'L', 'E', 'T', 'P', 'W', '\0'};
 constexpr uint32_t kFileFormat = 1;
-constexpr size_t kEntryBytes = 8 + 4 + 4 + 8 + 8 + 8 + 8;
 // Bounds on what a header may claim before anything is sized by it: a model
 // has a few hundred packed matrices, and its strings are short.
 constexpr uint64_t kMaxEntries = 1u << 16;
