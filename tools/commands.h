@@ -21,6 +21,7 @@ int RunTemplate(std::span<char* const> args);
 int RunServe(std::span<char* const> args);
 int RunBenchServe(std::span<char* const> args);
 int RunPack(std::span<char* const> args);
+int RunBenchTrim(std::span<char* const> args);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {

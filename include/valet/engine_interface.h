@@ -171,6 +171,9 @@ struct TokenizeOptions {
   std::span<const ByteRange> literal = {};
 };
 
+// How soon the weights are needed again (EngineInterface::AdviseWeights).
+enum class WeightsAdvice { kCold, kPageOut };
+
 class VALET_API EngineInterface {
  public:
   virtual ~EngineInterface() = default;
@@ -259,6 +262,11 @@ class VALET_API EngineInterface {
   // Drops cached shared prefixes of SequenceSpec::prefix_rank >= min_rank
   // that no sequence references; returns the pool bytes freed.
   virtual size_t DropUnusedPrefixes(int32_t min_rank) = 0;
+  // Tells the OS how soon the model's weights are needed again (onTrimMemory):
+  // kCold marks them the first to reclaim under pressure, kPageOut gives the
+  // file-backed ones back now (clean pages: dropped, read again on the next
+  // step). Nothing is lost either way; returns the bytes advised.
+  virtual size_t AdviseWeights(WeightsAdvice advice) = 0;
   virtual EngineCosts costs() const = 0;
 };
 

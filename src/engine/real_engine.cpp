@@ -516,6 +516,10 @@ void RealEngine::NoteDemotedSnapshots() {
   }
 }
 
+size_t RealEngine::AdviseWeights(WeightsAdvice advice) {
+  return engine_->model().AdviseWeights(advice == WeightsAdvice::kPageOut ? WeightsHint::kPageOut : WeightsHint::kCold);
+}
+
 size_t RealEngine::DropUnusedPrefixes(int32_t min_rank) {
   const size_t before = engine_->kv_pool().used_bytes();
   while (cache_->EvictOne(min_rank)) {

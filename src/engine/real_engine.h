@@ -94,6 +94,7 @@ class RealEngine final : public EngineInterface {
   size_t KvBytesFor(int32_t n_tokens) const override;
   size_t DemoteSnapshots() override;
   size_t DropUnusedPrefixes(int32_t min_rank) override;
+  size_t AdviseWeights(WeightsAdvice advice) override;
   EngineCosts costs() const override;
 
   const ParkAccounting& accounting() const { return accounting_; }

@@ -56,6 +56,15 @@ std::string Fingerprint(const GgufFile& file) {
   return text;
 }
 
+// madvise over the whole pages of [p, p + n); the bytes it covered.
+size_t Advise(const void* p, size_t n, int advice) {
+  if (p == nullptr || n == 0) return 0;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  return madvise(reinterpret_cast<void*>(begin), end - begin, advice) == 0 ? end - begin : 0;
+}
+
 }  // namespace
 
 // The matrices a load packs, in order, with their places in packed memory.
@@ -270,6 +279,15 @@ void LlamaModel::WriteWeightsCache(const WeightsCacheLocation& at, const Weights
   load_report_.cache_written = true;
   ViewPacked(plan, std::move(mapped).value());
   packed_.reset();
+}
+
+size_t LlamaModel::AdviseWeights(WeightsHint hint) const {
+  const int file_advice = hint == WeightsHint::kPageOut ? MADV_PAGEOUT : MADV_COLD;
+  const std::span<const uint8_t> model = file_.bytes();
+  size_t advised = Advise(model.data() + file_.data_offset(), model.size() - file_.data_offset(), file_advice);
+  if (weights_cache_) advised += Advise(weights_cache_->data(), weights_cache_->data_bytes(), file_advice);
+  if (packed_ && hint == WeightsHint::kCold) advised += Advise(packed_.get(), weight_memory_.anonymous, MADV_COLD);
+  return advised;
 }
 
 void LlamaModel::ViewPacked(const PackPlan& plan, WeightsCache cache) {

@@ -41,6 +41,9 @@ struct LlamaLayer {
   const float* post_ffn_norm = nullptr;  // [n_embd], of the FFN's output (Gemma)
 };
 
+// How soon the weights are needed again (LlamaModel::AdviseWeights).
+enum class WeightsHint { kCold, kPageOut };
+
 // Where a load keeps its packed weights as a file (model/weights_cache.h).
 struct WeightsCacheOptions {
   // Empty: packed in memory at every load. A directory (one that exists, or
@@ -132,6 +135,11 @@ class LlamaModel {
   // Taken before any page is repacked.
   const std::string& fingerprint() const { return fingerprint_; }
   const ModelLoadReport& load_report() const { return load_report_; }
+  // madvise over the weights: kCold on every byte the forward pass reads,
+  // kPageOut on the file-backed ones only (anonymous row groups would go to
+  // swap or zram, costlier to bring back than to keep). Returns the bytes
+  // advised. The pages come back on the next touch: nothing changes but speed.
+  size_t AdviseWeights(WeightsHint hint) const;
 
  private:
   explicit LlamaModel(GgufFile file) : file_(std::move(file)) {}

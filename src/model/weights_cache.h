@@ -109,6 +109,7 @@ class WeightsCache {
   // Start of the data section: entry e's row groups are at data() + e.offset.
   const uint8_t* data() const { return map_.data() + data_offset_; }
   size_t file_bytes() const { return map_.size(); }
+  size_t data_bytes() const { return map_.size() - data_offset_; }
 
  private:
   WeightsCache(MappedBuffer map, uint64_t data_offset) : map_(std::move(map)), data_offset_(data_offset) {}

@@ -410,6 +410,11 @@ size_t FakeEngine::DropUnusedPrefixes(int32_t min_rank) {
   return before - UsedBytes();
 }
 
+size_t FakeEngine::AdviseWeights(WeightsAdvice advice) {
+  weights_advice_.push_back(advice);
+  return 0;
+}
+
 EngineCosts FakeEngine::costs() const {
   EngineCosts c;
   c.prefill_seconds_per_token = options_.prefill_seconds_per_token;

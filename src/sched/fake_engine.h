@@ -89,7 +89,10 @@ class FakeEngine : public EngineInterface {
   size_t KvBytesFor(int32_t n_tokens) const override;
   size_t DemoteSnapshots() override;
   size_t DropUnusedPrefixes(int32_t min_rank) override;
+  size_t AdviseWeights(WeightsAdvice advice) override;
   EngineCosts costs() const override;
+  // Every AdviseWeights call, in order.
+  const std::vector<WeightsAdvice>& weights_advice() const { return weights_advice_; }
 
   // The token the fake samples after `history` (what a task run alone gets).
   int32_t SampleAfter(std::span<const int32_t> history, uint64_t seed) const;
@@ -116,6 +119,7 @@ class FakeEngine : public EngineInterface {
 
  private:
   const std::atomic<bool>* abort_ = nullptr;
+  std::vector<WeightsAdvice> weights_advice_;
   struct Prefix {
     std::vector<int32_t> tokens;
     bool computed = false;  // its KV is in the pool, shared by reference

@@ -198,6 +198,7 @@ Status SchedulerCore::OnTrimMemory(TrimLevel level) {
     engine_.DropUnusedPrefixes(level >= TrimLevel::kComplete ? 0 : kBackgroundRank);
   }
   if (actions.shrink) ShrinkPool();
+  if (actions.weights) (void)engine_.AdviseWeights(*actions.weights);
   // Demotion moved RAM snapshots to disk under the tasks' feet.
   for (auto& [id, task] : tasks_) {
     if (!task->seq_open || task->active) continue;

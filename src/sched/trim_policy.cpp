@@ -49,6 +49,11 @@ TrimActions TrimActionsFor(TrimLevel level) {
   a.drop_parked_prefixes = a.shrink;
   // Next to be killed: keep nothing but what the history can rebuild.
   a.park_running = level >= TrimLevel::kComplete;
+  // Critical while running: the weights are the first pages to reclaim, but
+  // the chat may still need them. Next to be killed, with nothing running:
+  // clean file pages cost the system nothing to drop now.
+  if (level == TrimLevel::kRunningCritical) a.weights = WeightsAdvice::kCold;
+  if (level >= TrimLevel::kComplete) a.weights = WeightsAdvice::kPageOut;
   return a;
 }
 

@@ -4,6 +4,9 @@
 // resuming grows.
 #pragma once
 
+#include <optional>
+
+#include "valet/engine_interface.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -14,6 +17,7 @@ struct TrimActions {
   bool drop_parked_prefixes = false;  // partially evicted tasks drop their shared prefix too (full eviction)
   bool shrink = false;                // pool down to what is in use (never below the largest live task), no RAM snapshots
   bool park_running = false;          // running tasks parked as well (they resume at their next step)
+  std::optional<WeightsAdvice> weights;  // told to the OS about the weights (EngineInterface::AdviseWeights)
 };
 
 TrimActions TrimActionsFor(TrimLevel level);

@@ -131,6 +131,13 @@ TEST_P(WeightsCacheTypeTest, MadeOnceMappedAfterAndTheSameLogits) {
   const std::vector<float> expected = Logits(plain);
   EXPECT_TRUE(SameBits(Logits(first), expected));
   EXPECT_TRUE(SameBits(Logits(again), expected));
+  // Weights given back to the OS (onTrimMemory) come back on the next touch, the same bits.
+  for (WeightsHint hint : {WeightsHint::kCold, WeightsHint::kPageOut}) {
+    EXPECT_GT(again->AdviseWeights(hint), again->weight_memory().file_backed / 2);
+    EXPECT_TRUE(SameBits(Logits(again), expected));
+    (void)plain->AdviseWeights(hint);
+    EXPECT_TRUE(SameBits(Logits(plain), expected));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, WeightsCacheTypeTest,

@@ -33,6 +33,9 @@ TEST(TrimLevel, ActionsGrowWithTheLevel) {
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kBackground).shrink);
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kModerate).park_running);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kComplete).park_running);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).weights.has_value());
+  EXPECT_EQ(TrimActionsFor(TrimLevel::kRunningCritical).weights, WeightsAdvice::kCold);
+  EXPECT_EQ(TrimActionsFor(TrimLevel::kComplete).weights, WeightsAdvice::kPageOut);
 }
 
 // A summary runs a few steps (an indexer waits behind it); a chat arrives and
@@ -191,6 +194,22 @@ TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
   Parked p(ParkPolicy::kAuto);
   ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());
   EXPECT_EQ(p.h.engine.memory().pool_used_bytes, 0u);
+  p.ExpectOutputsAlone();
+}
+
+// The weights: marked the first to reclaim while running critical, given back
+// at COMPLETE (nothing runs then); nothing below, and every task still ends
+// as it would alone.
+TEST(MemoryTrim, WeightsAreAdvisedColdWhenCriticalAndPagedOutAtComplete) {
+  Parked p(ParkPolicy::kAuto);
+  for (TrimLevel level : {TrimLevel::kRunningModerate, TrimLevel::kRunningLow, TrimLevel::kUiHidden}) {
+    ASSERT_TRUE(p.h.core.OnTrimMemory(level).ok());
+  }
+  EXPECT_TRUE(p.h.engine.weights_advice().empty());
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kBackground).ok());
+  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  EXPECT_EQ(p.h.engine.weights_advice(), (std::vector<WeightsAdvice>{WeightsAdvice::kCold, WeightsAdvice::kPageOut}));
   p.ExpectOutputsAlone();
 }
 
