@@ -6,8 +6,8 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "common/proc_status.h"
 #include "engine/engine.h"
-#include "process_memory.h"
 
 namespace valet::cli {
 namespace {
@@ -29,8 +29,8 @@ double DecodeStep(Engine& e, KvSequence& seq, int32_t token) {
 }
 
 void PrintMemory(const char* when) {
-  std::printf("%-28s resident file-backed %8.1f MiB, anonymous %8.1f MiB\n", when, StatusBytes("RssFile") / 1048576.0,
-              StatusBytes("RssAnon") / 1048576.0);
+  std::printf("%-28s resident file-backed %8.1f MiB, anonymous %8.1f MiB\n", when, ProcStatusBytes("RssFile") / 1048576.0,
+              ProcStatusBytes("RssAnon") / 1048576.0);
 }
 
 }  // namespace

@@ -130,6 +130,8 @@ struct EngineMemory {
   size_t pool_used_bytes = 0;
   size_t snapshot_ram_bytes = 0;
   size_t snapshot_disk_bytes = 0;
+  size_t weights_file_backed_bytes = 0;  // the model's mapping and the weights cache's
+  size_t weights_anonymous_bytes = 0;    // row groups packed in memory
 };
 
 // The memory the engine may use; the app may change it at run time.

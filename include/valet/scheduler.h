@@ -426,6 +426,8 @@ struct MemoryStats {
   size_t pool_capacity_bytes = 0;
   size_t snapshot_ram_bytes = 0;
   size_t snapshot_disk_bytes = 0;
+  size_t weights_file_backed_bytes = 0;  // pages the system may drop and read again
+  size_t weights_anonymous_bytes = 0;    // row groups packed at start without a weights cache
 };
 
 struct SchedulerStats {

@@ -483,7 +483,9 @@ Status RealEngine::SetThreads(int n_threads) {
 
 EngineMemory RealEngine::memory() const {
   const KvPool& pool = engine_->kv_pool();
-  return EngineMemory{pool.capacity_bytes(), pool.used_bytes(), store_->ram_bytes(), store_->disk_bytes()};
+  const LlamaModel::WeightMemory w = engine_->model().weight_memory();
+  return EngineMemory{pool.capacity_bytes(), pool.used_bytes(), store_->ram_bytes(), store_->disk_bytes(),
+                      w.file_backed,         w.anonymous};
 }
 
 MemoryBudgets RealEngine::memory_budgets() const {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/proc_status.h"
 #include "engine/engine_interface.h"
 #include "server/completion_request.h"
 
@@ -54,6 +55,25 @@ void RenderSchedulerCounters(const SchedulerStats& s, std::string* out) {
   int64_t generated = 0;
   for (int64_t g : s.generated_by_tier) generated += g;
   Sample("valet_tokens_per_second", "", s.busy_seconds > 0 ? generated / s.busy_seconds : 0.0, out);
+}
+
+// The engine's memory by part, and what the process holds resident by kind
+// (/proc/self/status: file-backed pages the system drops under pressure,
+// anonymous ones it must keep, compress or kill for).
+void RenderMemory(const MemoryStats& m, std::string* out) {
+  Header("valet_memory_bytes", "gauge", "The engine's memory, by part (as of the last step).", out);
+  const std::pair<const char*, size_t> parts[] = {
+      {"kv_pool_used", m.pool_used_bytes},          {"kv_pool_capacity", m.pool_capacity_bytes},
+      {"snapshot_ram", m.snapshot_ram_bytes},       {"snapshot_disk", m.snapshot_disk_bytes},
+      {"weights_file_backed", m.weights_file_backed_bytes}, {"weights_anonymous", m.weights_anonymous_bytes}};
+  for (const auto& [part, bytes] : parts) {
+    Sample("valet_memory_bytes", std::string("part=\"") + part + "\"", static_cast<double>(bytes), out);
+  }
+  Header("valet_process_resident_bytes", "gauge", "Resident memory of the process, by kind.", out);
+  for (const char* kind : {"RssFile", "RssAnon"}) {
+    Sample("valet_process_resident_bytes", std::string("kind=\"") + (kind[3] == 'F' ? "file" : "anon") + "\"",
+           static_cast<double>(ProcStatusBytes(kind)), out);
+  }
 }
 
 void RenderLifecycle(LifecycleState current, std::string* out) {
@@ -142,6 +162,7 @@ std::string ServerMetrics::Render(const MetricsInputs& in) const {
     }
   }
   RenderSchedulerCounters(in.stats, &out);
+  RenderMemory(in.stats.memory, &out);
   RenderLifecycle(in.lifecycle, &out);
   return out;
 }

@@ -46,6 +46,9 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   in.stats.parks_by_kind[1] = 3;
   in.stats.generated_by_tier = {10, 0, 0, 30};
   in.stats.busy_seconds = 2.0;
+  in.stats.memory.weights_file_backed_bytes = 1600;
+  in.stats.memory.weights_anonymous_bytes = 7;
+  in.stats.memory.pool_used_bytes = 64;
   const std::string text = m.Render(in);
   const std::string chat = "tier=\"foreground_chat\"";
   EXPECT_EQ(Value(text, "valet_ttft_seconds_bucket{" + chat + ",le=\"0.025\"}"), 0);
@@ -66,6 +69,11 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   EXPECT_EQ(Value(text, "valet_lifecycle_state{state=\"STARTED\"}"), 1);
   EXPECT_EQ(Value(text, "valet_lifecycle_state{state=\"RESUMED\"}"), 0);
   EXPECT_EQ(Value(text, "valet_tokens_per_second"), 20);
+  EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"weights_file_backed\"}"), 1600);
+  EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"weights_anonymous\"}"), 7);
+  EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"kv_pool_used\"}"), 64);
+  EXPECT_GT(Value(text, "valet_process_resident_bytes{kind=\"anon\"}"), 0);  // this test's own heap
+  EXPECT_GE(Value(text, "valet_process_resident_bytes{kind=\"file\"}"), 0);
   // Every sample line belongs to a metric declared with # TYPE before it.
   std::istringstream lines(text);
   std::string line, typed;
