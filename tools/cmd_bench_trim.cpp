@@ -59,9 +59,9 @@ int RunBenchTrim(std::span<char* const> argv) {
   for (int i = 0; i < 3; ++i) DecodeStep(e, seq, token++);  // every weight page touched
   const double warm = DecodeStep(e, seq, token++);
   PrintMemory("after warm steps:");
-  for (WeightsHint hint : {WeightsHint::kCold, WeightsHint::kPageOut}) {
-    const size_t advised = e.model().AdviseWeights(hint);
-    const char* name = hint == WeightsHint::kCold ? "MADV_COLD" : "MADV_PAGEOUT";
+  for (WeightsAdvice advice : {WeightsAdvice::kCold, WeightsAdvice::kPageOut}) {
+    const size_t advised = e.model().AdviseWeights(advice);
+    const char* name = advice == WeightsAdvice::kCold ? "MADV_COLD" : "MADV_PAGEOUT";
     char when[64];
     std::snprintf(when, sizeof(when), "after %s (%.0f MiB):", name, advised / 1048576.0);
     PrintMemory(when);

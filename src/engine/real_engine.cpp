@@ -519,7 +519,7 @@ void RealEngine::NoteDemotedSnapshots() {
 }
 
 size_t RealEngine::AdviseWeights(WeightsAdvice advice) {
-  return engine_->model().AdviseWeights(advice == WeightsAdvice::kPageOut ? WeightsHint::kPageOut : WeightsHint::kCold);
+  return engine_->model().AdviseWeights(advice);
 }
 
 size_t RealEngine::DropUnusedPrefixes(int32_t min_rank) {

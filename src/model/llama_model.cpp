@@ -281,12 +281,12 @@ void LlamaModel::WriteWeightsCache(const WeightsCacheLocation& at, const Weights
   packed_.reset();
 }
 
-size_t LlamaModel::AdviseWeights(WeightsHint hint) const {
-  const int file_advice = hint == WeightsHint::kPageOut ? MADV_PAGEOUT : MADV_COLD;
+size_t LlamaModel::AdviseWeights(WeightsAdvice advice) const {
+  const int file_advice = advice == WeightsAdvice::kPageOut ? MADV_PAGEOUT : MADV_COLD;
   const std::span<const uint8_t> model = file_.bytes();
   size_t advised = Advise(model.data() + file_.data_offset(), model.size() - file_.data_offset(), file_advice);
   if (weights_cache_) advised += Advise(weights_cache_->data(), weights_cache_->data_bytes(), file_advice);
-  if (packed_ && hint == WeightsHint::kCold) advised += Advise(packed_.get(), weight_memory_.anonymous, MADV_COLD);
+  if (packed_ && advice == WeightsAdvice::kCold) advised += Advise(packed_.get(), weight_memory_.anonymous, MADV_COLD);
   return advised;
 }
 

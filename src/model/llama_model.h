@@ -15,6 +15,7 @@
 #include "kernels/matmul.h"
 #include "model/model_config.h"
 #include "model/weights_cache.h"
+#include "valet/engine_interface.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -40,9 +41,6 @@ struct LlamaLayer {
   WeightMatrix w_down;               // [n_ff -> n_embd]
   const float* post_ffn_norm = nullptr;  // [n_embd], of the FFN's output (Gemma)
 };
-
-// How soon the weights are needed again (LlamaModel::AdviseWeights).
-enum class WeightsHint { kCold, kPageOut };
 
 // Where a load keeps its packed weights as a file (model/weights_cache.h).
 struct WeightsCacheOptions {
@@ -139,7 +137,7 @@ class LlamaModel {
   // kPageOut on the file-backed ones only (anonymous row groups would go to
   // swap or zram, costlier to bring back than to keep). Returns the bytes
   // advised. The pages come back on the next touch: nothing changes but speed.
-  size_t AdviseWeights(WeightsHint hint) const;
+  size_t AdviseWeights(WeightsAdvice advice) const;
 
  private:
   explicit LlamaModel(GgufFile file) : file_(std::move(file)) {}

@@ -132,10 +132,10 @@ TEST_P(WeightsCacheTypeTest, MadeOnceMappedAfterAndTheSameLogits) {
   EXPECT_TRUE(SameBits(Logits(first), expected));
   EXPECT_TRUE(SameBits(Logits(again), expected));
   // Weights given back to the OS (onTrimMemory) come back on the next touch, the same bits.
-  for (WeightsHint hint : {WeightsHint::kCold, WeightsHint::kPageOut}) {
-    EXPECT_GT(again->AdviseWeights(hint), again->weight_memory().file_backed / 2);
+  for (WeightsAdvice advice : {WeightsAdvice::kCold, WeightsAdvice::kPageOut}) {
+    EXPECT_GT(again->AdviseWeights(advice), again->weight_memory().file_backed / 2);
     EXPECT_TRUE(SameBits(Logits(again), expected));
-    (void)plain->AdviseWeights(hint);
+    (void)plain->AdviseWeights(advice);
     EXPECT_TRUE(SameBits(Logits(plain), expected));
   }
 }
