@@ -72,10 +72,8 @@ static void on_task_done(void* user_data, valet_task_id id, const valet_task_res
 static int run(Load* l, const char* model) {
   pthread_mutex_init(&l->mu, NULL);
   pthread_cond_init(&l->cv, NULL);
-  valet_params p = valet_default_params();
+  valet_params p = model_params();
   p.model_path = model;
-  p.n_threads = 1;
-  p.kv_capacity_bytes = 4u << 20;
   pthread_mutex_lock(&l->mu); /* done may not run before l->load is set */
   const valet_status started = valet_create_async(&p, on_progress, on_done, l, &l->load);
   pthread_mutex_unlock(&l->mu);
@@ -88,14 +86,8 @@ static int run(Load* l, const char* model) {
 }
 
 int main(void) {
-  char model[1024];
-  snprintf(model, sizeof model, "%s/models/synth-tiny-q4_0.gguf", VALET_SHARED_DIR);
-  FILE* f = fopen(model, "rb");
-  if (f == NULL) {
-    printf("skipped: %s not found\n", model);
-    return SKIPPED;
-  }
-  fclose(f);
+  if (find_shared_model("synth-tiny-q4_0.gguf") != 0) return SKIPPED; /* quantized: its load packs */
+  const char* model = g_model;
 
   Load done = {0};
   CHECK(run(&done, model) == 0);

@@ -21,10 +21,10 @@
 
 static char g_model[1024];
 
-/* Sets g_model to ../shared's stories260K; 0 when it is there, else prints
+/* Sets g_model to ../shared/models/<name>; 0 when it is there, else prints
  * why the test is skipped and returns SKIPPED. */
-static inline int find_model(void) {
-  snprintf(g_model, sizeof g_model, "%s/models/stories260K.gguf", VALET_SHARED_DIR);
+static inline int find_shared_model(const char* name) {
+  snprintf(g_model, sizeof g_model, "%s/models/%s", VALET_SHARED_DIR, name);
   FILE* f = fopen(g_model, "rb");
   if (f == NULL) {
     printf("skipped: %s not found\n", g_model);
@@ -33,6 +33,9 @@ static inline int find_model(void) {
   fclose(f);
   return 0;
 }
+
+/* ../shared's stories260K (f32: nothing to pack). */
+static inline int find_model(void) { return find_shared_model("stories260K.gguf"); }
 
 static inline valet_params model_params(void) {
   valet_params p = valet_default_params();

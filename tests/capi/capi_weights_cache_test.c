@@ -37,14 +37,7 @@ static int weights_of(const valet_params* p, valet_weights_stats* out) {
 }
 
 int main(void) {
-  char model[1024];
-  snprintf(model, sizeof model, "%s/models/synth-tiny-q4_0.gguf", VALET_SHARED_DIR);
-  FILE* f = fopen(model, "rb");
-  if (f == NULL) {
-    printf("skipped: %s not found\n", model);
-    return SKIPPED;
-  }
-  fclose(f);
+  if (find_shared_model("synth-tiny-q4_0.gguf") != 0) return SKIPPED; /* quantized: its load packs */
   char root[] = "/tmp/valet-capi-weights-XXXXXX";
   CHECK(mkdtemp(root) != NULL);
   char caches[128], snapshots[128], snapshot_caches[160];
@@ -52,10 +45,7 @@ int main(void) {
   snprintf(snapshots, sizeof snapshots, "%s/snapshots", root);
   snprintf(snapshot_caches, sizeof snapshot_caches, "%s/weights", snapshots);
 
-  valet_params p = valet_default_params();
-  p.model_path = model;
-  p.n_threads = 1;
-  p.kv_capacity_bytes = 4u << 20;
+  valet_params p = model_params();
   valet_weights_stats plain, made, mapped;
   CHECK(weights_of(&p, &plain) == 0);  /* NULL without a snapshot_dir: none */
   CHECK(plain.matrices_packed > 0 && plain.matrices_mapped == 0 && plain.anonymous_bytes > 0);
