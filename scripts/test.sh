@@ -6,7 +6,8 @@
 # Python or Unicode data can be seen, and checked (16 KB pages, JNI version,
 # dlopen under qemu), the kernel and engine tests on emulated
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
-# a one-minute soak of valet serve, a kill soak of its durable tasks, and
+# a one-minute soak of valet serve, kill soaks of its durable tasks and of
+# the weights cache's creation, and
 # the GGUF reader, chat-template and HTTP server fuzzers for 40 seconds each.
 # VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds, the soaks and the
 # fuzzers.
@@ -86,6 +87,12 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   stage "soak: durable tasks through 20 kills of valet serve and a full disk"
   python3 "$VALET_ROOT/scripts/soak-durable-serve.py" --valet "$VALET_ROOT/build/tools/valet" --model "$soak_model" \
     --kills 20
+
+  # The weights cache's creation SIGKILLed 40 times, half of them while it is
+  # written, over empty, stale and damaged cache directories: a cache is
+  # only ever accepted whole (about 15 s).
+  stage "soak: weights cache creation through 40 kills"
+  python3 "$VALET_ROOT/scripts/soak-weights-cache.py" --valet "$VALET_ROOT/build/tools/valet" --kills 40
 
   stage "fuzzing: GGUF reader, chat templates, HTTP server (40 s each)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 40

@@ -16,7 +16,18 @@ constexpr FlagSpec kFlags[] = {
      "the weights cache: a directory (existing, or ending in '/': the file in it named for the model, as "
      "--weights-cache finds it) or a file (required)"},
     {"--remove", nullptr, false, "remove the caches at --output instead (-m not needed)"},
+    {"--progress", nullptr, false, "print each stage as it starts, and packing's bytes, on stderr"},
 };
+
+const char* StageName(LoadStage stage) {
+  switch (stage) {
+    case LoadStage::kMap: return "map";
+    case LoadStage::kPack: return "pack";
+    case LoadStage::kWriteCache: return "write";
+    case LoadStage::kPrepare: return "prepare";
+  }
+  return "?";
+}
 
 }  // namespace
 
@@ -34,6 +45,13 @@ int RunPack(std::span<char* const> argv) {
   ModelLoadOptions options;
   options.weights_cache.path = *output;
   options.weights_cache.budget_bytes = UINT64_MAX;  // the file asked for, whatever its size
+  if (args.Has("--progress")) {
+    // Unbuffered, line by line: a script may act on a stage the moment it starts.
+    options.observer.progress = [](LoadStage stage, uint64_t done, uint64_t total) {
+      std::fprintf(stderr, "%s %llu %llu\n", StageName(stage), static_cast<unsigned long long>(done),
+                   static_cast<unsigned long long>(total));
+    };
+  }
   Result<std::shared_ptr<const LlamaModel>> loaded = LlamaModel::Load(*model, options);
   if (!loaded.ok()) return Fail("pack", loaded.status());
   const ModelLoadReport& r = (*loaded)->load_report();
