@@ -67,9 +67,10 @@ def damage(path, rng):
         return "flipped"
 
 
-def generate(valet, model, cache):
-    out = subprocess.run([valet, "generate", "-m", model, "-p", PROMPT, "-n", "16", "--temp", "0",
-                          "--weights-cache", cache], capture_output=True)
+def generate(valet, model, cache=None):
+    """The greedy continuation of PROMPT; mapping the cache at `cache`, or packing in memory."""
+    argv = [valet, "generate", "-m", model, "-p", PROMPT, "-n", "16", "--temp", "0"]
+    out = subprocess.run(argv + (["--weights-cache", cache] if cache else []), capture_output=True)
     if out.returncode != 0:
         sys.exit(f"soak-weights-cache: generate failed: {out.stderr.decode(errors='replace')}")
     return out.stdout
@@ -140,7 +141,7 @@ def main():
             if sorted(os.listdir(caches)) != [name]:
                 fail(f"kill {counts['kills']} ({start}): left {sorted(os.listdir(caches))}")
 
-        without = generate(args.valet, model, "none")
+        without = generate(args.valet, model)
         mapped = generate(args.valet, model, caches)
         if mapped != without:
             fail(f"a generation with the cache printed {mapped!r}, without it {without!r}")

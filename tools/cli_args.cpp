@@ -143,4 +143,10 @@ void ReportWeightsCache(const char* command, const ModelLoadReport& r) {
   }
 }
 
+Result<std::string> WeightsCachePath(const Args& args, const std::string& fallback) {
+  Result<std::string> path = args.String("--weights-cache", fallback);
+  if (path.ok() && *path == "none") return std::string();
+  return path;
+}
+
 }  // namespace valet::cli

@@ -25,7 +25,7 @@ inline constexpr const char* kKvTypeHelp = "KV cache element type: f16 | q8_0 | 
 // The --weights-cache flag of the commands that load a model for long.
 inline constexpr const char* kWeightsCacheHelp =
     "packed weights as a file, mapped by later starts instead of repacking: a directory (the file in it named for "
-    "the model) or a file; made by this start when missing or stale (see valet pack)";
+    "the model) or a file; made by this start when missing or stale (see valet pack); 'none': none";
 
 struct FlagSpec {
   const char* name;        // "--temp"
@@ -68,5 +68,8 @@ std::string LoadProfileText(std::span<const LoadPhase> phases);
 // when the command should go on with `*out`.
 std::optional<int> ParseCommandLine(const char* command, const char* synopsis, std::span<const FlagSpec> specs,
                                     std::span<char* const> argv, Args* out);
+
+// --weights-cache's path ("" for none: the word, or no flag and no `fallback`).
+Result<std::string> WeightsCachePath(const Args& args, const std::string& fallback = "");
 
 }  // namespace valet::cli

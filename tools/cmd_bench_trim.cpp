@@ -42,7 +42,7 @@ int RunBenchTrim(std::span<char* const> argv) {
   }
   EngineOptions o;
   Result<std::string> model = args.String("--model", std::nullopt);
-  Result<std::string> cache = args.String("--weights-cache", "");
+  Result<std::string> cache = WeightsCachePath(args);
   Result<int64_t> threads = args.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256);
   for (const Status& s : {model.status(), cache.status(), threads.status()}) {
     if (!s.ok()) return Fail("bench-trim", s);

@@ -59,7 +59,7 @@ Result<Flags> ReadFlags(const Args& a) {
   }
   VALET_ASSIGN_OR_RETURN(f.engine.n_threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.engine.n_ctx, a.Int("--ctx-size", 0, 0, 1 << 20));
-  VALET_ASSIGN_OR_RETURN(f.engine.weights_cache.path, a.String("--weights-cache", ""));
+  VALET_ASSIGN_OR_RETURN(f.engine.weights_cache.path, WeightsCachePath(a));
   VALET_ASSIGN_OR_RETURN(f.engine.kv_type, a.KvTypeFlag());
   f.chat = a.Has("--chat");
   VALET_ASSIGN_OR_RETURN(f.system, a.String("--system", ""));

@@ -72,7 +72,7 @@ int RunInfo(std::span<char* const> argv) {
   if (!kv_type.ok()) return Fail("info", kv_type.status());
   options.kv_type = *kv_type;
   options.n_threads = 1;
-  Result<std::string> cache = args.String("--weights-cache", "");
+  Result<std::string> cache = WeightsCachePath(args);
   if (!cache.ok()) return Fail("info", cache.status());
   options.weights_cache.path = *cache;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(options);

@@ -76,9 +76,8 @@ Result<Flags> ReadFlags(const Args& a) {
   VALET_ASSIGN_OR_RETURN(int64_t kv_mb, a.Int("--kv-budget-mb", 256, 1, 1 << 20));
   f.engine.engine.kv_capacity_bytes = static_cast<size_t>(kv_mb) << 20;
   VALET_ASSIGN_OR_RETURN(f.engine.store.disk_dir, a.String("--snapshot-dir", ""));
-  const std::string cache_default = f.engine.store.disk_dir.empty() ? "none" : f.engine.store.disk_dir + "/weights/";
-  VALET_ASSIGN_OR_RETURN(std::string cache, a.String("--weights-cache", cache_default));
-  if (cache != "none") f.engine.engine.weights_cache.path = cache;
+  const std::string cache_default = f.engine.store.disk_dir.empty() ? "" : f.engine.store.disk_dir + "/weights/";
+  VALET_ASSIGN_OR_RETURN(f.engine.engine.weights_cache.path, WeightsCachePath(a, cache_default));
   VALET_ASSIGN_OR_RETURN(f.budgets, a.String("--budgets", ""));
   f.special_in_messages = a.Has("--special-in-messages");
   VALET_ASSIGN_OR_RETURN(int64_t history, a.Int("--task-history", 4096, 1, int64_t{1} << 24));

@@ -132,6 +132,7 @@ struct EngineMemory {
   size_t snapshot_disk_bytes = 0;
   size_t weights_file_backed_bytes = 0;  // the model's mapping and the weights cache's
   size_t weights_anonymous_bytes = 0;    // row groups packed in memory
+  size_t scratch_bytes = 0;              // forward-pass activations and matmul buffers
 };
 
 // The memory the engine may use; the app may change it at run time.

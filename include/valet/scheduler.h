@@ -428,6 +428,7 @@ struct MemoryStats {
   size_t snapshot_disk_bytes = 0;
   size_t weights_file_backed_bytes = 0;  // pages the system may drop and read again
   size_t weights_anonymous_bytes = 0;    // row groups packed at start without a weights cache
+  size_t scratch_bytes = 0;              // forward-pass activations and matmul buffers
 };
 
 struct SchedulerStats {

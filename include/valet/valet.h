@@ -58,7 +58,7 @@ extern "C" {
  * with its length, NUL bytes included).
  * 6: packed weights as a file (valet_params.weights_cache,
  * valet_weights_cache_remove, valet_stats.weights); valet_create_async. */
-#define VALET_API_VERSION 6
+#define VALET_API_VERSION 7
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -338,6 +338,7 @@ typedef struct valet_stats {
   valet_tier_stats tiers[VALET_NUM_TIERS];
   valet_memory_stats memory;
   valet_weights_stats weights; /* v6 */
+  uint64_t scratch_bytes;      /* v7: the forward pass's activations and matmul buffers */
 } valet_stats;
 
 /* v5. Why a PARKED task waits. */

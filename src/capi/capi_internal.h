@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "engine/real_engine.h"
+#include "valet/runtime.h"
 #include "valet/scheduler.h"
 #include "valet/valet.h"
 
 struct valet_scheduler {
-  std::unique_ptr<valet::RealEngine> engine;
-  std::unique_ptr<valet::Scheduler> scheduler;  // declared last: stops before the engine goes
+  std::unique_ptr<valet::Runtime> runtime;
+  valet::Scheduler* scheduler = nullptr;  // runtime's
 };
 
 namespace valet::capi {
@@ -36,8 +36,9 @@ valet_status Guard(F&& body) {
 }
 
 // valet_create's work on `params` (already read by their struct_size):
-// loads the engine under `observer` and starts the scheduler.
-Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadObserver& observer);
+// Runtime::Create with `progress` and `cancel`.
+Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadProgress& progress,
+                                                         std::stop_token cancel);
 // The caller's params read by their struct_size, defaults for what they lack.
 Result<valet_params> ReadParams(const valet_params& caller_params);
 

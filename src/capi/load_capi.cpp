@@ -3,7 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -17,7 +17,7 @@ struct valet_load {
   valet_load_progress_fn progress = nullptr;
   valet_load_done_fn done = nullptr;
   void* user_data = nullptr;
-  std::atomic<bool> cancel{false};
+  std::stop_source cancel;
   std::thread thread;
 
   ~valet_load() {
@@ -43,16 +43,15 @@ void Own(const char*& field, std::string& copy) {
 }
 
 void Run(valet_load* load) {
-  valet::LoadObserver observer;
-  observer.cancel = &load->cancel;
+  valet::LoadProgress progress;
   if (load->progress != nullptr) {
-    observer.progress = [load](valet::LoadStage stage, uint64_t done, uint64_t total) {
+    progress = [load](valet::LoadStage stage, uint64_t done, uint64_t total) {
       load->progress(load->user_data, static_cast<valet_load_stage>(stage), done, total);
     };
   }
   valet::Result<std::unique_ptr<valet_scheduler>> handle = valet::Status(valet::StatusCode::kInternal, "not run");
   try {
-    handle = valet::capi::CreateScheduler(load->params, observer);
+    handle = valet::capi::CreateScheduler(load->params, progress, load->cancel.get_token());
   } catch (const std::exception& e) {
     handle = valet::Status(valet::StatusCode::kInternal, e.what());
   }
@@ -104,7 +103,7 @@ valet_status valet_create_async(const valet_params* caller_params, valet_load_pr
 
 valet_status valet_load_cancel(valet_load* load) {
   if (load == nullptr) return Fail(VALET_INVALID_ARGUMENT, "load is required");
-  load->cancel.store(true);
+  load->cancel.request_stop();
   return Report(valet::Status::Ok());
 }
 

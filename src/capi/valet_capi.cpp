@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "capi/capi_internal.h"
+#include "engine/real_engine.h"
 
 namespace valet::capi {
 namespace {
@@ -128,7 +129,7 @@ constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
     VALET_END(valet_stats, preemptions), VALET_END(valet_stats, lifecycle),
     VALET_END(valet_stats, thermal),     VALET_END(valet_stats, tiers),
-    VALET_END(valet_stats, memory),      VALET_END(valet_stats, weights),
+    VALET_END(valet_stats, memory),      VALET_END(valet_stats, weights), VALET_END(valet_stats, scratch_bytes),
     sizeof(valet_stats)};
 constexpr std::array kTaskInfoEnds = {VALET_END(valet_task_info, struct_size), VALET_END(valet_task_info, state),
                                       VALET_END(valet_task_info, park_cause), sizeof(valet_task_info)};
@@ -191,32 +192,30 @@ valet::Result<valet::SchedulerOptions> SchedulerOptionsFrom(const valet_params& 
   return o;
 }
 
-// model_path, or model_fd's range named by model_path or by the descriptor.
-valet::Status ModelSourceFrom(const valet_params& p, valet::EngineOptions& engine) {
+// valet_params as the C++ API's RuntimeOptions: strings copied, NULLs for defaults.
+valet::Result<valet::RuntimeOptions> RuntimeOptionsFrom(const valet_params& p) {
+  valet::RuntimeOptions o;
+  VALET_ASSIGN_OR_RETURN(o.scheduler, SchedulerOptionsFrom(p));
   if (p.model_fd < -1) return valet::InvalidArgument("model_fd " + std::to_string(p.model_fd) + " is not a descriptor");
-  if (p.model_fd == -1 && p.model_path == nullptr) return valet::InvalidArgument("model_path is required (or model_fd)");
-  if (p.model_fd == -1 && (p.model_offset != 0 || p.model_size != 0)) {
-    return valet::InvalidArgument("model_offset and model_size apply to model_fd only");
+  if (p.model_path == nullptr && p.model_fd == -1) return valet::InvalidArgument("model_path is required (or model_fd)");
+  if (p.model_path != nullptr) {
+    VALET_ASSIGN_OR_RETURN(o.model_path, Text(p.model_path, 0, "model_path"));
   }
-  if (p.model_fd >= 0) engine.model_range = {p.model_fd, p.model_offset, p.model_size};
-  if (p.model_path == nullptr) {
-    engine.model_path = "model_fd " + std::to_string(p.model_fd) + " at offset " + std::to_string(p.model_offset);
-    return valet::Status::Ok();
+  o.model_fd = p.model_fd;
+  o.model_offset = p.model_offset;
+  o.model_size = p.model_size;
+  o.n_threads = std::max(p.n_threads, 0);
+  o.n_ctx = p.n_ctx;
+  o.max_batch_tokens = std::max(p.max_batch_tokens, 0);
+  o.kv_capacity_bytes = p.kv_capacity_bytes;
+  o.snapshot_ram_bytes = p.snapshot_ram_bytes;
+  VALET_ASSIGN_OR_RETURN(o.snapshot_dir, Text(p.snapshot_dir, 0, "snapshot_dir"));
+  if (p.weights_cache != nullptr) {
+    VALET_ASSIGN_OR_RETURN(o.weights_cache, Text(p.weights_cache, 0, "weights_cache"));
   }
-  VALET_ASSIGN_OR_RETURN(engine.model_path, Text(p.model_path, 0, "model_path"));
-  return valet::Status::Ok();
-}
-
-// weights_cache, or <snapshot_dir>/weights/ when it is NULL.
-valet::Status WeightsCacheFrom(const valet_params& p, const std::string& snapshot_dir,
-                               valet::WeightsCacheOptions& cache) {
-  if (p.weights_cache == nullptr) {
-    if (!snapshot_dir.empty()) cache.path = snapshot_dir + "/weights/";
-  } else {
-    VALET_ASSIGN_OR_RETURN(cache.path, Text(p.weights_cache, 0, "weights_cache"));
-  }
-  if (p.weights_cache_budget_bytes > 0) cache.budget_bytes = p.weights_cache_budget_bytes;
-  return valet::Status::Ok();
+  o.weights_cache_budget_bytes = p.weights_cache_budget_bytes;
+  o.durable_disk_budget_bytes = p.durable_disk_budget_bytes;
+  return o;
 }
 
 valet_task_metrics MetricsToC(const valet::TaskMetrics& m) {
@@ -348,6 +347,7 @@ valet_stats StatsToC(const valet::SchedulerStats& s, valet::LifecycleState lifec
   }
   c.memory = {s.memory.pool_used_bytes, s.memory.pool_capacity_bytes, s.memory.snapshot_ram_bytes,
               s.memory.snapshot_disk_bytes};
+  c.scratch_bytes = s.memory.scratch_bytes;
   return c;
 }
 
@@ -367,29 +367,12 @@ Result<valet_params> ReadParams(const valet_params& caller_params) {
   return ReadVersioned(caller_params, valet_default_params(), kParamsEnds, "valet_params");
 }
 
-Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadObserver& observer) {
-  VALET_ASSIGN_OR_RETURN(SchedulerOptions options, SchedulerOptionsFrom(params));
-  RealEngineOptions eo;
-  VALET_RETURN_IF_ERROR(ModelSourceFrom(params, eo.engine));
-  VALET_ASSIGN_OR_RETURN(std::string snapshot_dir, Text(params.snapshot_dir, 0, "snapshot_dir"));
-  if (params.n_threads > 0) eo.engine.n_threads = params.n_threads;
-  eo.engine.n_ctx = params.n_ctx;
-  if (params.max_batch_tokens > 0) eo.engine.max_batch_tokens = params.max_batch_tokens;
-  if (params.kv_capacity_bytes > 0) eo.engine.kv_capacity_bytes = params.kv_capacity_bytes;
-  if (params.snapshot_ram_bytes > 0) eo.store.ram_budget_bytes = params.snapshot_ram_bytes;
-  eo.store.disk_dir = snapshot_dir;
-  VALET_RETURN_IF_ERROR(WeightsCacheFrom(params, snapshot_dir, eo.engine.weights_cache));
-  eo.engine.load_observer = observer;
-  VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> engine, RealEngine::Open(eo));
-  if (observer.cancelled()) return Aborted("the load of " + eo.engine.model_path + " was cancelled");
-  if (!snapshot_dir.empty()) {
-    options.durable_dir = snapshot_dir + "/tasks";
-    options.model_fingerprint = engine->engine().fingerprint();
-    if (params.durable_disk_budget_bytes > 0) options.durable_disk_budget_bytes = params.durable_disk_budget_bytes;
-  }
+Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadProgress& progress,
+                                                         std::stop_token cancel) {
+  VALET_ASSIGN_OR_RETURN(RuntimeOptions options, RuntimeOptionsFrom(params));
   auto handle = std::make_unique<valet_scheduler>();
-  handle->engine = std::move(engine);
-  VALET_ASSIGN_OR_RETURN(handle->scheduler, Scheduler::Create(*handle->engine, std::move(options)));
+  VALET_ASSIGN_OR_RETURN(handle->runtime, Runtime::Create(std::move(options), progress, std::move(cancel)));
+  handle->scheduler = &handle->runtime->scheduler();
   return handle;
 }
 
@@ -456,7 +439,7 @@ valet_status valet_create(const valet_params* caller_params, valet_scheduler** o
     *out = nullptr;
     valet::Result<valet_params> params = valet::capi::ReadParams(*caller_params);
     if (!params.ok()) return Report(params.status());
-    valet::Result<std::unique_ptr<valet_scheduler>> handle = valet::capi::CreateScheduler(*params, {});
+    valet::Result<std::unique_ptr<valet_scheduler>> handle = valet::capi::CreateScheduler(*params, {}, {});
     if (!handle.ok()) return Report(handle.status());
     *out = handle->release();
     return Report(valet::Status::Ok());
@@ -628,7 +611,7 @@ valet_status valet_tokenize(const valet_scheduler* scheduler, const char* text, 
     }
     // The tokenizer is immutable, so this needs nothing from the inference thread.
     const std::vector<int32_t> ids =
-        scheduler->engine->Tokenize(std::string_view(text == nullptr ? "" : text, text_len), /*add_bos=*/true);
+        scheduler->runtime->engine().Tokenize(std::string_view(text == nullptr ? "" : text, text_len), /*add_bos=*/true);
     *n_tokens = static_cast<int32_t>(ids.size());  // at most text_len + 2: fits
     if (ids.size() > static_cast<size_t>(n_tokens_max)) {
       return Report(valet::OutOfRange("the text has " + std::to_string(ids.size()) + " tokens; tokens holds " +
@@ -644,11 +627,11 @@ valet_status valet_get_stats(const valet_scheduler* scheduler, valet_stats* out)
     if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
     if (out == nullptr) return Fail(VALET_INVALID_ARGUMENT, "out is required");
     valet_stats full = StatsToC(scheduler->scheduler->Stats(), scheduler->scheduler->lifecycle_state());
-    const valet::LlamaModel& model = scheduler->engine->engine().model();
-    full.weights.file_backed_bytes = model.weight_memory().file_backed;
-    full.weights.anonymous_bytes = model.weight_memory().anonymous;
-    full.weights.matrices_mapped = model.load_report().matrices_mapped;
-    full.weights.matrices_packed = model.load_report().matrices_packed;
+    const valet::WeightsStats weights = scheduler->runtime->weights();
+    full.weights.file_backed_bytes = weights.file_backed_bytes;
+    full.weights.anonymous_bytes = weights.anonymous_bytes;
+    full.weights.matrices_mapped = weights.matrices_mapped;
+    full.weights.matrices_packed = weights.matrices_packed;
     return Report(WriteVersioned(out, full, kStatsEnds, "valet_stats"));
   });
 }

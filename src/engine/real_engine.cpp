@@ -485,7 +485,7 @@ EngineMemory RealEngine::memory() const {
   const KvPool& pool = engine_->kv_pool();
   const LlamaModel::WeightMemory w = engine_->model().weight_memory();
   return EngineMemory{pool.capacity_bytes(), pool.used_bytes(), store_->ram_bytes(), store_->disk_bytes(),
-                      w.file_backed,         w.anonymous};
+                      w.file_backed,         w.anonymous,         engine_->context().scratch_bytes()};
 }
 
 MemoryBudgets RealEngine::memory_budgets() const {

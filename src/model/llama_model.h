@@ -16,6 +16,7 @@
 #include "model/model_config.h"
 #include "model/weights_cache.h"
 #include "valet/engine_interface.h"
+#include "valet/load.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -58,19 +59,9 @@ struct WeightsCacheOptions {
   std::function<void()> before_publish;
 };
 
-// How far a load has come, for a progress bar: the stages in order.
-enum class LoadStage {
-  kMap,         // mapping and checking the model file
-  kPack,        // repacking the weights (bytes of row groups done of all)
-  kWriteCache,  // publishing the weights cache
-  kPrepare,     // tokenizer, forward context, KV pool, snapshot store
-};
-
 // Watches a load from the loading thread: where it is, and whether to stop.
 struct LoadObserver {
-  // Called at each stage's start (0 of 0) and as packing goes (bytes done of
-  // all), always on the loading thread: keep it short, it holds the load.
-  std::function<void(LoadStage stage, uint64_t done, uint64_t total)> progress;
+  LoadProgress progress;
   // When set and true, the load stops at its next check (between stages and
   // between packed matrices) and fails with kAborted.
   const std::atomic<bool>* cancel = nullptr;

@@ -205,7 +205,7 @@ void Scheduler::Impl::SampleMemory() {
   const EngineMemory m = engine.memory();
   std::lock_guard<std::mutex> lock(mu);
   memory = {m.pool_used_bytes,     m.pool_capacity_bytes,       m.snapshot_ram_bytes,
-            m.snapshot_disk_bytes, m.weights_file_backed_bytes, m.weights_anonymous_bytes};
+            m.snapshot_disk_bytes, m.weights_file_backed_bytes, m.weights_anonymous_bytes, m.scratch_bytes};
 }
 
 Status Scheduler::Impl::Stop(const std::string& reason) {

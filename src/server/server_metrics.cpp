@@ -65,7 +65,8 @@ void RenderMemory(const MemoryStats& m, std::string* out) {
   const std::pair<const char*, size_t> parts[] = {
       {"kv_pool_used", m.pool_used_bytes},          {"kv_pool_capacity", m.pool_capacity_bytes},
       {"snapshot_ram", m.snapshot_ram_bytes},       {"snapshot_disk", m.snapshot_disk_bytes},
-      {"weights_file_backed", m.weights_file_backed_bytes}, {"weights_anonymous", m.weights_anonymous_bytes}};
+      {"weights_file_backed", m.weights_file_backed_bytes}, {"weights_anonymous", m.weights_anonymous_bytes},
+      {"scratch", m.scratch_bytes}};
   for (const auto& [part, bytes] : parts) {
     Sample("valet_memory_bytes", std::string("part=\"") + part + "\"", static_cast<double>(bytes), out);
   }

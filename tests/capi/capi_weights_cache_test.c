@@ -31,6 +31,7 @@ static int weights_of(const valet_params* p, valet_weights_stats* out) {
   CHECK(valet_create(p, &s) == VALET_OK);
   valet_stats stats = valet_default_stats();
   CHECK(valet_get_stats(s, &stats) == VALET_OK);
+  CHECK(stats.scratch_bytes > 0); /* v7: the forward pass's buffers, apart from the weights */
   *out = stats.weights;
   valet_destroy(s);
   return 0;

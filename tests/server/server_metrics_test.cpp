@@ -49,6 +49,7 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   in.stats.memory.weights_file_backed_bytes = 1600;
   in.stats.memory.weights_anonymous_bytes = 7;
   in.stats.memory.pool_used_bytes = 64;
+  in.stats.memory.scratch_bytes = 9;
   const std::string text = m.Render(in);
   const std::string chat = "tier=\"foreground_chat\"";
   EXPECT_EQ(Value(text, "valet_ttft_seconds_bucket{" + chat + ",le=\"0.025\"}"), 0);
@@ -72,6 +73,7 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"weights_file_backed\"}"), 1600);
   EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"weights_anonymous\"}"), 7);
   EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"kv_pool_used\"}"), 64);
+  EXPECT_EQ(Value(text, "valet_memory_bytes{part=\"scratch\"}"), 9);
   EXPECT_GT(Value(text, "valet_process_resident_bytes{kind=\"anon\"}"), 0);  // this test's own heap
   EXPECT_GE(Value(text, "valet_process_resident_bytes{kind=\"file\"}"), 0);
   // Every sample line belongs to a metric declared with # TYPE before it.

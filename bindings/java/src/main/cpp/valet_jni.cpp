@@ -382,7 +382,7 @@ JNIEXPORT void JNICALL Java_dev_valet_NativeLib_waitIdle(JNIEnv* env, jclass, jl
 JNIEXPORT jlongArray JNICALL Java_dev_valet_NativeLib_stats(JNIEnv* env, jclass, jlong handle) {
   valet_stats s = valet_default_stats();
   if (!Check(env, valet_get_stats(Handle(handle), &s))) return nullptr;
-  jlong v[12 + 7 * VALET_NUM_TIERS + 4 + 4];
+  jlong v[12 + 7 * VALET_NUM_TIERS + 4 + 4 + 1];
   int n = 0;
   for (int64_t x : {s.submitted, s.done, s.cancelled, s.failed, s.rejected, s.steps, s.prefill_tokens,
                     s.decode_tokens, s.tokens_recomputed, s.preemptions, static_cast<int64_t>(s.lifecycle),
@@ -396,7 +396,8 @@ JNIEXPORT jlongArray JNICALL Java_dev_valet_NativeLib_stats(JNIEnv* env, jclass,
   }
   for (uint64_t x : {s.memory.pool_used_bytes, s.memory.pool_capacity_bytes, s.memory.snapshot_ram_bytes,
                      s.memory.snapshot_disk_bytes, s.weights.file_backed_bytes, s.weights.anonymous_bytes,
-                     static_cast<uint64_t>(s.weights.matrices_mapped), static_cast<uint64_t>(s.weights.matrices_packed)}) {
+                     static_cast<uint64_t>(s.weights.matrices_mapped), static_cast<uint64_t>(s.weights.matrices_packed),
+                     s.scratch_bytes}) {
     v[n++] = static_cast<jlong>(x);
   }
   jlongArray out = env->NewLongArray(n);

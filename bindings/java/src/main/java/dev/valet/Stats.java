@@ -62,6 +62,8 @@ public final class Stats {
   public final long weightsFileBackedBytes, weightsAnonymousBytes;
   /** Packed matrices this start mapped from the weights cache, and those it repacked. */
   public final int weightsMatricesMapped, weightsMatricesPacked;
+  /** The forward pass's activations and matmul buffers (anonymous memory). */
+  public final long scratchBytes;
 
   // The layout of valet_jni.cpp's NativeLib.stats.
   Stats(long[] v) {
@@ -89,6 +91,7 @@ public final class Stats {
     weightsAnonymousBytes = v[n + 5];
     weightsMatricesMapped = (int) v[n + 6];
     weightsMatricesPacked = (int) v[n + 7];
+    scratchBytes = v[n + 8];
   }
 
   public TierStats tier(Tier t) {

@@ -44,6 +44,7 @@ class WeightsCacheTest {
       assertEquals(packed, s.weightsMatricesMapped);
       assertEquals(0, s.weightsAnonymousBytes);
       assertTrue(s.weightsFileBackedBytes > 0);
+      assertTrue(s.scratchBytes > 0);
     }
     assertEquals(1, caches(dir));
     try (Valet valet = Valet.create(options)) {
