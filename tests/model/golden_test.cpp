@@ -149,7 +149,7 @@ class GoldenTest : public ::testing::TestWithParam<GoldenModel> {
     model_ = *model;
     const ModelConfig& c = model_->config();
     KvPoolOptions po;
-    // The README's tolerances allow F16 KV for the quantized models only.
+    // The tolerances (docs/testing.md) allow F16 KV for the quantized models only.
     const KvType kv_type = GetParam().tolerance >= 0.15 ? KvType::kF16 : KvType::kF32;
     // As the engine lays it out: Gemma's windowed layers keep only their window.
     po.layout = ModelKvLayout(c, c.n_ctx_train, 16, kv_type);
