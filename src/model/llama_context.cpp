@@ -370,26 +370,29 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
 
 void LlamaContext::Attention(int32_t il, int32_t n) {
   const ModelConfig& c = model_->config();
-  const int32_t hd = c.head_dim;
-  const int32_t q_dim = c.n_head * hd;
-  const int32_t kv_dim = c.n_head_kv * hd;
-  const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
-  const float q_scale = kLog2e / std::sqrt(static_cast<float>(c.attn_scale_dim));
-  const KernelTable& kernels = ActiveKernels();
   // A windowed layer's query at position p sees keys (p - window, p].
   const bool sliding = c.sliding(il);
   const int32_t window = sliding ? c.n_swa : options_.n_ctx;
-  const std::vector<float>& rope = sliding ? rope_swa_ : rope_;
-  const float softcap = c.attn_softcap * kLog2e;  // in the scores' base-2 units
-
-  // Rotate q and k, scale q for the kernel's base-2 softmax, then store k and
-  // v at each token's position (converted to the pool's element type), so
-  // that every token of the step sees the earlier tokens of its own sequence.
   const KvType kv_type = seq_of_[0]->pool().layout().type;
   const GgmlType row_type = kv_type == KvType::kF16    ? GgmlType::kF16
                             : kv_type == KvType::kQ8_0 ? GgmlType::kQ8_0
                                                        : GgmlType::kF32;
-  const from_float_fn store_row = kernels[row_type].from_float;
+  const float q_scale = kLog2e / std::sqrt(static_cast<float>(c.attn_scale_dim));
+  RotateAndStoreKv(il, n, sliding ? rope_swa_ : rope_, q_scale, row_type);
+  PlanAttentionBlocks(n, window);
+  RunAttentionBlocks(il, window, row_type, c.attn_softcap * kLog2e);  // the cap in the scores' base-2 units
+}
+
+// Rotate q and k, scale q for the kernel's base-2 softmax, then store k and
+// v at each token's position (converted to the pool's element type), so
+// that every token of the step sees the earlier tokens of its own sequence.
+void LlamaContext::RotateAndStoreKv(int32_t il, int32_t n, const std::vector<float>& rope, float q_scale,
+                                    GgmlType row_type) {
+  const ModelConfig& c = model_->config();
+  const int32_t hd = c.head_dim;
+  const int32_t q_dim = c.n_head * hd;
+  const int32_t kv_dim = c.n_head_kv * hd;
+  const from_float_fn store_row = ActiveKernels()[row_type].from_float;
   Parallel(pool_, n <= kInlineTokens, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
@@ -407,12 +410,16 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
       }
     }
   });
+}
 
-  // Blocks of up to kAttnMaxRows query rows, (token, head) of one sequence
-  // and KV head, so each K/V tile is loaded once for all of them. Which rows
-  // share a block does not change any row's result (kernels/attention.h).
-  // Rows share a block only while their keys all start at position 0: a
-  // token whose window has moved on gets blocks of its own.
+// Blocks of up to kAttnMaxRows query rows, (token, head) of one sequence
+// and KV head, so each K/V tile is loaded once for all of them. Which rows
+// share a block does not change any row's result (kernels/attention.h).
+// Rows share a block only while their keys all start at position 0: a
+// token whose window has moved on gets blocks of its own.
+void LlamaContext::PlanAttentionBlocks(int32_t n, int32_t window) {
+  const ModelConfig& c = model_->config();
+  const int32_t group = c.n_head / c.n_head_kv;  // query heads per KV head
   attn_blocks_.clear();
   for (int32_t first = 0; first < n;) {
     int32_t end = first + 1;
@@ -427,9 +434,16 @@ void LlamaContext::Attention(int32_t il, int32_t n) {
     }
     first = end;
   }
+}
 
-  // Threads take blocks from the end, where the causal mask leaves the most
-  // keys, so the shorter blocks fill in the imbalance at the finish.
+// Threads take blocks from the end, where the causal mask leaves the most
+// keys, so the shorter blocks fill in the imbalance at the finish.
+void LlamaContext::RunAttentionBlocks(int32_t il, int32_t window, GgmlType row_type, float softcap) {
+  const ModelConfig& c = model_->config();
+  const int32_t hd = c.head_dim;
+  const int32_t q_dim = c.n_head * hd;
+  const int32_t group = c.n_head / c.n_head_kv;
+  const KernelTable& kernels = ActiveKernels();
   std::atomic<int64_t> next{0};
   const int64_t n_blocks = static_cast<int64_t>(attn_blocks_.size());
   const size_t work_floats = AttentionWorkFloats(hd);

@@ -81,6 +81,12 @@ class LlamaContext {
   void RopeTable(int32_t n, float base, float freq_scale, const float* factors, float* out) const;
   void Layer(const LlamaLayer& layer, int32_t il, int32_t n);
   void Attention(int32_t il, int32_t n);
+  // Attention's three phases: q and k rotated (q scaled), k and v stored at
+  // each token's position in the pool's element type; the blocks of query
+  // rows that share K/V tiles; and the blocks run on the pool's threads.
+  void RotateAndStoreKv(int32_t il, int32_t n, const std::vector<float>& rope, float q_scale, GgmlType row_type);
+  void PlanAttentionBlocks(int32_t n, int32_t window);
+  void RunAttentionBlocks(int32_t il, int32_t window, GgmlType row_type, float softcap);
 
   std::shared_ptr<const LlamaModel> model_;
   ContextOptions options_;
