@@ -86,14 +86,25 @@ def generate(unicode_dir):
            "// UnicodeData.txt and PropList.txt (Debian's unicode-data). Do not edit: rerun the script.",
            '#include "tokenizer/unicode_tables.h"', "", "namespace valet::unicode_tables {", "",
            "const ClassRange kClassRanges[] = {"]
-    out += [f"    {{0x{a:X}, 0x{b:X}, CharClass::{c}}}," for a, b, c in classes]
+    out += packed([f"{{0x{a:X}, 0x{b:X}, CharClass::{c}}}," for a, b, c in classes])
     out += ["};", "const size_t kClassRangeCount = sizeof(kClassRanges) / sizeof(kClassRanges[0]);", "",
             "const CodepointRange kWhitespaceRanges[] = {"]
-    out += [f"    {{0x{a:X}, 0x{b:X}}}," for a, b in spaces]
+    out += packed([f"{{0x{a:X}, 0x{b:X}}}," for a, b in spaces])
     out += ["};",
             "const size_t kWhitespaceRangeCount = sizeof(kWhitespaceRanges) / sizeof(kWhitespaceRanges[0]);",
             "", "}  // namespace valet::unicode_tables", ""]
     return "\n".join(out)
+
+
+def packed(entries, width=118):
+    """Entries several to a line, as a formatter would fill them."""
+    lines, line = [], "   "
+    for e in entries:
+        if len(line) + 1 + len(e) > width:
+            lines.append(line)
+            line = "   "
+        line += " " + e
+    return lines + [line] if line.strip() else lines
 
 
 def main():
