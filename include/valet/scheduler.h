@@ -65,8 +65,9 @@ enum class ParkCause : int32_t {
   kMemory,      // memory pressure, a trim, or the app's destruction
   kConsumer,    // its callbacks fell behind (DeliveryOptions)
   kJournalIo,   // its journal cannot be written (a full or failing disk): Scheduler::RetryJournals
+  kPower,       // its tier waits for the battery: charging, not low, or battery saver off (PowerNeeds)
 };
-// "none", "higher_tier", "turn", "budget", "memory", "consumer", "journal_io".
+// "none", "higher_tier", "turn", "budget", "memory", "consumer", "journal_io", "power".
 VALET_API const char* ParkCauseName(ParkCause cause);
 
 struct TaskInfo {
@@ -139,9 +140,42 @@ struct ThermalCaps {
   Tier lowest_running_tier = Tier::kOfflineIndexing;
 };
 
+// The battery as Android reports it: ACTION_BATTERY_CHANGED (its sticky
+// intent: plugged, level), ACTION_POWER_SAVE_MODE_CHANGED
+// (PowerManager.isPowerSaveMode()) and ACTION_BATTERY_LOW / _OKAY. The
+// defaults constrain nothing: a device that never reports runs every tier.
+struct PowerState {
+  bool charging = true;          // plugged in (AC, USB, wireless)
+  int32_t battery_percent = -1;  // 0..100; -1: unknown (reported, never decides)
+  bool power_save = false;       // battery saver is on
+  bool battery_low = false;      // between ACTION_BATTERY_LOW and ACTION_BATTERY_OKAY
+};
+
+// InvalidArgument for a battery_percent outside -1..100.
+VALET_API Status CheckPowerState(const PowerState& power);
+
+// What a tier needs of the battery to run, as WorkManager's constraints put
+// it. A tier whose needs are not met parks (never cancels) until they are;
+// a durable task of it waits across process deaths too.
+struct PowerNeeds {
+  bool requires_charging = false;         // WorkManager's requiresCharging
+  bool requires_battery_not_low = false;  // requiresBatteryNotLow: charging, or not low
+  bool requires_power_save_off = false;   // parked while battery saver is on
+  // Whether `power` meets these needs.
+  bool MetBy(const PowerState& power) const {
+    return !(requires_charging && !power.charging) &&
+           !(requires_battery_not_low && power.battery_low && !power.charging) &&
+           !(requires_power_save_off && power.power_save);
+  }
+};
+
 struct VALET_API BudgetTable {
   std::array<std::array<TierBudget, kNumTiers>, kNumLifecycleStates> budgets;
   std::array<ThermalCaps, kNumThermalStatuses> thermal;
+  std::array<PowerNeeds, kNumTiers> power;  // the power column, by tier
+
+  const PowerNeeds& needs(Tier t) const { return power[static_cast<size_t>(t)]; }
+  PowerNeeds& needs(Tier t) { return power[static_cast<size_t>(t)]; }
 
   const ThermalCaps& caps(ThermalStatus s) const { return thermal[static_cast<size_t>(s)]; }
   ThermalCaps& caps(ThermalStatus s) { return thermal[static_cast<size_t>(s)]; }
@@ -158,6 +192,9 @@ struct VALET_API BudgetTable {
   // Thermal: NONE no caps; LIGHT background tiers on 1 thread; MODERATE also
   // OFFLINE_INDEXING parked; SEVERE also BACKGROUND_SUMMARY parked and at most
   // 2 threads; CRITICAL 1 thread; EMERGENCY and SHUTDOWN only FOREGROUND_CHAT.
+  // Power, as WorkManager's background work is constrained: chat and
+  // suggestions always run; BACKGROUND_SUMMARY parks in battery saver;
+  // OFFLINE_INDEXING also needs the battery not low (or charging).
   static BudgetTable Defaults();
 };
 
@@ -170,6 +207,11 @@ struct VALET_API BudgetTable {
 //                             "lowest_running_tier": "BACKGROUND_SUMMARY"}}}
 // with NONE LIGHT MODERATE SEVERE CRITICAL EMERGENCY SHUTDOWN; a
 // lowest_running_tier below FOREGROUND_CHAT is impossible (chat always runs).
+// The power column, by tier:
+//   {"power": {"OFFLINE_INDEXING": {"requires_charging": true, "requires_battery_not_low": true,
+//                                   "requires_power_save_off": true}}}
+// FOREGROUND_CHAT needs nothing of the battery, whatever the table says
+// (InvalidArgument otherwise): the user is waiting for it.
 // Unknown names and out-of-range values are InvalidArgument.
 VALET_API Result<BudgetTable> ParseBudgetTable(std::string_view json);
 VALET_API Result<BudgetTable> LoadBudgetTable(const std::string& path);
@@ -220,6 +262,9 @@ struct SchedulerOptions {
   QueuePolicy queue_policy = QueuePolicy::kValet;
   BudgetTable budgets = BudgetTable::Defaults();
   LifecycleState initial_state = LifecycleState::kResumed;
+  // The battery at start, before the app's first OnPowerState: a process
+  // started on a low battery keeps durable indexing waiting from the start.
+  PowerState initial_power;
   BatchMode batch_mode = BatchMode::kStrict;
   // kFill: riders join while their measured marginal step cost stays below
   // this fraction of a solo decode step.
@@ -434,6 +479,7 @@ struct MemoryStats {
 struct SchedulerStats {
   LifecycleState lifecycle = LifecycleState::kResumed;
   ThermalStatus thermal = ThermalStatus::kNone;  // effective (headroom applied)
+  PowerState power;                              // as last reported
   int64_t submitted = 0;
   int64_t rejected = 0;  // failed validation
   // Durable writes that failed (a full or failing disk): a journal record
@@ -524,6 +570,10 @@ class VALET_API Scheduler {
   // getThermalHeadroom() forecast (negative or NaN: unknown). Applies the
   // budget table's thermal caps; never cancels.
   Status OnThermalStatus(ThermalStatus status, float headroom = -1.0f);
+  // The battery (PowerState): each tier runs only while the budget table's
+  // power column allows it, and parks (never cancels) otherwise.
+  // InvalidArgument for a battery_percent outside -1..100.
+  Status OnPowerState(const PowerState& power);
 
   // Frees memory for Android's onTrimMemory(level) (docs/memory.md): RAM
   // snapshots to disk, parked KV down to the shared prefix, a smaller pool.

@@ -349,7 +349,8 @@ typedef enum valet_park_cause {
   VALET_PARK_CAUSE_BUDGET = 3,      /* its tier's lifecycle or thermal budget is spent */
   VALET_PARK_CAUSE_MEMORY = 4,      /* memory pressure, a trim, the app's destruction */
   VALET_PARK_CAUSE_CONSUMER = 5,    /* its callbacks fell behind */
-  VALET_PARK_CAUSE_JOURNAL_IO = 6   /* its journal cannot be written: valet_retry_journals */
+  VALET_PARK_CAUSE_JOURNAL_IO = 6,  /* its journal cannot be written: valet_retry_journals */
+  VALET_PARK_CAUSE_POWER = 7        /* v7: its tier waits for the battery (the budget table's power column) */
 } valet_park_cause;
 
 typedef struct valet_task_info {
@@ -465,6 +466,26 @@ valet_status valet_send_lifecycle_event(valet_scheduler* scheduler, valet_lifecy
  * table's thermal column: background tiers get fewer threads, then park
  * (never cancelled) until it cools; see "thermal" in scheduler.h. */
 valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status, float headroom);
+/* v7. The battery, as Android reports it: ACTION_BATTERY_CHANGED's sticky
+ * intent (EXTRA_PLUGGED != 0, EXTRA_LEVEL / EXTRA_SCALE),
+ * ACTION_POWER_SAVE_MODE_CHANGED (PowerManager.isPowerSaveMode()) and
+ * ACTION_BATTERY_LOW / _OKAY. The defaults constrain nothing. */
+typedef struct valet_power_state {
+  size_t struct_size;      /* valet_default_power_state() sets it */
+  int32_t charging;        /* non-zero: plugged in (AC, USB, wireless) */
+  int32_t battery_percent; /* 0..100; -1: unknown */
+  int32_t power_save;      /* non-zero: battery saver is on */
+  int32_t battery_low;     /* non-zero: between ACTION_BATTERY_LOW and ACTION_BATTERY_OKAY */
+} valet_power_state;
+valet_power_state valet_default_power_state(void);
+/* v7. Each tier runs only while the budget table's "power" column allows it
+ * (by default: chat and suggestions always; BACKGROUND_SUMMARY not in
+ * battery saver; OFFLINE_INDEXING neither in battery saver nor on a low
+ * battery unless charging) and parks otherwise (VALET_PARK_CAUSE_POWER),
+ * never cancelled. Send the state right after valet_create and before
+ * valet_recover, so recovered durable tasks wait for the battery too.
+ * VALET_INVALID_ARGUMENT for a battery_percent outside -1..100. */
+valet_status valet_on_power_state(valet_scheduler* scheduler, const valet_power_state* power);
 /* Android's ComponentCallbacks2.onTrimMemory level: RUNNING_MODERATE 5,
  * RUNNING_LOW 10, RUNNING_CRITICAL 15, UI_HIDDEN 20, BACKGROUND 40,
  * MODERATE 60, COMPLETE 80 (a value between two levels counts as the lower).

@@ -57,6 +57,7 @@ using valet::capi::Report;
 using valet::capi::ToC;
 
 static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
+                  VALET_PARK_CAUSE_POWER == static_cast<int>(valet::ParkCause::kPower) &&
                   VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
               "valet_park_cause mirrors valet::ParkCause");
 
@@ -133,6 +134,8 @@ constexpr std::array kStatsEnds = {
     sizeof(valet_stats)};
 constexpr std::array kTaskInfoEnds = {VALET_END(valet_task_info, struct_size), VALET_END(valet_task_info, state),
                                       VALET_END(valet_task_info, park_cause), sizeof(valet_task_info)};
+constexpr std::array kPowerEnds = {VALET_END(valet_power_state, struct_size),
+                                   VALET_END(valet_power_state, battery_low), sizeof(valet_power_state)};
 constexpr std::array kBudgetsEnds = {VALET_END(valet_memory_budgets, struct_size),
                                      VALET_END(valet_memory_budgets, pool_bytes),
                                      VALET_END(valet_memory_budgets, snapshot_ram_bytes),
@@ -553,6 +556,34 @@ valet_status valet_on_thermal_status(valet_scheduler* scheduler, int32_t status,
     valet::Result<valet::ThermalStatus> checked = valet::ThermalStatusFromInt(status);
     if (!checked.ok()) return Report(checked.status());
     return Report(scheduler->scheduler->OnThermalStatus(*checked, headroom));
+  });
+}
+
+valet_power_state valet_default_power_state(void) {
+  const valet::PowerState d;
+  valet_power_state p;
+  std::memset(&p, 0, sizeof p);
+  p.struct_size = sizeof p;
+  p.charging = d.charging ? 1 : 0;
+  p.battery_percent = d.battery_percent;
+  p.power_save = d.power_save ? 1 : 0;
+  p.battery_low = d.battery_low ? 1 : 0;
+  return p;
+}
+
+valet_status valet_on_power_state(valet_scheduler* scheduler, const valet_power_state* power) {
+  return Guard([&]() -> valet_status {
+    if (valet_status live = CheckHandle(scheduler); live != VALET_OK) return live;
+    if (power == nullptr) return Fail(VALET_INVALID_ARGUMENT, "power is required");
+    valet::Result<valet_power_state> p =
+        ReadVersioned(*power, valet_default_power_state(), kPowerEnds, "valet_power_state");
+    if (!p.ok()) return Report(p.status());
+    valet::PowerState state;
+    state.charging = p->charging != 0;
+    state.battery_percent = p->battery_percent;
+    state.power_save = p->power_save != 0;
+    state.battery_low = p->battery_low != 0;
+    return Report(scheduler->scheduler->OnPowerState(state));
   });
 }
 

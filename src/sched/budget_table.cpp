@@ -15,6 +15,7 @@ constexpr const char* kTierKeys[kNumTiers] = {"FOREGROUND_CHAT", "INLINE_SUGGEST
 constexpr const char* kThermalKeys[kNumThermalStatuses] = {"NONE",     "LIGHT",     "MODERATE", "SEVERE",
                                                            "CRITICAL", "EMERGENCY", "SHUTDOWN"};
 constexpr const char* kThermalKey = "thermal";
+constexpr const char* kPowerKey = "power";
 
 int IndexOf(const char* const* names, int n, const std::string& key) {
   for (int i = 0; i < n; ++i) {
@@ -85,6 +86,35 @@ Status ParseThermalColumn(const Json& obj, BudgetTable& table) {
   return Status::Ok();
 }
 
+Status ParsePowerNeeds(const Json& obj, const std::string& where, PowerNeeds& out) {
+  if (!obj.is_object()) return InvalidArgument(where + " must be an object");
+  for (const auto& [key, v] : obj.items()) {
+    bool* field = key == "requires_charging"          ? &out.requires_charging
+                  : key == "requires_battery_not_low" ? &out.requires_battery_not_low
+                  : key == "requires_power_save_off"  ? &out.requires_power_save_off
+                                                      : nullptr;
+    if (field == nullptr) return InvalidArgument("unknown power field " + where + "." + key);
+    if (!v.is_boolean()) return InvalidArgument(where + "." + key + " must be true or false");
+    *field = v.get<bool>();
+  }
+  return Status::Ok();
+}
+
+Status ParsePowerColumn(const Json& obj, BudgetTable& table) {
+  if (!obj.is_object()) return InvalidArgument("budget table: power must be an object");
+  for (const auto& [key, needs] : obj.items()) {
+    const int tier = IndexOf(kTierKeys, kNumTiers, key);
+    if (tier < 0) return InvalidArgument("budget table: unknown tier power." + key);
+    PowerNeeds& out = table.needs(static_cast<Tier>(tier));
+    VALET_RETURN_IF_ERROR(ParsePowerNeeds(needs, "budget table: power." + key, out));
+  }
+  const PowerNeeds& chat = table.needs(Tier::kForegroundChat);
+  if (chat.requires_charging || chat.requires_battery_not_low || chat.requires_power_save_off) {
+    return InvalidArgument("budget table: power.FOREGROUND_CHAT cannot require anything: the user is waiting");
+  }
+  return Status::Ok();
+}
+
 // Heat throttles background tiers first: fewer threads, then parked from the
 // bottom tier up; the foreground chat keeps running at any status.
 void SetThermalDefaults(BudgetTable& t) {
@@ -123,6 +153,11 @@ BudgetTable BudgetTable::Defaults() {
     d.threads = 1;
   }
   SetThermalDefaults(t);
+  // WorkManager's constraints for background work: battery saver stops the
+  // background tiers, a low battery (not charging) the offline indexer too.
+  t.needs(Tier::kBackgroundSummary).requires_power_save_off = true;
+  t.needs(Tier::kOfflineIndexing).requires_power_save_off = true;
+  t.needs(Tier::kOfflineIndexing).requires_battery_not_low = true;
   return t;
 }
 
@@ -134,6 +169,10 @@ Result<BudgetTable> BudgetTableFromJson(const Json& root) {
   for (const auto& [state_key, tiers] : root.items()) {
     if (state_key == kThermalKey) {
       VALET_RETURN_IF_ERROR(ParseThermalColumn(tiers, table));
+      continue;
+    }
+    if (state_key == kPowerKey) {
+      VALET_RETURN_IF_ERROR(ParsePowerColumn(tiers, table));
       continue;
     }
     const int state = IndexOf(kStateKeys, kNumLifecycleStates, state_key);

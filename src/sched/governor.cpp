@@ -17,7 +17,8 @@ bool IsBackground(Tier tier) { return tier >= Tier::kBackgroundSummary; }
 
 }  // namespace
 
-Governor::Governor(BudgetTable table, LifecycleState initial) : table_(std::move(table)), state_(initial) {}
+Governor::Governor(BudgetTable table, LifecycleState initial, PowerState power)
+    : table_(std::move(table)), state_(initial), power_(power) {}
 
 Status Governor::OnLifecycleEvent(LifecycleEvent event) {
   VALET_ASSIGN_OR_RETURN(LifecycleState next, NextLifecycleState(state_, event, history_));
@@ -33,6 +34,12 @@ Status Governor::OnThermalStatus(ThermalStatus status, float headroom) {
   return Status::Ok();
 }
 
+Status Governor::OnPowerState(const PowerState& power) {
+  VALET_RETURN_IF_ERROR(CheckPowerState(power));
+  power_ = power;
+  return Status::Ok();
+}
+
 TierBudget Governor::Budget(Tier tier) const {
   TierBudget b = table_.at(state_, tier);
   const ThermalCaps& caps = table_.caps(thermal_);
@@ -42,7 +49,7 @@ TierBudget Governor::Budget(Tier tier) const {
 }
 
 bool Governor::MayRun(Tier tier) const {
-  if (tier > table_.caps(thermal_).lowest_running_tier) return false;
+  if (tier > table_.caps(thermal_).lowest_running_tier || !PowerAllows(tier)) return false;
   const int64_t cap = table_.at(state_, tier).state_cap_tokens;
   return cap == kUnlimitedTokens || used_[static_cast<size_t>(tier)] < cap;
 }

@@ -9,6 +9,7 @@ const char* ParkReasonName(ParkReason reason) {
     case ParkReason::kPreempted: return "preempted";
     case ParkReason::kTurnEnded: return "turn_ended";
     case ParkReason::kStateCap: return "state_cap";
+    case ParkReason::kPower: return "power";
     case ParkReason::kPressure: return "pressure";
     case ParkReason::kDestroy: return "destroy";
     case ParkReason::kTrim: return "trim";
@@ -23,6 +24,7 @@ ParkCause CauseOf(ParkReason reason) {
     case ParkReason::kPreempted: return ParkCause::kHigherTier;
     case ParkReason::kTurnEnded: return ParkCause::kTurn;
     case ParkReason::kStateCap: return ParkCause::kBudget;
+    case ParkReason::kPower: return ParkCause::kPower;
     case ParkReason::kPressure:
     case ParkReason::kDestroy:
     case ParkReason::kTrim: return ParkCause::kMemory;

@@ -15,6 +15,7 @@ enum class ParkReason {
   kPreempted,  // a higher tier needs the engine
   kTurnEnded,  // an equal-tier task takes its turn
   kStateCap,   // the tier used its budget in this lifecycle state
+  kPower,      // the battery does not let the tier run (the power column)
   kPressure,   // the pool is full: memory must be freed now
   kDestroy,    // ON_DESTROY: keep everything, off the pool, on disk
   kTrim,       // the app was asked to trim memory: KV down to the shared prefix

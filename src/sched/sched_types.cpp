@@ -45,6 +45,7 @@ const char* ParkCauseName(ParkCause cause) {
     case ParkCause::kMemory: return "memory";
     case ParkCause::kConsumer: return "consumer";
     case ParkCause::kJournalIo: return "journal_io";
+    case ParkCause::kPower: return "power";
   }
   return "unknown";
 }
@@ -122,6 +123,13 @@ const char* ThermalStatusName(ThermalStatus status) {
     case ThermalStatus::kShutdown: return "SHUTDOWN";
   }
   return "UNKNOWN_THERMAL_STATUS";
+}
+
+Status CheckPowerState(const PowerState& power) {
+  if (power.battery_percent < -1 || power.battery_percent > 100) {
+    return InvalidArgument("battery_percent " + std::to_string(power.battery_percent) + " is outside -1..100");
+  }
+  return Status::Ok();
 }
 
 Result<ThermalStatus> ThermalStatusFromInt(int value) {

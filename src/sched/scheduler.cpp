@@ -28,7 +28,7 @@ thread_local const void* t_inference_of = nullptr;
 }  // namespace
 
 struct Scheduler::Impl {
-  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kTrim, kCaughtUp, kRetryJournals, kCall };
+  enum class CommandKind { kSubmit, kCancel, kLifecycle, kThermal, kPower, kTrim, kCaughtUp, kRetryJournals, kCall };
   struct Command {
     CommandKind kind = CommandKind::kSubmit;
     TaskId id = 0;
@@ -37,6 +37,7 @@ struct Scheduler::Impl {
     LifecycleEvent event = LifecycleEvent::kOnCreate;
     ThermalStatus thermal = ThermalStatus::kNone;
     float headroom = -1.0f;
+    PowerState power;  // kPower
     TrimLevel trim = TrimLevel::kRunningModerate;
     std::function<void()> call;  // kCall: Call()'s work, which answers its waiting caller
   };
@@ -279,6 +280,10 @@ void Scheduler::Impl::Apply(Command& command) {
       // Validated when posted.
       (void)core.OnThermalStatus(command.thermal, command.headroom).ok();
       break;
+    case CommandKind::kPower:
+      // Validated when posted.
+      (void)core.OnPowerState(command.power).ok();
+      break;
     case CommandKind::kTrim:
       (void)core.OnTrimMemory(command.trim).ok();
       break;
@@ -405,6 +410,7 @@ Result<std::unique_ptr<Scheduler>> Scheduler::Create(EngineInterface& engine, Sc
     return InvalidArgument("prompt_token_weight must be in [0, 1e6]");
   }
   if (options.finished_task_records == 0) return InvalidArgument("finished_task_records must be at least 1");
+  VALET_RETURN_IF_ERROR(CheckPowerState(options.initial_power));
   auto impl = std::make_unique<Impl>(engine, std::move(options));
   // A durable directory that is not private is refused outright; one that
   // cannot be made leaves durable tasks unavailable, as a snapshot directory
@@ -505,6 +511,15 @@ Status Scheduler::OnLifecycleEvent(LifecycleEvent event) {
     impl_->inbox.push_back(std::move(command));
   }
   impl_->work_cv.notify_one();
+  return Status::Ok();
+}
+
+Status Scheduler::OnPowerState(const PowerState& power) {
+  VALET_RETURN_IF_ERROR(CheckPowerState(power));
+  Impl::Command command;
+  command.kind = Impl::CommandKind::kPower;
+  command.power = power;
+  impl_->Post(std::move(command));
   return Status::Ok();
 }
 

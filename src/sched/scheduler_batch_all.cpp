@@ -15,7 +15,7 @@ std::vector<Task*> SchedulerCore::AdmitBatchMembers() {
   for (TaskId id : queue_.Ids()) {
     Task* t = Find(id);
     if (!governor_.MayRun(t->tier)) {
-      held_.insert(id);  // back in the queue on the next lifecycle event
+      Hold(*t);
       queue_.Erase(id);
       continue;
     }

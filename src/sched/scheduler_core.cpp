@@ -23,11 +23,14 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
       clock_(options_.clock ? options_.clock : std::function<double()>(SteadySeconds)),
       recorder_(RecorderLimits{.finished_tasks = options_.finished_task_records}),
       preparer_(engine, {.literal_content = !options_.parse_special_in_messages}),
-      governor_(options_.budgets, options_.initial_state),
+      governor_(options_.budgets, options_.initial_state, options_.initial_power),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),
       budgets_(engine.memory_budgets()) {
-  recorder_.UpdateStats([&](SchedulerStats& s) { s.lifecycle = governor_.state(); });
+  recorder_.UpdateStats([&](SchedulerStats& s) {
+    s.lifecycle = governor_.state();
+    s.power = governor_.power();
+  });
   OpenDurableDir();
 }
 
@@ -174,6 +177,14 @@ Status SchedulerCore::OnThermalStatus(ThermalStatus status, float headroom) {
   return Status::Ok();
 }
 
+Status SchedulerCore::OnPowerState(const PowerState& power) {
+  VALET_RETURN_IF_ERROR(governor_.OnPowerState(power));
+  recorder_.UpdateStats([&](SchedulerStats& s) { s.power = governor_.power(); });
+  ReleaseHeld();
+  Deliver();
+  return Status::Ok();
+}
+
 void SchedulerCore::ConsumerCaughtUp(TaskId id) {
   if (behind_.erase(id) == 0) return;
   Task* task = Find(id);
@@ -181,7 +192,7 @@ void SchedulerCore::ConsumerCaughtUp(TaskId id) {
   if (governor_.MayRun(task->tier)) {
     queue_.Push(id, KeyFor(*task));
   } else {
-    held_.insert(id);
+    Hold(*task);
   }
 }
 

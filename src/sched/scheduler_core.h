@@ -90,6 +90,9 @@ class SchedulerCore {
   // Heat caps from the budget table's thermal column; tiers it parks wait in
   // held_ like state-capped ones and come back on the next status change.
   Status OnThermalStatus(ThermalStatus status, float headroom);
+  // The budget table's power column: tiers the battery stops wait in held_
+  // (ParkCause::kPower) and come back when a report lets them run.
+  Status OnPowerState(const PowerState& power);
   // docs/memory.md. A trim's reductions last until the next ON_START or
   // SetMemoryBudgets; work that needs room meanwhile grows the pool back.
   Status OnTrimMemory(TrimLevel level);
@@ -188,6 +191,8 @@ class SchedulerCore {
   void TryJournalsAgain();
   // Why a task that is not the lead leaves the engine, if something holds it.
   std::optional<ParkReason> HoldReason(TaskId id) const;
+  // Into held_ (its tier may not run now), with the cause the app is told.
+  void Hold(const Task& task);
   void SyncJournals();
   // Brings the foreground chat's shared prefix back into the prefix cache (a
   // prefill without a task) if memory pressure took it; on the way back to

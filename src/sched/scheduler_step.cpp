@@ -19,7 +19,7 @@ Task* SchedulerCore::PickLead() {
   while (!queue_.empty()) {
     Task* task = Find(queue_.Top());
     if (!governor_.MayRun(task->tier)) {
-      held_.insert(task->id);  // back in the queue on the next lifecycle event
+      Hold(*task);
       queue_.Pop();
       continue;
     }
@@ -334,10 +334,19 @@ void SchedulerCore::ParkAllRunning(ParkReason reason) {
   for (Task* t : running) Park(*t, HoldReason(t->id).value_or(reason), 0, nullptr);
 }
 
+void SchedulerCore::Hold(const Task& task) {
+  held_.insert(task.id);  // back in the queue on the next lifecycle, thermal or power event
+  // A parked task now waits for its budget or the battery, whatever parked it.
+  recorder_.SetParkCause(task.id, CauseOf(*HoldReason(task.id)));
+}
+
 std::optional<ParkReason> SchedulerCore::HoldReason(TaskId id) const {
   if (journal_waiting_.count(id) != 0) return ParkReason::kJournalIo;
   if (behind_.count(id) != 0) return ParkReason::kConsumerBehind;
-  if (held_.count(id) != 0) return ParkReason::kStateCap;
+  if (held_.count(id) != 0) {
+    const Task* task = tasks_.at(id).get();
+    return governor_.PowerAllows(task->tier) ? ParkReason::kStateCap : ParkReason::kPower;
+  }
   return std::nullopt;
 }
 

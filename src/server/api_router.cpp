@@ -14,7 +14,7 @@ namespace valet {
 
 namespace {
 
-enum class RouteId { kChat, kCompletions, kLifecycle, kTasks, kModels, kHealth, kMetrics, kTokenize };
+enum class RouteId { kChat, kCompletions, kLifecycle, kPower, kTasks, kModels, kHealth, kMetrics, kTokenize };
 
 struct Route {
   const char* method;
@@ -24,7 +24,8 @@ struct Route {
 
 constexpr Route kRoutes[] = {
     {"POST", "/v1/chat/completions", RouteId::kChat}, {"POST", "/v1/completions", RouteId::kCompletions},
-    {"POST", "/v1/lifecycle", RouteId::kLifecycle},   {"GET", "/v1/tasks", RouteId::kTasks},
+    {"POST", "/v1/lifecycle", RouteId::kLifecycle},   {"POST", "/v1/power", RouteId::kPower},
+    {"GET", "/v1/tasks", RouteId::kTasks},
     {"GET", "/v1/models", RouteId::kModels},          {"GET", "/health", RouteId::kHealth},
     {"GET", "/metrics", RouteId::kMetrics},           {"POST", "/tokenize", RouteId::kTokenize},
 };
@@ -45,6 +46,7 @@ bool NeedsKey(const std::string& path) {
 http::HttpResponse Answer(ServerContext& ctx, RouteId id, const http::HttpRequest& req) {
   switch (id) {
     case RouteId::kLifecycle: return HandleLifecycle(ctx, req);
+    case RouteId::kPower: return HandlePower(ctx, req);
     case RouteId::kTasks: return HandleTasks(ctx);
     case RouteId::kModels: return HandleModels(ctx);
     case RouteId::kHealth: return HandleHealth(ctx);

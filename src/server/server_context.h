@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "engine/engine_interface.h"
@@ -78,6 +79,10 @@ struct ServerContext {
   DurableTaskTable durable_tasks;
   const std::unique_ptr<const DurableStore> durable;  // null: durable tasks are off
   std::atomic<bool> stopping{false};
+  // The battery as last reported to POST /v1/power, which merges each
+  // partial report into it.
+  std::mutex power_mu;
+  PowerState power;
 };
 
 }  // namespace valet

@@ -77,6 +77,19 @@ void RenderMemory(const MemoryStats& m, std::string* out) {
   }
 }
 
+// The battery as the app last reported it (POST /v1/power).
+void RenderPower(const PowerState& p, std::string* out) {
+  const std::pair<const char*, double> gauges[] = {
+      {"valet_power_charging", p.charging ? 1.0 : 0.0},
+      {"valet_power_save", p.power_save ? 1.0 : 0.0},
+      {"valet_battery_low", p.battery_low ? 1.0 : 0.0},
+      {"valet_battery_percent", static_cast<double>(p.battery_percent)}};
+  for (const auto& [name, value] : gauges) {
+    Header(name, "gauge", "The battery as last reported (POST /v1/power); battery_percent -1: unknown.", out);
+    Sample(name, "", value, out);
+  }
+}
+
 void RenderLifecycle(LifecycleState current, std::string* out) {
   Header("valet_lifecycle_state", "gauge", "1 for the app's current lifecycle state.", out);
   for (int i = 0; i < kNumLifecycleStates; ++i) {
@@ -165,6 +178,7 @@ std::string ServerMetrics::Render(const MetricsInputs& in) const {
   RenderSchedulerCounters(in.stats, &out);
   RenderMemory(in.stats.memory, &out);
   RenderLifecycle(in.lifecycle, &out);
+  RenderPower(in.power, &out);
   return out;
 }
 

@@ -47,6 +47,7 @@ class Histogram {
 struct MetricsInputs {
   SchedulerStats stats;
   LifecycleState lifecycle = LifecycleState::kResumed;
+  PowerState power;  // as last reported to POST /v1/power
   std::array<std::array<int64_t, kNumTiers>, 4> unfinished_by_state{};  // QUEUED, PREFILLING, PARKED, DECODING
 };
 

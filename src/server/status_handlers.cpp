@@ -59,6 +59,21 @@ http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& 
                    Dump({{"event", LifecycleEventName(event)}, {"state", LifecycleStateName(ctx.scheduler.lifecycle_state())}}));
 }
 
+http::HttpResponse HandlePower(ServerContext& ctx, const http::HttpRequest& req) {
+  const std::variant<PowerUpdate, ApiError> parsed = ParsePowerRequest(req.body);
+  if (const ApiError* error = std::get_if<ApiError>(&parsed)) return ErrorReply(ctx, *error);
+  std::lock_guard<std::mutex> lock(ctx.power_mu);
+  const PowerState next = std::get<PowerUpdate>(parsed).Apply(ctx.power);
+  if (Status s = ctx.scheduler.OnPowerState(next); !s.ok()) {
+    return ErrorReply(ctx, BadRequest(s.message(), "battery_percent", "invalid_value"));
+  }
+  ctx.power = next;
+  return JsonReply(200, Dump({{"charging", next.charging},
+                              {"battery_percent", next.battery_percent},
+                              {"power_save", next.power_save},
+                              {"battery_low", next.battery_low}}));
+}
+
 http::HttpResponse HandleTasks(ServerContext& ctx) {
   json data = json::array();
   for (const TaskEntry& e : ctx.tasks.Entries()) data.push_back(TaskJson(ctx, e));
@@ -79,6 +94,10 @@ http::HttpResponse HandleMetrics(ServerContext& ctx) {
   MetricsInputs in;
   in.stats = ctx.scheduler.Stats();
   in.lifecycle = ctx.scheduler.lifecycle_state();
+  {
+    std::lock_guard<std::mutex> lock(ctx.power_mu);
+    in.power = ctx.power;
+  }
   const TaskState states[] = {TaskState::kQueued, TaskState::kPrefilling, TaskState::kParked, TaskState::kDecoding};
   for (size_t i = 0; i < std::size(states); ++i) in.unfinished_by_state[i] = ctx.tasks.CountByTier(states[i]);
   http::HttpResponse r = JsonReply(200, ctx.metrics.Render(in));

@@ -10,6 +10,8 @@ namespace valet {
 // POST /v1/lifecycle {"event": "ON_STOP"} -> {"state": "CREATED"}; an event
 // out of order is 409 with the current state.
 http::HttpResponse HandleLifecycle(ServerContext& ctx, const http::HttpRequest& req);
+// POST /v1/power: a power event (status_requests.h), merged into the last.
+http::HttpResponse HandlePower(ServerContext& ctx, const http::HttpRequest& req);
 // GET /v1/tasks: the server's tasks (unfinished, then the last finished ones).
 http::HttpResponse HandleTasks(ServerContext& ctx);
 http::HttpResponse HandleModels(ServerContext& ctx);

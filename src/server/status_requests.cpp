@@ -37,6 +37,43 @@ std::variant<LifecycleEvent, ApiError> ParseLifecycleRequest(std::string_view bo
                     "event", "invalid_value");
 }
 
+PowerState PowerUpdate::Apply(PowerState last) const {
+  if (charging) last.charging = *charging;
+  if (battery_percent) last.battery_percent = *battery_percent;
+  if (power_save) last.power_save = *power_save;
+  if (battery_low) last.battery_low = *battery_low;
+  return last;
+}
+
+std::variant<PowerUpdate, ApiError> ParsePowerRequest(std::string_view body_text) {
+  std::variant<json, ApiError> parsed = ParseClientJson(body_text);
+  if (ApiError* e = std::get_if<ApiError>(&parsed)) return std::move(*e);
+  const json& body = std::get<json>(parsed);
+  if (!body.is_object() || body.empty()) {
+    return ApiErrorOf(400, "expected an object with any of charging, battery_percent, power_save, battery_low",
+                      "invalid_value");
+  }
+  PowerUpdate u;
+  for (const auto& [key, v] : body.items()) {
+    std::optional<bool>* flag = key == "charging"     ? &u.charging
+                                : key == "power_save"  ? &u.power_save
+                                : key == "battery_low" ? &u.battery_low
+                                                       : nullptr;
+    if (flag != nullptr) {
+      if (!v.is_boolean()) return BadRequest("'" + key + "' must be a boolean", key, "invalid_type");
+      *flag = v.get<bool>();
+    } else if (key == "battery_percent") {
+      if (!v.is_number_integer() || v.get<int64_t>() < -1 || v.get<int64_t>() > 100) {
+        return BadRequest("'battery_percent' must be an integer from -1 (unknown) to 100", key, "invalid_value");
+      }
+      u.battery_percent = static_cast<int32_t>(v.get<int64_t>());
+    } else {
+      return BadRequest("unknown field '" + key + "'", key, "unknown_field");
+    }
+  }
+  return u;
+}
+
 std::variant<TokenizeRequest, ApiError> ParseTokenizeRequest(std::string_view body_text) {
   std::variant<json, ApiError> parsed = ParseClientJson(body_text);
   if (ApiError* e = std::get_if<ApiError>(&parsed)) return std::move(*e);

@@ -330,6 +330,46 @@ TEST_F(ServerHttpTest, LifecycleEventsAreOrderedAndGateWork) {
   EXPECT_EQ(Tasks()[0]["state"], "DONE");
 }
 
+// POST /v1/power: partial reports merge into the last one; a low battery holds
+// the indexer (visibly queued) while the chat answers, charging lets it run.
+TEST_F(ServerHttpTest, PowerEventsMergeAndGateTheIndexer) {
+  StartServer();
+  httplib::Result r = Post("/v1/power", json{{"charging", false}, {"battery_percent", 9}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  r = Post("/v1/power", json{{"battery_low", true}});
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json merged = ParseJson(r->body);
+  EXPECT_EQ(merged["charging"], false);
+  EXPECT_EQ(merged["battery_percent"], 9);
+  EXPECT_EQ(merged["battery_low"], true);
+  EXPECT_EQ(merged["power_save"], false);
+  const std::string metrics = Get("/metrics")->body;
+  EXPECT_EQ(MetricValue(metrics, "valet_battery_percent"), 9.0);
+  EXPECT_EQ(MetricValue(metrics, "valet_battery_low"), 1.0);
+  EXPECT_EQ(MetricValue(metrics, "valet_power_charging"), 0.0);
+  for (const json& bad : {json::object(), json{{"charging", "yes"}}, json{{"battery_percent", 101}},
+                          json{{"battery_percent", 5.5}}, json{{"voltage", 3.7}}, json::array()}) {
+    httplib::Result b = Post("/v1/power", bad);
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->status, 400) << bad.dump();
+  }
+  EXPECT_EQ(ParseJson(Post("/v1/power", json{{"power_save", false}})->body)["battery_percent"], 9)
+      << "a refused report changed nothing";
+
+  std::thread indexer([&] {
+    httplib::Result s = Post("/v1/completions", json{{"prompt", "later"}, {"max_tokens", 3}, {"tier", "offline_indexing"}});
+    EXPECT_TRUE(s && s->status == 200);
+  });
+  WaitTasks([](const json& t) { return t.size() == 1 && t[0]["state"] == "QUEUED"; });
+  httplib::Result chat = Post("/v1/chat/completions",
+                              json{{"messages", json::array({json{{"role", "user"}, {"content", "hi"}}})}, {"max_tokens", 2}});
+  ASSERT_EQ(chat->status, 200);
+  EXPECT_EQ(Tasks()[0]["state"], "QUEUED");
+  ASSERT_EQ(Post("/v1/power", json{{"charging", true}})->status, 200);
+  indexer.join();
+  EXPECT_EQ(Tasks()[0]["state"], "DONE");
+}
+
 TEST_F(ServerHttpTest, ModelsAndHealth) {
   ServerOptions o;
   o.model_name = "tiny-model";
