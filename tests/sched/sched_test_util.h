@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 #include "sched/scheduler_core.h"
 #include "valet/scheduler.h"
 

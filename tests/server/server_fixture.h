@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 #include "server/api_server.h"
 #include "support/step_gate.h"
 #include "valet/scheduler.h"
