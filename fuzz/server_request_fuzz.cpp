@@ -18,10 +18,10 @@
 #include <string_view>
 
 #include "common/private_files.h"
-#include "testing/sched/fake_engine.h"
 #include "server/api_router.h"
 #include "server/http/request_parser.h"
 #include "server/work_queue.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace {

@@ -7,17 +7,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "testing/bench/cold_start.h"
-#include "testing/bench/contention_report.h"
-#include "testing/bench/contention_runner.h"
-#include "testing/bench/contention_scenario.h"
-#include "testing/bench/svg_timeline.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "common/private_dir.h"
 #include "common/private_files.h"
 #include "engine/real_engine.h"
 #include "load_average.h"
+#include "testing/bench/cold_start.h"
+#include "testing/bench/contention_report.h"
+#include "testing/bench/contention_runner.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/svg_timeline.h"
 #include "testing/model/synthetic_model.h"
 
 namespace valet::cli {

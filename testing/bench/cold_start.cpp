@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <future>
 
-#include "testing/bench/contention_session.h"
 #include "common/json.h"
 #include "common/private_files.h"
 #include "sched/scheduler_core.h"
+#include "testing/bench/contention_session.h"
 
 namespace valet::testing {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/real_engine.h"
 #include "testing/bench/contention_scenario.h"
 #include "testing/bench/latency_stats.h"
-#include "engine/real_engine.h"
 
 namespace valet::testing {
 

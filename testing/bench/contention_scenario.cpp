@@ -6,9 +6,9 @@
 #include <thread>
 #include <utility>
 
+#include "sched/scheduler_core.h"
 #include "testing/bench/contention_session.h"
 #include "testing/sched/fake_engine.h"
-#include "sched/scheduler_core.h"
 
 namespace valet::testing {
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "testing/bench/contention_scenario.h"
-#include "testing/bench/latency_stats.h"
 #include "testing/bench/http_scenario_sink.h"
+#include "testing/bench/latency_stats.h"
 
 namespace valet::testing {
 

@@ -7,12 +7,12 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "common/json.h"
 #include "testing/bench/cold_start.h"
 #include "testing/bench/contention_report.h"
 #include "testing/bench/contention_runner.h"
 #include "testing/bench/contention_scenario.h"
 #include "testing/bench/contention_session.h"
-#include "common/json.h"
 #include "testing/model/synthetic_model.h"
 #include "testing/sched/fake_engine.h"
 

@@ -7,12 +7,12 @@
 #include <numeric>
 #include <regex>
 
+#include "common/json.h"
+#include "engine/real_engine.h"
 #include "testing/bench/contention_report.h"
 #include "testing/bench/contention_runner.h"
 #include "testing/bench/contention_scenario.h"
 #include "testing/bench/svg_timeline.h"
-#include "common/json.h"
-#include "engine/real_engine.h"
 #include "testing/model/synthetic_model.h"
 #include "testing/sched/fake_engine.h"
 

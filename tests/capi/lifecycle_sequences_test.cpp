@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "testing/sched/fake_engine.h"
 #include "sched/governor.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet {

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "testing/gguf/gguf_writer.h"
 #include "gguf_test_util.h"
+#include "testing/gguf/gguf_writer.h"
 
 namespace valet {
 using namespace valet::testing;

@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "engine/real_engine.h"
-#include "testing/model/synthetic_model.h"
 #include "sched/chat_renderer.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
 using namespace valet::testing;

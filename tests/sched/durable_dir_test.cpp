@@ -11,8 +11,8 @@
 #include <string>
 
 #include "common/private_files.h"
-#include "testing/sched/fake_engine.h"
 #include "sched/scheduler_core.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
 using namespace valet::testing;

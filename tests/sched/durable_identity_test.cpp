@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/private_files.h"
-#include "testing/sched/fake_engine.h"
 #include "sched/scheduler_core.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
 using namespace valet::testing;

@@ -3,8 +3,8 @@
 
 #include "sched/batch_policy.h"
 #include "sched/chat_renderer.h"
-#include "testing/sched/fake_engine.h"
 #include "sched/preemption_controller.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
 using namespace valet::testing;

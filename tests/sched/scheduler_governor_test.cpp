@@ -7,7 +7,6 @@
 #include "sched_test_util.h"
 
 namespace valet {
-using namespace valet::testing;
 namespace {
 
 using testing::ExpectedAlone;

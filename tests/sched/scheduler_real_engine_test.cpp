@@ -8,8 +8,8 @@
 #include <tuple>
 
 #include "engine/real_engine.h"
-#include "testing/model/synthetic_model.h"
 #include "sched/scheduler_core.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
 using namespace valet::testing;

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "testing/sched/fake_engine.h"
 #include "server/api_server.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 int main() {
