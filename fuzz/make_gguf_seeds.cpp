@@ -5,13 +5,13 @@
 #include <string>
 #include <vector>
 
-#include "gguf/gguf_writer.h"
+#include "testing/gguf/gguf_writer.h"
 
 namespace {
 
 using valet::GgmlType;
-using valet::GgufArray;
-using valet::GgufWriter;
+using valet::testing::GgufArray;
+using valet::testing::GgufWriter;
 
 std::vector<uint8_t> Bytes(size_t n, uint8_t seed) {
   std::vector<uint8_t> v(n);

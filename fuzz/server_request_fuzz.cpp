@@ -18,10 +18,10 @@
 #include <string_view>
 
 #include "common/private_files.h"
-#include "sched/fake_engine.h"
 #include "server/api_router.h"
 #include "server/http/request_parser.h"
 #include "server/work_queue.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace {
@@ -109,13 +109,13 @@ struct Harness {
     ctx = std::make_shared<valet::ServerContext>(*scheduler, engine, o, std::move(durable));
     router = std::make_unique<valet::ApiRouter>(ctx, control, requests);
   }
-  static valet::FakeEngineOptions EngineOptions() {
-    valet::FakeEngineOptions o;
+  static valet::testing::FakeEngineOptions EngineOptions() {
+    valet::testing::FakeEngineOptions o;
     o.context_length = 256;  // short tasks: a request without max_tokens fills it
     return o;
   }
 
-  valet::FakeEngine engine;
+  valet::testing::FakeEngine engine;
   std::unique_ptr<valet::Scheduler> scheduler;
   std::shared_ptr<valet::ServerContext> ctx;
   valet::WorkQueue control{1};

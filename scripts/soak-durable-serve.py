@@ -2,10 +2,10 @@
 """Kill soak of durable tasks over HTTP: `valet serve --snapshot-dir` runs
 seeded durable completions and is SIGKILLed again and again, at a random
 moment from outside, in the middle of a journal append, or between a KV
-checkpoint's write and its rename (VALET_FAULT, docs/durable.md); each new
-server recovers the tasks at start-up. At the end every task's
-GET /v1/tasks/{id}/result must equal what an uninterrupted server answers
-for the same requests, and DELETE must forget it.
+checkpoint's write and its rename (`valet serve --fault`, the test seam of
+docs/durable.md); each new server recovers the tasks at start-up. At the
+end every task's GET /v1/tasks/{id}/result must equal what an uninterrupted
+server answers for the same requests, and DELETE must forget it.
 
 Then a full-disk phase: batches of the same tasks journal on a small tmpfs
 that a file fills at a random point of each batch's run. Each task must park
@@ -44,13 +44,9 @@ LIVE = []  # every server started, so that none outlives the script
 
 class Server:
     def __init__(self, args, snapshot_dir, fault=None):
-        env = dict(os.environ)
-        env.pop("VALET_FAULT", None)
-        if fault:
-            env["VALET_FAULT"] = fault
         self.proc = subprocess.Popen([args.valet, "serve", "-m", args.model, "--port", "0", "-t", "1",
-                                      "--snapshot-dir", snapshot_dir],
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+                                      "--snapshot-dir", snapshot_dir] + (["--fault", fault] if fault else []),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         LIVE.append(self)
         self.port = None
         for line in self.proc.stdout:  # recovery lines, then the listening line

@@ -19,6 +19,7 @@
 #   - libvalet_jni.so needs libvalet.so by the name an APK keeps, and
 #     neither needs a C++ library (it is linked in, as c++_static);
 #   - the JNI glue asks for no JNI version above 1.6 (ART refuses 1.8);
+#   - neither library holds test code (tests/package/library_symbols.sh);
 #   - a C program dlopen()s the aarch64 libvalet.so under qemu-aarch64 and
 #     finishes a task on stories260K (skipped without ../shared).
 # Without the tools, or without a way to hide Python, it skips (or builds
@@ -146,8 +147,12 @@ done
 if grep -rEn 'JNI_VERSION_(1_[789]|[2-9]|1[0-9])' "$VALET_ROOT/bindings/java/src/main/cpp"; then
   fail "the JNI glue asks for a JNI version above 1.6, which ART refuses"
 fi
+for build in "$prefix-arm" "$prefix-x86"; do
+  bash "$VALET_ROOT/tests/package/library_symbols.sh" "$build/src/lib/libvalet.so" \
+    "$build/bindings/java/libvalet_jni.so" >/dev/null || fail "$build: test code in the app's libraries"
+done
 echo "app library: libvalet.so and libvalet_jni.so for aarch64 and x86_64: LOAD segments 16 KB aligned," \
-  "JNI <= 1.6, no C++ library needed"
+  "JNI <= 1.6, no C++ library needed, no test code"
 
 # The C program is plain C: it links no C++ library and none of valet's.
 dlopen_test="$prefix-arm/capi_dlopen_test"

@@ -7,20 +7,21 @@
 #include <filesystem>
 #include <fstream>
 
-#include "bench/cold_start.h"
-#include "bench/contention_report.h"
-#include "bench/contention_runner.h"
-#include "bench/contention_scenario.h"
-#include "bench/svg_timeline.h"
 #include "cli_args.h"
 #include "commands.h"
 #include "common/private_dir.h"
 #include "common/private_files.h"
 #include "engine/real_engine.h"
 #include "load_average.h"
-#include "model/synthetic_model.h"
+#include "testing/bench/cold_start.h"
+#include "testing/bench/contention_report.h"
+#include "testing/bench/contention_runner.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/svg_timeline.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet::cli {
+using namespace valet::testing;
 namespace {
 
 namespace fs = std::filesystem;
@@ -190,7 +191,7 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
 }
 
 // --cold-start N: whole starts, empty durable directory vs three unfinished
-// durable tasks to recover (bench/cold_start.h).
+// durable tasks to recover (testing/bench/cold_start.h).
 int RunColdStartMode(const char* command, const Flags& f, const std::string& scratch) {
   Result<size_t> pool_bytes = PoolBytes(f, scratch);
   if (!pool_bytes.ok()) return Fail(command, pool_bytes.status());

@@ -13,9 +13,10 @@
 #include "common/json.h"
 #include "common/private_files.h"
 #include "engine/real_engine.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet::cli {
+using namespace valet::testing;
 namespace {
 
 namespace fs = std::filesystem;

@@ -6,9 +6,10 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "load_average.h"
-#include "bench/serve_bench.h"
+#include "testing/bench/serve_bench.h"
 
 namespace valet::cli {
+using namespace valet::testing;
 namespace {
 
 constexpr FlagSpec kFlags[] = {

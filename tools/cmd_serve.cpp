@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "engine/real_engine.h"
 #include "server/api_server.h"
+#include "testing/sched/durable_faults.h"
 #include "valet/scheduler.h"
 
 namespace valet::cli {
@@ -43,6 +44,10 @@ constexpr FlagSpec kFlags[] = {
     {"--special-in-messages", nullptr, false,
      "parse special-token texts (\"<|im_start|>\") typed in chat messages as control tokens (default: text); "
      "durable tasks resume only under the setting they began with"},
+    {"--fault", nullptr, true,
+     "test seam for the kill soak (scripts/soak-durable-serve.py), not for use: SIGKILL this process in its Nth "
+     "durable journal append after B bytes of the record (journal-append:N:B) or in its Nth KV checkpoint write "
+     "before the rename (checkpoint-rename:N); may be given twice"},
 };
 
 struct Flags {
@@ -52,6 +57,7 @@ struct Flags {
   std::string budgets;
   bool special_in_messages = false;
   size_t task_history = 4096;
+  testing::FaultPlan faults;
 };
 
 Result<Flags> ReadFlags(const Args& a) {
@@ -82,6 +88,9 @@ Result<Flags> ReadFlags(const Args& a) {
   f.special_in_messages = a.Has("--special-in-messages");
   VALET_ASSIGN_OR_RETURN(int64_t history, a.Int("--task-history", 4096, 1, int64_t{1} << 24));
   f.task_history = static_cast<size_t>(history);
+  for (const std::string& spec : a.All("--fault")) {
+    VALET_RETURN_IF_ERROR(testing::AddFault(spec, f.faults));
+  }
   f.server.model_name = std::filesystem::path(f.engine.engine.model_path).stem().string();
   return f;
 }
@@ -114,6 +123,7 @@ int Serve(const Flags& f, const sigset_t& signals) {
   SchedulerOptions so;
   so.parse_special_in_messages = f.special_in_messages;
   so.finished_task_records = f.task_history;
+  so.durable_write_hooks = testing::KillHooks(f.faults);
   if (!f.budgets.empty()) {
     Result<BudgetTable> budgets = LoadBudgetTable(f.budgets);
     if (!budgets.ok()) return Fail("serve", budgets.status());

@@ -6,9 +6,10 @@
 #include "cli_args.h"
 #include "commands.h"
 #include "gguf/gguf_file.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet::cli {
+using namespace valet::testing;
 namespace {
 
 constexpr FlagSpec kFlags[] = {

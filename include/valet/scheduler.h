@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -258,6 +259,20 @@ struct DeliveryOptions {
   size_t idle_threads = 2;         // kept waiting for work; more exit when idle
 };
 
+// Where a test may step into durable tasks' writes: the kill soak dies at
+// chosen points in them (docs/durable.md, "Fault injection"). An app leaves
+// them empty; valet never sets them itself (`valet serve --fault` and the
+// tests do). Called on the thread that writes.
+struct DurableWriteHooks {
+  // Before each record is appended to a journal, with the journal's file
+  // descriptor and the whole record; the record is written when it returns.
+  // The header and Submit a journal is created with are not appends.
+  std::function<void(int fd, std::span<const uint8_t> record)> before_journal_append;
+  // When a KV checkpoint's temporary file is complete, before it is renamed
+  // over the checkpoint.
+  std::function<void()> before_checkpoint_rename;
+};
+
 struct SchedulerOptions {
   QueuePolicy queue_policy = QueuePolicy::kValet;
   BudgetTable budgets = BudgetTable::Defaults();
@@ -312,6 +327,8 @@ struct SchedulerOptions {
   // pass the fake engine's virtual clock. Must be callable from any thread.
   std::function<double()> clock;
   DeliveryOptions delivery;
+  // A test seam (above); empty: durable writes run uninterrupted.
+  DurableWriteHooks durable_write_hooks;
 };
 
 // A chat turn. Roles: "system", "user", "assistant".

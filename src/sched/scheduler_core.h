@@ -170,6 +170,11 @@ class SchedulerCore {
   // empty, the directory under its disk budget); any thread.
   Status CheckDurable(TaskRequest& request) const;
   const JournalIdentity& journal_identity() const { return journal_identity_; }
+  // A journal's options under `sync`, with the tests' seams (journal_write_,
+  // SchedulerOptions::durable_write_hooks).
+  TaskJournalOptions JournalOptions(JournalSync sync) const {
+    return {sync, journal_write_, options_.durable_write_hooks.before_journal_append};
+  }
   // Opens durable_dir (creating it) and names the journals' identity; at construction.
   void OpenDurableDir();
   // Registers an unfinished journaled task (r.id) and enqueues it where its

@@ -82,7 +82,7 @@ Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& requ
   // Tokens only need to survive a killed process, which the page cache
   // ensures; MarkDone and lifecycle stops sync to the device.
   Result<TaskJournal> journal = TaskJournal::Create(durable_dir_, request.durable_key, journal_identity(), request,
-                                                    {JournalSync::kOnDemand, journal_write_});
+                                                    JournalOptions(JournalSync::kOnDemand));
   // A disk that cannot hold the task's every token would park it midway:
   // refused now instead, while the app can still choose.
   const int64_t tokens = request.max_tokens > 0 ? request.max_tokens : engine_.context_length();
@@ -198,7 +198,9 @@ void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
   const size_t total = DurableDirBytes();
   const size_t used = total - std::min(total, old.ok() ? static_cast<size_t>(old->st_size) : size_t{0});
   if (used + bytes->size() > options_.durable_disk_budget_bytes) return;  // recovery recomputes instead
-  if (!WriteCheckpoint(*durable_dir_, task.durable_key, journal_identity(), *bytes, sync).ok()) {
+  if (!WriteCheckpoint(*durable_dir_, task.durable_key, journal_identity(), *bytes, sync,
+                       options_.durable_write_hooks.before_checkpoint_rename)
+           .ok()) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     return;
   }
@@ -294,8 +296,9 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
   const TaskCallbacks callbacks = request.callbacks;
   Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
   Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
-  Result<TaskJournal> journal = max_tokens.ok() ? TaskJournal::Reopen(durable_dir_, c, {JournalSync::kEveryRecord, journal_write_})
-                                                : Result<TaskJournal>(max_tokens.status());
+  Result<TaskJournal> journal = max_tokens.ok()
+                                    ? TaskJournal::Reopen(durable_dir_, c, JournalOptions(JournalSync::kEveryRecord))
+                                    : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
     (void)FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery

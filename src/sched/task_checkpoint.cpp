@@ -3,14 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
-#include <charconv>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "kv/checksum.h"
 
@@ -31,26 +26,6 @@ uint64_t GetLE(const uint8_t* p, int bytes) {
   uint64_t v = 0;
   for (int i = 0; i < bytes; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
   return v;
-}
-
-// ---- The fault switch of the kill soak. ----
-
-std::once_flag g_fault_env_once;
-std::atomic<int64_t> g_fault_countdown{0};  // writes until the fatal one; 0: disarmed
-
-void ReadFaultFromEnvironment() {
-  std::call_once(g_fault_env_once, [] {
-    const char* spec = std::getenv("VALET_FAULT");
-    if (spec == nullptr) return;
-    if (std::optional<int64_t> write = ParseCheckpointFault(spec)) g_fault_countdown.store(*write);
-  });
-}
-
-void DieIfThisWriteIsFatal() {
-  int64_t left = g_fault_countdown.load();
-  while (left > 0 && !g_fault_countdown.compare_exchange_weak(left, left - 1)) {
-  }
-  if (left == 1) ::raise(SIGKILL);
 }
 
 Result<std::vector<uint8_t>> ReadWhole(const PrivateDir& dir, const std::string& name, size_t max_bytes) {
@@ -87,7 +62,8 @@ std::string CheckpointPath(const std::string& dir, const std::string& task_key) 
 }
 
 Status WriteCheckpoint(const PrivateDir& dir, std::string_view task_key, const JournalIdentity& identity,
-                       std::span<const uint8_t> payload, FileSync sync) {
+                       std::span<const uint8_t> payload, FileSync sync,
+                       const std::function<void()>& before_rename) {
   const std::string id = IdentityBytes(identity);
   std::vector<uint8_t> out;
   out.reserve(sizeof(kMagic) + 8 + id.size() + 8 + payload.size() + 8);
@@ -98,8 +74,7 @@ Status WriteCheckpoint(const PrivateDir& dir, std::string_view task_key, const J
   PutU64(out, payload.size());
   out.insert(out.end(), payload.begin(), payload.end());
   PutU64(out, Checksum64(out));
-  ReadFaultFromEnvironment();
-  return dir.WriteAtomically(CheckpointFileName(task_key), out, sync, DieIfThisWriteIsFatal);
+  return dir.WriteAtomically(CheckpointFileName(task_key), out, sync, before_rename);
 }
 
 Result<std::vector<uint8_t>> ReadCheckpoint(const PrivateDir& dir, std::string_view task_key,
@@ -138,21 +113,6 @@ Status RemoveCheckpoint(const PrivateDir& dir, std::string_view task_key) {
 
 bool IsCheckpointFileName(std::string_view file_name) {
   return file_name.ends_with(kSuffix) || file_name.ends_with(kTmpSuffix);
-}
-
-void ArmCheckpointFaultForTesting(int64_t write) {
-  ReadFaultFromEnvironment();  // so a later first use cannot overwrite this
-  g_fault_countdown.store(write > 0 ? write : 0);
-}
-
-std::optional<int64_t> ParseCheckpointFault(std::string_view spec) {
-  constexpr std::string_view kPrefix = "checkpoint-rename:";
-  if (!spec.starts_with(kPrefix)) return std::nullopt;
-  spec.remove_prefix(kPrefix.size());
-  int64_t write = 0;
-  const auto [end, err] = std::from_chars(spec.data(), spec.data() + spec.size(), write);
-  if (err != std::errc() || end != spec.data() + spec.size() || write < 0) return std::nullopt;
-  return write;
 }
 
 }  // namespace valet

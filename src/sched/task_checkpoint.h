@@ -15,7 +15,7 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,9 +34,11 @@ inline constexpr uint32_t kCheckpointFormatVersion = 2;
 std::string CheckpointFileName(std::string_view task_key);
 std::string CheckpointPath(const std::string& dir, const std::string& task_key);
 
-// The task's checkpoint in `dir`, written whole and renamed into place.
+// The task's checkpoint in `dir`, written whole and renamed into place;
+// `before_rename` (DurableWriteHooks, valet/scheduler.h) runs between the two.
 [[nodiscard]] Status WriteCheckpoint(const PrivateDir& dir, std::string_view task_key, const JournalIdentity& identity,
-                                     std::span<const uint8_t> payload, FileSync sync);
+                                     std::span<const uint8_t> payload, FileSync sync,
+                                     const std::function<void()>& before_rename = {});
 
 // The payload, when the file is intact, of `identity` and at most
 // `max_payload_bytes` long; NotFound when there is none, Corrupt otherwise.
@@ -49,14 +51,5 @@ Result<std::vector<uint8_t>> ReadCheckpoint(const PrivateDir& dir, std::string_v
 // Whether `file_name` is a checkpoint's (or its temporary file's): the
 // journal scan passes over them.
 bool IsCheckpointFileName(std::string_view file_name);
-
-// Fault injection for the kill soak: once armed, the process SIGKILLs itself
-// in its `write`-th checkpoint write from the arming (1-based), after the
-// temporary file is complete and before the rename. Armed from the
-// environment at the first write, VALET_FAULT=checkpoint-rename:<write>, or by
-// a test; 0 disarms.
-void ArmCheckpointFaultForTesting(int64_t write);
-// VALET_FAULT's value; nullopt unless exactly "checkpoint-rename:<write>".
-std::optional<int64_t> ParseCheckpointFault(std::string_view spec);
 
 }  // namespace valet

@@ -5,19 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
-#include <charconv>
-#include <csignal>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <mutex>
 #include <utility>
 
-#include "common/log.h"
 #include "kv/checksum.h"
 #include "sched/task_checkpoint.h"
 
@@ -220,37 +214,6 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
   r.stop.reserve(n_stop);
   for (uint32_t i = 0; i < n_stop && d.ok(); ++i) r.stop.push_back(d.Str());
   return d.at_end();
-}
-
-// ---- The fault switch of the kill soak. ----
-
-std::once_flag g_fault_env_once;
-std::atomic<int64_t> g_fault_countdown{0};  // appends until the fatal one; 0: disarmed
-std::atomic<uint32_t> g_fault_after_bytes{0};
-
-void ReadFaultFromEnvironment() {
-  std::call_once(g_fault_env_once, [] {
-    const char* spec = std::getenv("VALET_FAULT");
-    if (spec == nullptr || *spec == '\0') return;
-    const std::optional<JournalFault> fault = ParseJournalFault(spec);
-    if (!fault && !ParseCheckpointFault(spec)) {
-      LogWarn(std::string("VALET_FAULT=") + spec + " is neither journal-append:<n>:<bytes> nor checkpoint-rename:<n>");
-      return;
-    }
-    if (!fault) return;  // a checkpoint fault: task_checkpoint.cpp arms it
-    g_fault_after_bytes.store(fault->after_bytes);
-    g_fault_countdown.store(fault->append);
-  });
-}
-
-// How many bytes of this append to write before dying; nullopt: no fault here.
-std::optional<size_t> FaultBytesForThisAppend() {
-  ReadFaultFromEnvironment();
-  int64_t left = g_fault_countdown.load();
-  while (left > 0 && !g_fault_countdown.compare_exchange_weak(left, left - 1)) {
-  }
-  if (left != 1) return std::nullopt;
-  return g_fault_after_bytes.load();
 }
 
 Status WriteAll(int fd, std::span<const uint8_t> bytes, const JournalWriteFn& write = {}) {
@@ -692,11 +655,7 @@ Status TaskJournal::Append(uint8_t type, std::span<const uint8_t> payload) {
   std::vector<uint8_t> record;
   record.reserve(kRecordPrefixBytes + payload.size() + kChecksumBytes);
   EncodeRecord(type, payload, record);
-  if (std::optional<size_t> cut = FaultBytesForThisAppend()) {
-    const size_t n = std::min(*cut, record.size());
-    (void)WriteAll(fd_, std::span<const uint8_t>(record).first(n));
-    std::raise(SIGKILL);
-  }
+  if (options_.before_append) options_.before_append(fd_, record);
   Status written = WriteAll(fd_, record, options_.write);
   if (!written.ok()) {
     // A partial record would hide every later one from readers: cut it off.
@@ -763,31 +722,6 @@ uint64_t JournalBytesToFinish(int64_t tokens) {
   constexpr uint64_t kTokenRecord = kRecordPrefixBytes + 8 + 4 + 4 + sizeof(RngState) + kChecksumBytes;
   constexpr uint64_t kDoneRecord = kRecordPrefixBytes + 4 + 4 + 8 + 4 + kMaxErrorBytes + kChecksumBytes;
   return static_cast<uint64_t>(std::max<int64_t>(tokens, 0)) * kTokenRecord + kDoneRecord;
-}
-
-std::optional<JournalFault> ParseJournalFault(std::string_view spec) {
-  constexpr std::string_view kPrefix = "journal-append:";
-  if (!spec.starts_with(kPrefix)) return std::nullopt;
-  spec.remove_prefix(kPrefix.size());
-  const size_t colon = spec.find(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  JournalFault fault;
-  const std::string_view append = spec.substr(0, colon), after = spec.substr(colon + 1);
-  const auto [a_end, a_err] =
-      std::from_chars(append.data(), append.data() + append.size(), fault.append);
-  const auto [b_end, b_err] =
-      std::from_chars(after.data(), after.data() + after.size(), fault.after_bytes);
-  if (a_err != std::errc() || a_end != append.data() + append.size() || fault.append < 0 ||
-      b_err != std::errc() || b_end != after.data() + after.size()) {
-    return std::nullopt;
-  }
-  return fault;
-}
-
-void ArmJournalFaultForTesting(const JournalFault& fault) {
-  ReadFaultFromEnvironment();  // so a later first use cannot overwrite this
-  g_fault_after_bytes.store(fault.after_bytes);
-  g_fault_countdown.store(std::max<int64_t>(fault.append, 0));
 }
 
 }  // namespace valet

@@ -79,10 +79,13 @@ using JournalWriteFn = std::function<ssize_t(int fd, const void* data, size_t si
 
 struct TaskJournalOptions {
   // Not an aggregate, so callers may name the policy alone.
-  TaskJournalOptions(JournalSync sync = JournalSync::kEveryRecord, JournalWriteFn write = {})
-      : sync(sync), write(std::move(write)) {}
+  TaskJournalOptions(JournalSync sync = JournalSync::kEveryRecord, JournalWriteFn write = {},
+                     std::function<void(int fd, std::span<const uint8_t> record)> before_append = {})
+      : sync(sync), write(std::move(write)), before_append(std::move(before_append)) {}
   JournalSync sync;
   JournalWriteFn write;  // empty: write(2)
+  // DurableWriteHooks::before_journal_append (valet/scheduler.h): the kill soak's seam.
+  std::function<void(int fd, std::span<const uint8_t> record)> before_append;
 };
 
 // The most bytes the records of `tokens` more tokens and the end take (one
@@ -240,20 +243,5 @@ class TaskJournal {
   bool unsynced_ = false;
   bool broken_ = false;  // a failed write could not be cut back off
 };
-
-// Fault injection for the kill soak (docs/durable.md): once armed, the
-// process SIGKILLs itself in its `append`-th record append counted from the
-// arming (1-based, every journal counted; Create's header and Submit are not
-// appends), after writing only the first `after_bytes` bytes of that record
-// (all of it when it is shorter), before any sync. Armed from the environment
-// at the first append, VALET_FAULT=journal-append:<append>:<after_bytes>, or
-// by a test; append 0 disarms.
-struct JournalFault {
-  int64_t append = 0;
-  uint32_t after_bytes = 0;
-};
-void ArmJournalFaultForTesting(const JournalFault& fault);
-// VALET_FAULT's value; nullopt unless exactly "journal-append:<append>:<after_bytes>".
-std::optional<JournalFault> ParseJournalFault(std::string_view spec);
 
 }  // namespace valet

@@ -7,16 +7,17 @@
 #include <numeric>
 #include <regex>
 
-#include "bench/contention_report.h"
-#include "bench/contention_runner.h"
-#include "bench/contention_scenario.h"
-#include "bench/svg_timeline.h"
 #include "common/json.h"
 #include "engine/real_engine.h"
-#include "model/synthetic_model.h"
-#include "sched/fake_engine.h"
+#include "testing/bench/contention_report.h"
+#include "testing/bench/contention_runner.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/svg_timeline.h"
+#include "testing/model/synthetic_model.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 const std::vector<Arm> kArms = {Arm::kIdle, Arm::kFifo, Arm::kBatch, Arm::kPriority, Arm::kValet};

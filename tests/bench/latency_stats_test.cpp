@@ -1,8 +1,9 @@
-#include "bench/latency_stats.h"
+#include "testing/bench/latency_stats.h"
 
 #include <gtest/gtest.h>
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 TEST(LatencyStats, NearestRankOnOneToAHundred) {

@@ -12,11 +12,12 @@
 #include <random>
 #include <vector>
 
-#include "sched/fake_engine.h"
 #include "sched/governor.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 constexpr LifecycleEvent kEvents[] = {LifecycleEvent::kOnCreate, LifecycleEvent::kOnStart, LifecycleEvent::kOnResume,

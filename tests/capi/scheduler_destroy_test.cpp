@@ -8,10 +8,11 @@
 #include <mutex>
 #include <thread>
 
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 struct Log {

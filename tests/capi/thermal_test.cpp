@@ -10,6 +10,7 @@
 #include "sched/governor.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using testing::ExpectedAlone;

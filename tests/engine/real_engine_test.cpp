@@ -16,9 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 namespace fs = std::filesystem;

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
 #include "gguf_test_util.h"
+#include "testing/gguf/gguf_writer.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using gguf_testing::RawGguf;

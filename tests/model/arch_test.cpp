@@ -15,9 +15,10 @@
 #include "model/arch.h"
 #include "model/llama_context.h"
 #include "model/llama_model.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 std::string TempPath(const std::string& tag) {

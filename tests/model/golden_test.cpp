@@ -14,9 +14,10 @@
 
 #include "common/json.h"
 #include "engine/engine.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 struct GoldenModel {

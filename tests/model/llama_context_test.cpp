@@ -11,9 +11,10 @@
 #include <unistd.h>
 
 #include "model/llama_context.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 class LlamaContextTest : public ::testing::Test {

@@ -15,9 +15,10 @@
 
 #include "common/cache_aligned.h"
 #include "model/llama_context.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 constexpr int32_t kPromptTokens = 20;

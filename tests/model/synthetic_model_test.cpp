@@ -1,6 +1,6 @@
 // The synthetic-model generator: reproducible bytes, a well-formed Llama GGUF
 // for every type, a usable vocabulary, and weights whose logits behave.
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 #include <gtest/gtest.h>
 
@@ -25,6 +25,7 @@
 #include "tokenizer/vocabulary.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 constexpr GgmlType kAllTypes[] = {

@@ -19,9 +19,10 @@
 #include "common/private_files.h"
 #include "kernels/weight_pack.h"
 #include "model/llama_context.h"
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 namespace fs = std::filesystem;

@@ -12,10 +12,11 @@
 #include <unistd.h>
 
 #include "engine/real_engine.h"
-#include "model/synthetic_model.h"
 #include "sched/chat_renderer.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 // Where a template puts the system prompt.

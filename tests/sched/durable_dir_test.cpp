@@ -11,10 +11,11 @@
 #include <string>
 
 #include "common/private_files.h"
-#include "sched/fake_engine.h"
 #include "sched/scheduler_core.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 namespace fs = std::filesystem;

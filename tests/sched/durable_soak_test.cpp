@@ -19,6 +19,7 @@
 #include "engine/real_engine.h"
 #include "sched/scheduler_core.h"
 #include "sched/task_checkpoint.h"
+#include "testing/sched/durable_faults.h"
 
 namespace valet {
 namespace {
@@ -37,8 +38,9 @@ std::unique_ptr<RealEngine> OpenEngine(const std::string& model) {
   return engine.ok() ? std::move(*engine) : nullptr;
 }
 
-SchedulerOptions Options(const std::string& dir) {
+SchedulerOptions Options(const std::string& dir, DurableWriteHooks hooks = {}) {
   SchedulerOptions o;
+  o.durable_write_hooks = std::move(hooks);
   o.durable_dir = dir;
   o.model_fingerprint = "soak-model";
   return o;
@@ -59,11 +61,13 @@ TaskRequest SoakRequest(int i) {
 
 // Submits (first run) or recovers the tasks and runs them to the end, with a
 // memory trim every few steps, which writes the tasks' KV checkpoints. The
-// first life that restores KV from a checkpoint leaves a file `restored_mark`.
-void RunTasks(const std::string& model, const std::string& dir, bool first, const std::string& restored_mark = "") {
+// first life that restores KV from a checkpoint leaves a file `restored_mark`;
+// `faults` kill it when they say.
+void RunTasks(const std::string& model, const std::string& dir, bool first, const std::string& restored_mark = "",
+              const testing::FaultPlan& faults = {}) {
   std::unique_ptr<RealEngine> engine = OpenEngine(model);
   if (!engine) _exit(3);
-  SchedulerCore core(*engine, Options(dir));
+  SchedulerCore core(*engine, Options(dir, testing::KillHooks(faults)));
   if (first) {
     for (int i = 0; i < kTasks; ++i) {
       if (!core.Submit(SoakRequest(i)).ok()) _exit(4);
@@ -117,17 +121,16 @@ TEST(DurableSoakTest, RandomKillsMidAppendAndMidCheckpointLoseAndChangeNothing) 
     // after 0-63 of its bytes, the others in their 1st-3rd checkpoint write
     // between the write and the rename; so every life journals something and
     // dies before the tasks can all end.
-    const JournalFault fault{2 + static_cast<int64_t>(rng() % 4), static_cast<uint32_t>(rng() % 64)};
-    const int64_t checkpoint_fault = 1 + static_cast<int64_t>(rng() % 3);
+    const int64_t append = 2 + static_cast<int64_t>(rng() % 4);
+    const uint32_t after_bytes = static_cast<uint32_t>(rng() % 64);
+    const int64_t checkpoint_write = 1 + static_cast<int64_t>(rng() % 3);
+    const testing::FaultPlan faults = round % 2 == 0
+                                          ? testing::FaultPlan{.journal_append = append, .after_bytes = after_bytes}
+                                          : testing::FaultPlan{.checkpoint_rename = checkpoint_write};
     const pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      if (round % 2 == 0) {
-        ArmJournalFaultForTesting(fault);
-      } else {
-        ArmCheckpointFaultForTesting(checkpoint_fault);
-      }
-      RunTasks(model, root + "/killed", round == 0, root + "/restored");
+      RunTasks(model, root + "/killed", round == 0, root + "/restored", faults);
       _exit(0);
     }
     int status = 0;

@@ -1,10 +1,11 @@
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 
 #include <gtest/gtest.h>
 
 #include "sched_test_util.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using testing::ExpectedAlone;

@@ -3,10 +3,11 @@
 
 #include "sched/batch_policy.h"
 #include "sched/chat_renderer.h"
-#include "sched/fake_engine.h"
 #include "sched/preemption_controller.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 TEST(BatchPolicy, StrictNeverAddsRiders) {

@@ -9,6 +9,7 @@
 #include "sched_test_util.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using testing::ExpectedAlone;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "sched/fake_engine.h"
 #include "sched/scheduler_core.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet::testing {

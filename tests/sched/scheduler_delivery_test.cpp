@@ -18,6 +18,7 @@
 #include "support/step_gate.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using testing::ExpectedAlone;

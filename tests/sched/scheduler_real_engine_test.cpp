@@ -8,10 +8,11 @@
 #include <tuple>
 
 #include "engine/real_engine.h"
-#include "model/synthetic_model.h"
 #include "sched/scheduler_core.h"
+#include "testing/model/synthetic_model.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 enum class Model { kStories, kGemma3Chat };

@@ -11,10 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 TaskRequest Req(Tier tier, const std::string& prompt, int32_t max_tokens) {

@@ -25,6 +25,7 @@
 #include "common/private_files.h"
 #include "kv/checksum.h"
 #include "sampling/sampler.h"
+#include "testing/sched/durable_faults.h"
 
 // ThreadSanitizer's runtime defines operator new itself: a second
 // definition does not link, so there the allocation check is skipped.
@@ -165,7 +166,6 @@ class TaskJournalTest : public ::testing::Test {
     identity_.settings = {{"parse_special_in_messages", "false"}, {"context_length", "4096"}};
   }
   void TearDown() override {
-    ArmJournalFaultForTesting({});
     fs::remove_all(scratch_);
     ::umask(old_umask_);
   }
@@ -647,14 +647,29 @@ TEST_F(TaskJournalTest, AFailedAppendLeavesNoPartialRecord) {
   EXPECT_EQ(c->tail, JournalTail::kClean);
 }
 
-TEST(JournalFault, ParsesOnlyTheDocumentedForm) {
-  std::optional<JournalFault> f = ParseJournalFault("journal-append:3:17");
-  ASSERT_TRUE(f.has_value());
-  EXPECT_EQ(f->append, 3);
-  EXPECT_EQ(f->after_bytes, 17u);
+TEST(DurableFaults, ParseOnlyTheDocumentedForms) {
+  testing::FaultPlan plan;
+  ASSERT_TRUE(testing::AddFault("journal-append:3:17", plan).ok());
+  EXPECT_EQ(plan.journal_append, 3);
+  EXPECT_EQ(plan.after_bytes, 17u);
+  EXPECT_EQ(plan.checkpoint_rename, 0);
+  // Either alone, or both: neither form needs the other.
+  testing::FaultPlan rename_only;
+  ASSERT_TRUE(testing::AddFault("checkpoint-rename:2", rename_only).ok());
+  EXPECT_EQ(rename_only.checkpoint_rename, 2);
+  EXPECT_EQ(rename_only.journal_append, 0);
+  EXPECT_TRUE(testing::KillHooks(rename_only).before_checkpoint_rename);
+  EXPECT_FALSE(testing::KillHooks(rename_only).before_journal_append);
+  ASSERT_TRUE(testing::AddFault("checkpoint-rename:5", plan).ok());
+  EXPECT_EQ(plan.journal_append, 3);
+  EXPECT_EQ(plan.checkpoint_rename, 5);
   for (const char* bad : {"", "journal-append:3", "journal-append:-1:2", "journal-append:1:2x",
-                          "snapshot:1:2", "journal-append::4", "journal-append:1:99999999999"}) {
-    EXPECT_FALSE(ParseJournalFault(bad).has_value()) << bad;
+                          "snapshot:1:2", "journal-append::4", "journal-append:1:99999999999",
+                          "checkpoint-rename:", "checkpoint-rename:-1", "checkpoint-rename:1:2"}) {
+    testing::FaultPlan unchanged;
+    EXPECT_EQ(testing::AddFault(bad, unchanged).code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(unchanged.journal_append, 0) << bad;
+    EXPECT_EQ(unchanged.checkpoint_rename, 0) << bad;
   }
 }
 
@@ -674,12 +689,17 @@ TEST_F(TaskJournalTest, AKillInsideAnAppendLeavesTheLastGoodRecord) {
                        static_cast<uint32_t>(record_bytes)}) {
     SCOPED_TRACE("cut after " + std::to_string(cut) + " of " + std::to_string(record_bytes));
     const std::string key = "kill-" + std::to_string(cut);
-    TaskJournal j = Create(key);
+    // The journal's hook calls whatever the child arms; nothing before that.
+    std::function<void(int, std::span<const uint8_t>)> armed;
+    TaskJournal j = Create(key, FullRequest(),
+                           {JournalSync::kEveryRecord, {}, [&armed](int fd, std::span<const uint8_t> record) {
+                              if (armed) armed(fd, record);
+                            }});
     ASSERT_TRUE(j.AppendTokens(std::vector<int32_t>{1, 2}, FakeRng(1)).ok());
     const uint64_t good = j.size_bytes();
     EXPECT_EXIT(
         {
-          ArmJournalFaultForTesting({2, cut});
+          armed = testing::KillHooks({.journal_append = 2, .after_bytes = cut}).before_journal_append;
           (void)j.AppendTokens(std::vector<int32_t>{3}, FakeRng(2));  // the first append survives
           (void)j.AppendTokens(step, FakeRng(5));
           std::_Exit(0);  // not reached

@@ -4,9 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using nlohmann::json;

@@ -4,12 +4,12 @@
 #include <cstdio>
 #include <memory>
 
-#include "sched/fake_engine.h"
 #include "server/api_server.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 int main() {
-  valet::FakeEngine engine;
+  valet::testing::FakeEngine engine;
   valet::SchedulerOptions so;
   so.clock = engine.ClockFunction();
   valet::Result<std::unique_ptr<valet::Scheduler>> scheduler = valet::Scheduler::Create(engine, so);

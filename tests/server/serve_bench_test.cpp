@@ -5,10 +5,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "bench/http_scenario_sink.h"
-#include "bench/serve_bench.h"
+#include "testing/bench/http_scenario_sink.h"
+#include "testing/bench/serve_bench.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 using nlohmann::json;

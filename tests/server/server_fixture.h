@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "sched/fake_engine.h"
 #include "server/api_server.h"
 #include "support/step_gate.h"
+#include "testing/sched/fake_engine.h"
 #include "valet/scheduler.h"
 
 namespace valet::testing {

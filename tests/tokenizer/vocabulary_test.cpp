@@ -7,9 +7,10 @@
 #include <vector>
 
 #include "gguf/gguf_file.h"
-#include "gguf/gguf_writer.h"
+#include "testing/gguf/gguf_writer.h"
 
 namespace valet {
+using namespace valet::testing;
 namespace {
 
 VocabularyParts SmallParts() {

@@ -1,16 +1,16 @@
 // The scenario's workload generator and the two drivers that run an arm.
-#include "bench/contention_scenario.h"
+#include "testing/bench/contention_scenario.h"
 
 #include <chrono>
 #include <deque>
 #include <thread>
 #include <utility>
 
-#include "bench/contention_session.h"
-#include "sched/fake_engine.h"
 #include "sched/scheduler_core.h"
+#include "testing/bench/contention_session.h"
+#include "testing/sched/fake_engine.h"
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -382,4 +382,4 @@ Result<ArmRun> RunArmVirtual(FakeEngine& engine, const Workload& workload, const
   return run;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "bench/contention_scenario.h"
+#include "testing/bench/contention_scenario.h"
 
-namespace valet {
+namespace valet::testing {
 
 class ScenarioSink {
  public:
@@ -103,4 +103,4 @@ class CompletionQueue {
 // completions to `done`.
 void DriveRealTime(ContentionSession& session, CompletionQueue& done);
 
-}  // namespace valet
+}  // namespace valet::testing

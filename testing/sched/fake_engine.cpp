@@ -1,11 +1,11 @@
-#include "sched/fake_engine.h"
+#include "testing/sched/fake_engine.h"
 
 #include <algorithm>
 #include <unordered_set>
 
 #include "sampling/logprobs.h"
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -424,4 +424,4 @@ EngineCosts FakeEngine::costs() const {
   return c;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

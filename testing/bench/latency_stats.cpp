@@ -1,11 +1,11 @@
-#include "bench/latency_stats.h"
+#include "testing/bench/latency_stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
 
-namespace valet {
+namespace valet::testing {
 
 double NearestRank(const std::vector<double>& sorted, double p) {
   if (sorted.empty()) return -1.0;
@@ -66,4 +66,4 @@ Percentiles Percentiles::Scaled(double factor) const {
   return s;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/contention_scenario.h"
+#include "testing/bench/contention_scenario.h"
 
-namespace valet {
+namespace valet::testing {
 
 struct SvgOptions {
   double width_px = 1100.0;  // of the time axis
@@ -22,4 +22,4 @@ struct SvgOptions {
 // Every row is a <g class="task" ...> element, one per TaskRecord.
 std::string RenderTimelineSvg(const std::vector<ArmRun>& runs, const SvgOptions& options = {});
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/contention_report.h"
-#include "bench/contention_scenario.h"
+#include "testing/bench/contention_report.h"
+#include "testing/bench/contention_scenario.h"
 
-namespace valet {
+namespace valet::testing {
 
 // Runs one arm on one block's workload (a real-time or virtual-time runner).
 using BlockRunner = std::function<Result<ArmRun>(Arm arm, const Workload& block, const ScenarioConfig& config)>;
@@ -39,4 +39,4 @@ Result<InterleavedRuns> RunInterleaved(const ScenarioConfig& config, const Workl
 // their intervals against the idle arm when it ran.
 ContentionReport ReportFrom(const ScenarioConfig& config, std::span<const Arm> arms, const InterleavedRuns& runs);
 
-}  // namespace valet
+}  // namespace valet::testing

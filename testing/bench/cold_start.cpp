@@ -1,16 +1,16 @@
-#include "bench/cold_start.h"
+#include "testing/bench/cold_start.h"
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <future>
 
-#include "bench/contention_session.h"
 #include "common/json.h"
 #include "common/private_files.h"
 #include "sched/scheduler_core.h"
+#include "testing/bench/contention_session.h"
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -263,4 +263,4 @@ Result<ColdStartReport> RunColdStart(const Workload& workload, const ScenarioCon
   return r;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

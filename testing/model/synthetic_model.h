@@ -11,10 +11,10 @@
 #include <string_view>
 
 #include "gguf/ggml_type.h"
-#include "gguf/gguf_writer.h"
+#include "testing/gguf/gguf_writer.h"
 #include "valet/status.h"
 
-namespace valet {
+namespace valet::testing {
 
 enum class SynthPreset {
   kTiny,     // ~1M parameters: unit tests (the F32 file is < 5 MB)
@@ -87,4 +87,4 @@ Result<GgufWriter> BuildSyntheticModel(const SynthModelOptions& options);
 // renamed into place.
 Status WriteSyntheticModel(const SynthModelOptions& options, const std::string& path);
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -14,7 +14,7 @@
 #include "gguf/gguf_value.h"
 #include "valet/status.h"
 
-namespace valet {
+namespace valet::testing {
 
 // An array value ready to be stored, possibly an element of another array.
 // Elements of an array of arrays may have different element types.
@@ -112,4 +112,4 @@ class GgufWriter {
   size_t alignment_ = 32;
 };
 
-}  // namespace valet
+}  // namespace valet::testing

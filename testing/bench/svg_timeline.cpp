@@ -1,9 +1,9 @@
-#include "bench/svg_timeline.h"
+#include "testing/bench/svg_timeline.h"
 
 #include <algorithm>
 #include <cstdio>
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -144,4 +144,4 @@ std::string RenderTimelineSvg(const std::vector<ArmRun>& runs, const SvgOptions&
   return svg + "</svg>\n";
 }
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -1,11 +1,11 @@
-#include "gguf/gguf_writer.h"
+#include "testing/gguf/gguf_writer.h"
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
 
-namespace valet {
+namespace valet::testing {
 namespace {
 
 template <typename T>
@@ -263,4 +263,4 @@ Status GgufWriter::WriteFile(const std::string& path) const {
   return Status::Ok();
 }
 
-}  // namespace valet
+}  // namespace valet::testing

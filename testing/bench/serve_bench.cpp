@@ -1,11 +1,11 @@
-#include "bench/serve_bench.h"
+#include "testing/bench/serve_bench.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <utility>
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -253,4 +253,4 @@ std::string ServeReportJson(const ServeBenchReport& report) {
   return j.dump(2) + "\n";
 }
 
-}  // namespace valet
+}  // namespace valet::testing

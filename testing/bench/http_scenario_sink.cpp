@@ -1,4 +1,4 @@
-#include "bench/http_scenario_sink.h"
+#include "testing/bench/http_scenario_sink.h"
 
 #include <httplib.h>
 
@@ -9,7 +9,7 @@
 
 #include "server/completion_request.h"
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -278,4 +278,4 @@ Result<int32_t> HttpScenarioSink::CountTokens(const std::string& text) const {
   return static_cast<int32_t>(reply["tokens"].size());
 }
 
-}  // namespace valet
+}  // namespace valet::testing

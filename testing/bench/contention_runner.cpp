@@ -1,11 +1,11 @@
-#include "bench/contention_runner.h"
+#include "testing/bench/contention_runner.h"
 
 #include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -106,4 +106,4 @@ ContentionReport ReportFrom(const ScenarioConfig& config, std::span<const Arm> a
   return report;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

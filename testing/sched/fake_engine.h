@@ -24,7 +24,7 @@
 
 #include "engine/engine_interface.h"
 
-namespace valet {
+namespace valet::testing {
 
 // A clock any thread may read; only the engine's thread advances it.
 class VirtualClock {
@@ -160,4 +160,4 @@ class FakeEngine : public EngineInterface {
   int64_t steps_ = 0;
 };
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -1,9 +1,9 @@
-#include "bench/contention_session.h"
+#include "testing/bench/contention_session.h"
 
 #include <algorithm>
 #include <chrono>
 
-namespace valet {
+namespace valet::testing {
 
 ContentionSession::ContentionSession(const Workload& workload, const ScenarioConfig& config, Arm arm,
                                      ScenarioSink& sink)
@@ -243,4 +243,4 @@ void DriveRealTime(ContentionSession& session, CompletionQueue& done) {
   }
 }
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace valet {
+namespace valet::testing {
 
 struct Percentiles {
   int64_t count = 0;
@@ -39,4 +39,4 @@ RatioInterval BootstrapRatio(const std::vector<double>& num, const std::vector<d
 double NearestRank(const std::vector<double>& sorted, double p);
 Percentiles ComputePercentiles(std::vector<double> samples);
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -2,7 +2,7 @@
 // to an OpenAI-compatible server, reported in the form of vLLM's
 // `bench serve` (TTFT, TPOT, E2E latency percentiles).
 //
-// The load is bench-contention's (bench/contention_scenario.h): a shared
+// The load is bench-contention's (testing/bench/contention_scenario.h): a shared
 // system prompt, closed-loop chat turns with seeded think times, and, in the
 // "under_indexing" arm, one indexer document always in flight in the
 // background. The side tasks and the app's trip to the background are left
@@ -16,11 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/contention_scenario.h"
-#include "bench/latency_stats.h"
-#include "bench/http_scenario_sink.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/http_scenario_sink.h"
+#include "testing/bench/latency_stats.h"
 
-namespace valet {
+namespace valet::testing {
 
 struct ServeBenchOptions {
   LoadTarget target;
@@ -70,4 +70,4 @@ Result<ServeBenchReport> RunServeBench(const ServeBenchOptions& options, const P
 std::string ServeReportText(const ServeBenchReport& report);
 std::string ServeReportJson(const ServeBenchReport& report);
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -1,11 +1,11 @@
-#include "bench/contention_report.h"
+#include "testing/bench/contention_report.h"
 
 #include <algorithm>
 #include <cstdio>
 
 #include "common/json.h"
 
-namespace valet {
+namespace valet::testing {
 
 namespace {
 
@@ -465,4 +465,4 @@ std::string SeedComparison(const ContentionReport& r) {
   return out;
 }
 
-}  // namespace valet
+}  // namespace valet::testing

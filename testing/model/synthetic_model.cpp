@@ -1,4 +1,4 @@
-#include "model/synthetic_model.h"
+#include "testing/model/synthetic_model.h"
 
 #include <cassert>
 #include <cerrno>
@@ -17,7 +17,7 @@
 #include "kernels/kernel_table.h"
 #include "model/arch.h"
 
-namespace valet {
+namespace valet::testing {
 namespace {
 
 // ---------------------------------------------------------------------------
@@ -708,4 +708,4 @@ Status WriteSyntheticModel(const SynthModelOptions& options, const std::string& 
   return Status::Ok();
 }
 
-}  // namespace valet
+}  // namespace valet::testing

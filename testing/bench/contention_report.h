@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/contention_scenario.h"
-#include "bench/latency_stats.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/latency_stats.h"
 
-namespace valet {
+namespace valet::testing {
 
 struct Calibration {
   double solo_tokens_per_s = 0.0;
@@ -121,4 +121,4 @@ std::string ReportJson(const ContentionReport& report);
 // One line per arm setting the seed's phone figures beside ours.
 std::string SeedComparison(const ContentionReport& report);
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -20,11 +20,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/contention_scenario.h"
-#include "bench/latency_stats.h"
 #include "engine/real_engine.h"
+#include "testing/bench/contention_scenario.h"
+#include "testing/bench/latency_stats.h"
 
-namespace valet {
+namespace valet::testing {
 
 struct ColdStartOptions {
   int32_t repetitions = 10;     // of each kind
@@ -66,4 +66,4 @@ std::string ColdStartJson(const ColdStartReport& report);
 Result<ColdStartReport> RunColdStart(const Workload& workload, const ScenarioConfig& config,
                                      const ColdStartOptions& options);
 
-}  // namespace valet
+}  // namespace valet::testing

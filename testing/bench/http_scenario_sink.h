@@ -18,11 +18,11 @@
 #include <thread>
 #include <vector>
 
-#include "bench/contention_session.h"
+#include "testing/bench/contention_session.h"
 #include "valet/scheduler.h"
 #include "valet/status.h"
 
-namespace valet {
+namespace valet::testing {
 
 enum class ApiFlavor { kOpenAi, kLlamaCpp };
 const char* ApiFlavorName(ApiFlavor api);
@@ -110,4 +110,4 @@ class HttpScenarioSink : public ScenarioSink {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace valet
+}  // namespace valet::testing

@@ -23,7 +23,7 @@
 #include "engine/engine_interface.h"
 #include "valet/scheduler.h"
 
-namespace valet {
+namespace valet::testing {
 
 enum class Arm : int32_t { kIdle = 0, kFifo, kBatch, kPriority, kValet, kSolo };
 inline constexpr int kNumArms = 5;  // kSolo is the calibration run, not an arm
@@ -208,4 +208,4 @@ class FakeEngine;
 // deterministic (tests).
 Result<ArmRun> RunArmVirtual(FakeEngine& engine, const Workload& workload, const ScenarioConfig& config, Arm arm);
 
-}  // namespace valet
+}  // namespace valet::testing
