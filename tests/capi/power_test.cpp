@@ -9,6 +9,7 @@
 namespace valet {
 namespace {
 
+using namespace valet::testing;
 using testing::ExpectedAlone;
 using testing::Harness;
 
