@@ -62,8 +62,8 @@ section() {
   local started=$SECONDS
   "$@" >"$scratch/out" 2>"$scratch/err" || { cat "$scratch/err" >&2; echo "perf-report: '$*' failed" >&2; exit 1; }
   {
-    printf '## %s\n\n```sh\n%s\n```\n' "$title" "$(printf '%q ' "$@" | sed "s|$VALET_ROOT/||g")"
-    sed "s|$VALET_ROOT/||g" "$scratch/out"
+    printf '## %s\n\n```sh\n%s\n```\n' "$title" "$(printf '%q ' "$@" | sed "s|$VALET_ROOT/||g; s|$scratch|\$TMPDIR|g; s| $||")"
+    sed "s|$VALET_ROOT/||g; s|$scratch|\$TMPDIR|g" "$scratch/out"
     printf '\n(%d s)\n\n' $((SECONDS - started))
   } >>"$body"
 }
