@@ -362,6 +362,16 @@ JNIEXPORT void JNICALL Java_dev_valet_NativeLib_thermal(JNIEnv* env, jclass, jlo
   Check(env, valet_on_thermal_status(Handle(handle), status, headroom));
 }
 
+JNIEXPORT void JNICALL Java_dev_valet_NativeLib_power(JNIEnv* env, jclass, jlong handle, jboolean charging,
+                                                      jint battery_percent, jboolean power_save, jboolean battery_low) {
+  valet_power_state p = valet_default_power_state();
+  p.charging = charging ? 1 : 0;
+  p.battery_percent = battery_percent;
+  p.power_save = power_save ? 1 : 0;
+  p.battery_low = battery_low ? 1 : 0;
+  Check(env, valet_on_power_state(Handle(handle), &p));
+}
+
 JNIEXPORT void JNICALL Java_dev_valet_NativeLib_trimMemory(JNIEnv* env, jclass, jlong handle, jint level) {
   Check(env, valet_on_trim_memory(Handle(handle), level));
 }

@@ -92,6 +92,8 @@ final class NativeLib {
 
   static native void thermal(long handle, int status, float headroom);
 
+  static native void power(long handle, boolean charging, int batteryPercent, boolean powerSave, boolean batteryLow);
+
   static native void trimMemory(long handle, int level);
 
   static native void setMemoryBudgets(long handle, long poolBytes, long snapshotRamBytes);

@@ -18,7 +18,9 @@ public enum ParkCause {
    * Its journal cannot be written (a full or failing disk): it neither goes on nor ends until a
    * write succeeds again ({@link Valet#retryJournals()}).
    */
-  JOURNAL_IO;
+  JOURNAL_IO,
+  /** Its tier waits for the battery: charging, not low, or battery saver off ({@link PowerState}). */
+  POWER;
 
   static ParkCause of(int value) {
     return values()[value];

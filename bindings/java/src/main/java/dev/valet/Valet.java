@@ -2,6 +2,7 @@ package dev.valet;
 
 import java.io.FileDescriptor;
 import java.util.List;
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 
@@ -368,6 +369,16 @@ public final class Valet implements AutoCloseable {
     onThermalStatus(status, -1.0f);
   }
 
+  /**
+   * The battery ({@link PowerState}; {@link ValetPowerReceiver} sends it from Android's broadcasts):
+   * a tier the budget table's power column stops parks, never cancelled, until a report lets it run.
+   * After close(), does nothing.
+   */
+  public void onPowerState(PowerState power) {
+    Objects.requireNonNull(power, "power");
+    hook(h -> NativeLib.power(h, power.charging, power.batteryPercent, power.powerSave, power.batteryLow));
+  }
+
   /** ComponentCallbacks2.onTrimMemory(level): frees memory, never cancels. After close(), does nothing. */
   public void onTrimMemory(int level) {
     hook(h -> NativeLib.trimMemory(h, level));
@@ -410,7 +421,8 @@ public final class Valet implements AutoCloseable {
    * stop would wait for, close() returns at once and a thread of valet's finishes it: {@link
    * #closed()} completes when the model is freed. Idempotent and safe from any number of threads at
    * once; every call after it but the Android hooks ({@link #onTrimMemory}, {@link
-   * #onThermalStatus}, {@link #onLifecycleEvent}: no-ops) throws IllegalStateException.
+   * #onThermalStatus}, {@link #onPowerState}, {@link #onLifecycleEvent}: no-ops) throws
+   * IllegalStateException.
    */
   @Override
   public void close() {
