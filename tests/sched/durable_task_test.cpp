@@ -145,6 +145,48 @@ TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
   }
 }
 
+// Restarted on a low battery, a recovered durable indexing task waits (the
+// power column) and, once the phone charges, finishes with the tokens of an
+// uninterrupted run.
+TEST_P(DurableTaskTest, ARecoveredTaskWaitsForTheBatteryAcrossARestart) {
+  std::vector<int32_t> reference;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    ASSERT_TRUE(engine);
+    SchedulerCore core(*engine, Options());
+    reference = RunUntilTokens(core, Request(), 1000);
+    ASSERT_TRUE(core.Ack("story-1").ok());
+  }
+  std::vector<int32_t> before;
+  {
+    std::unique_ptr<RealEngine> engine = OpenEngine();
+    SchedulerCore core(*engine, Options());
+    before = RunUntilTokens(core, Request(), 5);
+  }
+  std::unique_ptr<RealEngine> engine = OpenEngine();
+  SchedulerOptions options = Options();
+  options.initial_power.charging = false;
+  options.initial_power.battery_low = true;
+  SchedulerCore core(*engine, options);
+  std::vector<int32_t> after;
+  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+    TaskCallbacks callbacks;
+    callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { after.push_back(token); };
+    return callbacks;
+  });
+  ASSERT_TRUE(recovered.ok()) << recovered.status().ToString();
+  ASSERT_EQ(recovered->tasks.size(), 1u);
+  EXPECT_FALSE(core.RunOneStep());
+  EXPECT_TRUE(after.empty());
+  PowerState charging = options.initial_power;
+  charging.charging = true;
+  ASSERT_TRUE(core.OnPowerState(charging).ok());
+  core.RunUntilIdle();
+  std::vector<int32_t> whole = before;
+  whole.insert(whole.end(), after.begin(), after.end());
+  EXPECT_EQ(whole, reference);
+}
+
 TEST_P(DurableTaskTest, ATornLastRecordResumesFromTheOneBefore) {
   std::vector<int32_t> reference;
   {
