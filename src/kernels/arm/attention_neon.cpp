@@ -81,7 +81,8 @@ struct Steps {
     return vld1q_f32(static_cast<const float*>(row) + d);
   }
 
-  static void WidenRows(const AttentionKeys& keys, const void* const* rows, int32_t t0, int32_t n, float* out) {
+  static void WidenRows(const AttentionKeys& keys, const void* const* rows, int32_t t0, int32_t n,
+                        float* out) {
     const int32_t hd = keys.head_dim;
     for (int32_t j = 0; j < n; ++j) {
       for (int32_t d = 0; d < hd; d += 4) vst1q_f32(out + static_cast<size_t>(j) * hd + d, Load4(keys.type, rows[t0 + j], d));
@@ -151,7 +152,7 @@ struct Steps {
   // valid[r] of p[r][j] v[j], in key order; the keys all rows have are shared loads.
   template <int R, int NV>
   static void WeightedValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
-                      float* const* out, int32_t d) {
+                             float* const* out, int32_t d) {
     float32x4_t acc[R][NV];
     int32_t common = valid[0];
     for (int r = 0; r < R; ++r) {
@@ -177,7 +178,7 @@ struct Steps {
   // The value sums of 1 or 2 rows, head_dim in chunks that keep the sums in registers.
   template <int R>
   static void AllValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
-                 float* const* out) {
+                        float* const* out) {
     int32_t d = 0;
     for (; d + 32 <= hd; d += 32) WeightedValues<R, 8>(p, v, hd, valid, alpha, out, d);
     for (; d < hd; d += 4) WeightedValues<R, 1>(p, v, hd, valid, alpha, out, d);

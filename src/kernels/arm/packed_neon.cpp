@@ -73,23 +73,28 @@ struct Step {
 // it, Step (flatten, so that GCC's heuristics cannot leave SDOT out of line).
 struct Entries {
   template <class Packed, int C>
-  [[gnu::flatten]] static void GemmSmallx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out, int64_t ldo) {
+  [[gnu::flatten]] static void GemmSmallx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                                           float* out, int64_t ldo) {
     rowgroup::Gemms<Step>::template GemmSmallx8<Packed, C>(n, x, ldx, y, ldy, out, ldo);
   }
   template <class Packed, int C>
-  [[gnu::flatten]] static void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out, int64_t ldo) {
+  [[gnu::flatten]] static void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                                            float* out, int64_t ldo) {
     rowgroup::Gemms<Step>::template GemmQ4Q5_Kx8<Packed, C>(n, x, ldx, y, ldy, out, ldo);
   }
   template <int C>
-  [[gnu::flatten]] static void GemmIQ4_XSx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out, int64_t ldo) {
+  [[gnu::flatten]] static void GemmIQ4_XSx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                                            float* out, int64_t ldo) {
     rowgroup::Gemms<Step>::template GemmIQ4_XSx8<C>(n, x, ldx, y, ldy, out, ldo);
   }
   template <int C>
-  [[gnu::flatten]] static void GemmQ2_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out, int64_t ldo) {
+  [[gnu::flatten]] static void GemmQ2_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                                          float* out, int64_t ldo) {
     rowgroup::Gemms<Step>::template GemmQ2_Kx8<C>(n, x, ldx, y, ldy, out, ldo);
   }
   template <class Packed, int C>
-  [[gnu::flatten]] static void GemmQ3Q6_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy, float* out, int64_t ldo) {
+  [[gnu::flatten]] static void GemmQ3Q6_Kx8(int64_t n, const void* x, size_t ldx, const void* y, size_t ldy,
+                                            float* out, int64_t ldo) {
     rowgroup::Gemms<Step>::template GemmQ3Q6_Kx8<Packed, C>(n, x, ldx, y, ldy, out, ldo);
   }
 };
@@ -99,8 +104,11 @@ struct Entries {
 
 VALET_TARGET_END()
 
-// Plain armv8-a is the baseline the shared kernels compile for: they are the entry points.
-TileKernel PackedTile(GgmlType type, int cols) { return rowgroup::Make<rowgroup::Gemms<plain::Step>>(type, cols); }
+// Plain armv8-a is the baseline the shared kernels compile for: they are its
+// entry points as they are.
+TileKernel PackedTile(GgmlType type, int cols) {
+  return rowgroup::Make<rowgroup::Gemms<plain::Step>>(type, cols);
+}
 TileKernel DotprodPackedTile(GgmlType type, int cols) { return rowgroup::Make<sdot::Entries>(type, cols); }
 
 }  // namespace valet::neon

@@ -164,8 +164,9 @@ inline void MinSums(const int16x8_t* mins, const BlockQ8_K& a, int32x4_t* m0, in
 }
 
 // GCC compiles a template for the target of its definition, not of its
-// caller (simd_target.h): the kernels are forced inline into entry points
-// that a variant defines in its own target region, where its Step inlines.
+// caller (simd_target.h): the kernels are forced inline into the entry points
+// a variant beyond the baseline defines in its own target region, where its
+// Step inlines too (packed_neon.cpp's sdot::Entries).
 #define VALET_ROWGROUP_INLINE [[gnu::always_inline]] inline
 
 template <class Step>
@@ -185,7 +186,8 @@ struct Gemms {
   }
 
   // Per block: the 32-element dot of each row, then acc = fma(dw * dy, isum, acc).
-  VALET_ROWGROUP_INLINE static void Update(float32x4_t* acc, float32x4_t dw0, float32x4_t dw1, float dy, int32x4_t s0, int32x4_t s1) {
+  VALET_ROWGROUP_INLINE static void Update(float32x4_t* acc, float32x4_t dw0, float32x4_t dw1,
+                                           float dy, int32x4_t s0, int32x4_t s1) {
     const float32x4_t d = vdupq_n_f32(dy);
     acc[0] = vfmaq_f32(acc[0], vmulq_f32(dw0, d), vcvtq_f32_s32(s0));
     acc[1] = vfmaq_f32(acc[1], vmulq_f32(dw1, d), vcvtq_f32_s32(s1));
@@ -204,7 +206,8 @@ struct Gemms {
   // is the reference's integer; per block acc = fma(dw dy, isum, acc), then for
   // Q4_1 and Q5_1 acc = fma(m, s, acc).
   template <class Packed, int C>
-  VALET_ROWGROUP_INLINE static void GemmSmallx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  VALET_ROWGROUP_INLINE static void GemmSmallx8(int64_t n, const void* x, size_t, const void* y,
+                                                size_t ldy, float* out, int64_t ldo) {
     constexpr bool kOffset = HasOffset<Packed>();
     using Act = std::conditional_t<kOffset, BlockQ8_1S, BlockQ8_0S>;
     const auto* w = static_cast<const Packed*>(x);
@@ -245,7 +248,8 @@ struct Gemms {
   // int8) times the rows' scales; the mins against the activation sub-block
   // sums. Then acc = fma(d dy, isum, acc) and acc = fma(-(dmin dy), msum, acc).
   template <class Packed, int C>
-  VALET_ROWGROUP_INLINE static void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  VALET_ROWGROUP_INLINE static void GemmQ4Q5_Kx8(int64_t n, const void* x, size_t, const void* y,
+                                                 size_t ldy, float* out, int64_t ldo) {
     const auto* w = static_cast<const Packed*>(x);
     const auto* yb = static_cast<const uint8_t*>(y);
     float32x4_t acc[C][2];
@@ -298,7 +302,8 @@ struct Gemms {
   // IQ4_XS: each nibble through kIQ4NLValues (one table lookup) as a signed
   // quant; per sub-block the dot times the rows' signed scales.
   template <int C>
-  VALET_ROWGROUP_INLINE static void GemmIQ4_XSx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  VALET_ROWGROUP_INLINE static void GemmIQ4_XSx8(int64_t n, const void* x, size_t, const void* y,
+                                                 size_t ldy, float* out, int64_t ldo) {
     const auto* w = static_cast<const BlockIQ4_XSx8*>(x);
     const auto* yb = static_cast<const uint8_t*>(y);
     float32x4_t acc[C][2];
@@ -345,7 +350,8 @@ struct Gemms {
   // the 4-bit mins against the activation group sums. Then
   // acc = fma(d dy, isum, acc) and acc = fma(-(dmin dy), msum, acc).
   template <int C>
-  VALET_ROWGROUP_INLINE static void GemmQ2_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  VALET_ROWGROUP_INLINE static void GemmQ2_Kx8(int64_t n, const void* x, size_t, const void* y,
+                                               size_t ldy, float* out, int64_t ldo) {
     const auto* w = static_cast<const BlockQ2_Kx8*>(x);
     const auto* yb = static_cast<const uint8_t*>(y);
     const uint8x8_t low4 = vdup_n_u8(15);
@@ -409,7 +415,8 @@ struct Gemms {
   // Q3_K and Q6_K: signed quants; per group of 16 elements (chunks 0..3 and
   // 4..7 of a sub-block) the dot times the rows' signed scales.
   template <class Packed, int C>
-  VALET_ROWGROUP_INLINE static void GemmQ3Q6_Kx8(int64_t n, const void* x, size_t, const void* y, size_t ldy, float* out, int64_t ldo) {
+  VALET_ROWGROUP_INLINE static void GemmQ3Q6_Kx8(int64_t n, const void* x, size_t, const void* y,
+                                                 size_t ldy, float* out, int64_t ldo) {
     const auto* w = static_cast<const Packed*>(x);
     const auto* yb = static_cast<const uint8_t*>(y);
     float32x4_t acc[C][2];

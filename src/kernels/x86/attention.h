@@ -144,7 +144,7 @@ struct Steps {
   // of p[r][j] v[j]; the keys all rows have are shared loads.
   template <int R, int NV>
   static void WeightedValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
-                      float* const* out, int32_t d) {
+                             float* const* out, int32_t d) {
     __m256 acc[R][NV];
     int32_t common = valid[0];
 #pragma GCC unroll 4
@@ -209,7 +209,7 @@ struct Steps {
   // The value sums of R rows, head_dim in chunks that keep the sums in registers.
   template <int R>
   static void AllValues(const float* const* p, const float* v, int32_t hd, const int32_t* valid, const float* alpha,
-                 float* const* out) {
+                        float* const* out) {
     int32_t d = 0;
     if constexpr (R == 1) {
       for (; d + 64 <= hd; d += 64) WeightedValues<1, 8>(p, v, hd, valid, alpha, out, d);
