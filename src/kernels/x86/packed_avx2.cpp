@@ -1,6 +1,11 @@
 // AVX2 row-group kernels: the 8 rows of a group in the 8 lanes of a vector,
 // so a block's int8 products for 8 outputs end in one vector without a
 // horizontal sum, and its float update is one multiply-add per token.
+// Written once per shape over the block type, as packed_avx512.cpp: GemmRows
+// for the 32-element types (Quants<Packed> unpacks them), GemmRowPairs for
+// Q4_0 and Q8_0 prefill, GemmSuperRows for the super-block types
+// (SuperQuants<Packed>). Per output the integers and the float operations are
+// the reference's, in its order, so the results equal it bit for bit.
 #include "kernels/packed_kernels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
