@@ -24,8 +24,8 @@ fi
 
 asm_dir="$(mktemp -d)"
 trap 'rm -rf "$asm_dir"' EXIT
-for tu in packed_neon kernels_neon_ext; do
+for tu in packed_neon packed_i8mm tiles_dotprod_i8mm; do
   clang++-19 --target=aarch64-linux-gnu -std=c++20 -O3 -ffp-contract=off -DNDEBUG \
-    -I"$VALET_ROOT/include" -I"$VALET_ROOT/src" -S "$VALET_ROOT/src/kernels/$tu.cpp" -o "$asm_dir/$tu.s"
+    -I"$VALET_ROOT/include" -I"$VALET_ROOT/src" -S "$VALET_ROOT/src/kernels/arm/$tu.cpp" -o "$asm_dir/$tu.s"
 done
 python3 "$VALET_ROOT/scripts/arm_mca_report.py" llvm-mca-19 llvm-cxxfilt-19 "$asm_dir"

@@ -1,5 +1,5 @@
 // Internal (int8_peak.cpp): one throughput loop per int8 instruction, each
-// compiled for its own target (int8_peak_x86.cpp, int8_peak_neon.cpp) and
+// compiled for its own target (x86/int8_peak.cpp, arm/int8_peak.cpp) and
 // called only for a table the CPU has.
 #pragma once
 

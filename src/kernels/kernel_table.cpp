@@ -4,11 +4,11 @@
 #include <cstring>
 #include <initializer_list>
 
-#include "kernels/kernels_avx2.h"
-#include "kernels/kernels_neon.h"
-#include "kernels/kernels_scalar.h"
-#include "kernels/kernels_vnni.h"
+#include "kernels/arm/neon.h"
 #include "kernels/packed_kernels.h"
+#include "kernels/ref/scalar.h"
+#include "kernels/x86/avx2.h"
+#include "kernels/x86/vnni.h"
 
 namespace valet {
 namespace {
@@ -138,7 +138,7 @@ KernelTable BuildAvx2() {
   return t;
 }
 
-// One of the VNNI encodings (kernels_vnni.h) over the AVX2 table: the same
+// One of the VNNI encodings (x86/vnni.h) over the AVX2 table: the same
 // integers, so the same bits.
 using patch_fn = void (*)(KernelTable&);
 KernelTable BuildVnni(const KernelTable& avx2, const char* name, patch_fn patch) {

@@ -6,7 +6,12 @@
 // target attribute to every function declared in the region: include every
 // header before opening one, or its declarations (and inline functions, which
 // other files compile for the baseline) would carry the target too. Lambdas
-// and templates defined in a region get it under both compilers.
+// and templates defined in a region get it under both compilers; a template
+// defined outside one keeps the baseline under GCC wherever it is
+// instantiated, so the kernels written once over a variant's steps
+// (attention_tiles.h, arm/packed_neon.h) are forced inline into a function
+// of the variant's region, and the ones written once over intrinsics
+// (x86/tiles.h, x86/attention.h) open the includer's region themselves.
 #pragma once
 
 #define VALET_PRAGMA(x) _Pragma(#x)

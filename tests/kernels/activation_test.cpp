@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/kernels_scalar.h"
+#include "kernels/ref/scalar.h"
 
 namespace valet {
 namespace {

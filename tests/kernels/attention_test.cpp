@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "kernel_test_util.h"
-#include "kernels/kernels_scalar.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/ref/scalar.h"
 
 namespace valet {
 namespace {
