@@ -7,7 +7,8 @@
 #   3. what onTrimMemory's advice frees and what the next step costs;
 #   4. the cost of resuming a parked sequence, by park kind;
 #   5. chat under indexing, every arm, and the turns after a return to the foreground;
-#   6. the same load over HTTP against llama-server -np 1 and -np 2.
+#   6. the same load over HTTP against llama-server -np 1 and -np 2;
+#   7. CPU time against llama-server: idle, per decoded token, per chat token.
 #
 #   scripts/perf-report.sh [-o FILE] [-q]
 #
@@ -87,6 +88,12 @@ section "The first turn back in the foreground" \
   "$VALET" bench-contention -m "$bench_q8" -t 2 --turns $((turns * 2)) --returns "$returns" --arms idle,valet
 section "Chat under indexing over HTTP, against llama-server" \
   bash "$VALET_ROOT/scripts/bench-serve-vs-llamacpp.sh" -n "$serve_turns" "$bench_q8"
+if [ "$quick" = 1 ]; then
+  section "CPU time against llama-server" python3 "$VALET_ROOT/scripts/bench-cpu-time.py" --model "$bench_q8" \
+    --runs 1 --idle-s 3 --tokens 32 --turns 2 --think-s 0.5
+else
+  section "CPU time against llama-server" python3 "$VALET_ROOT/scripts/bench-cpu-time.py" --model "$b3_q4_0"
+fi
 load_after="$(cut -d' ' -f1-3 /proc/loadavg)"
 
 cpu="$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
