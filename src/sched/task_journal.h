@@ -55,7 +55,7 @@
 #include "sampling/sampler.h"
 #include "sched/journal_identity.h"
 #include "valet/sampling.h"
-#include "valet/scheduler.h"
+#include "valet/task.h"
 #include "valet/status.h"
 
 namespace valet {
