@@ -6,7 +6,7 @@
 //   o.model_path = "model.gguf";
 //   o.snapshot_dir = dir;  // parked KV on disk, durable tasks, the weights cache
 //   std::future<valet::Result<std::unique_ptr<valet::Runtime>>> loading =
-//       valet::Runtime::CreateAsync(std::move(o), progress, stop.get_token());
+//       valet::Runtime::CreateAsync(std::move(o), progress, cancel);  // cancel.Cancel() stops it
 //   ... later: auto runtime = loading.get(); runtime.value()->scheduler().Submit(...)
 #pragma once
 
@@ -14,7 +14,6 @@
 #include <future>
 #include <memory>
 #include <optional>
-#include <stop_token>
 #include <string>
 
 #include "valet/export.h"
@@ -65,11 +64,10 @@ class RealEngine;
 class VALET_API Runtime {
  public:
   // Loads the model and starts the scheduler on the calling thread.
-  // `progress` runs on that thread; a stop requested through `cancel` ends
-  // the load at its next check (between stages and packed matrices) with
-  // kAborted.
+  // `progress` runs on that thread; `cancel.Cancel()` ends the load at its
+  // next check (between stages and packed matrices) with kAborted.
   static Result<std::unique_ptr<Runtime>> Create(RuntimeOptions options, const LoadProgress& progress = {},
-                                                 std::stop_token cancel = {});
+                                                 const LoadCancel& cancel = {});
   // Create on a thread of valet's own: returns at once; `progress` runs on
   // that thread, and the future holds the runtime or why there is none.
   // Options are checked there too (their errors arrive through the future).
@@ -77,7 +75,7 @@ class VALET_API Runtime {
   // on the loading thread.
   static std::future<Result<std::unique_ptr<Runtime>>> CreateAsync(RuntimeOptions options,
                                                                    LoadProgress progress = {},
-                                                                   std::stop_token cancel = {});
+                                                                   LoadCancel cancel = {});
   // Stops the scheduler (Scheduler::~Scheduler), then frees the engine.
   ~Runtime();
   Runtime(const Runtime&) = delete;

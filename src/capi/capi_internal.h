@@ -38,7 +38,7 @@ valet_status Guard(F&& body) {
 // valet_create's work on `params` (already read by their struct_size):
 // Runtime::Create with `progress` and `cancel`.
 Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadProgress& progress,
-                                                         std::stop_token cancel);
+                                                         const LoadCancel& cancel);
 // The caller's params read by their struct_size, defaults for what they lack.
 Result<valet_params> ReadParams(const valet_params& caller_params);
 

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -17,7 +16,7 @@ struct valet_load {
   valet_load_progress_fn progress = nullptr;
   valet_load_done_fn done = nullptr;
   void* user_data = nullptr;
-  std::stop_source cancel;
+  valet::LoadCancel cancel;
   std::thread thread;
 
   ~valet_load() {
@@ -51,7 +50,7 @@ void Run(valet_load* load) {
   }
   valet::Result<std::unique_ptr<valet_scheduler>> handle = valet::Status(valet::StatusCode::kInternal, "not run");
   try {
-    handle = valet::capi::CreateScheduler(load->params, progress, load->cancel.get_token());
+    handle = valet::capi::CreateScheduler(load->params, progress, load->cancel);
   } catch (const std::exception& e) {
     handle = valet::Status(valet::StatusCode::kInternal, e.what());
   }
@@ -103,7 +102,7 @@ valet_status valet_create_async(const valet_params* caller_params, valet_load_pr
 
 valet_status valet_load_cancel(valet_load* load) {
   if (load == nullptr) return Fail(VALET_INVALID_ARGUMENT, "load is required");
-  load->cancel.request_stop();
+  load->cancel.Cancel();
   return Report(valet::Status::Ok());
 }
 

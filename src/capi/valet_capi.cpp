@@ -371,10 +371,10 @@ Result<valet_params> ReadParams(const valet_params& caller_params) {
 }
 
 Result<std::unique_ptr<valet_scheduler>> CreateScheduler(const valet_params& params, const LoadProgress& progress,
-                                                         std::stop_token cancel) {
+                                                         const LoadCancel& cancel) {
   VALET_ASSIGN_OR_RETURN(RuntimeOptions options, RuntimeOptionsFrom(params));
   auto handle = std::make_unique<valet_scheduler>();
-  VALET_ASSIGN_OR_RETURN(handle->runtime, Runtime::Create(std::move(options), progress, std::move(cancel)));
+  VALET_ASSIGN_OR_RETURN(handle->runtime, Runtime::Create(std::move(options), progress, cancel));
   handle->scheduler = &handle->runtime->scheduler();
   return handle;
 }

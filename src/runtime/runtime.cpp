@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <exception>
 #include <thread>
 #include <utility>
@@ -54,14 +53,12 @@ Runtime::Runtime() = default;
 Runtime::~Runtime() = default;
 
 Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options, const LoadProgress& progress,
-                                                 std::stop_token cancel) {
+                                                 const LoadCancel& cancel) {
   VALET_ASSIGN_OR_RETURN(RealEngineOptions eo, EngineOptionsFrom(options));
-  std::atomic<bool> cancelled{cancel.stop_requested()};
-  std::stop_callback on_stop(cancel, [&cancelled] { cancelled = true; });
   eo.engine.load_observer.progress = progress;
-  eo.engine.load_observer.cancel = &cancelled;
+  eo.engine.load_observer.cancel = cancel.flag();
   VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> engine, RealEngine::Open(eo));
-  if (cancelled) return Aborted("the load of " + eo.engine.model_path + " was cancelled");
+  if (cancel.cancelled()) return Aborted("the load of " + eo.engine.model_path + " was cancelled");
   SchedulerOptions& so = options.scheduler;
   if (!options.snapshot_dir.empty()) {
     so.durable_dir = options.snapshot_dir + "/tasks";
@@ -75,7 +72,7 @@ Result<std::unique_ptr<Runtime>> Runtime::Create(RuntimeOptions options, const L
 }
 
 std::future<Result<std::unique_ptr<Runtime>>> Runtime::CreateAsync(RuntimeOptions options, LoadProgress progress,
-                                                                   std::stop_token cancel) {
+                                                                   LoadCancel cancel) {
   std::promise<Result<std::unique_ptr<Runtime>>> promise;
   std::future<Result<std::unique_ptr<Runtime>>> future = promise.get_future();
   // The caller may close its descriptor once this returns: the load reads a
@@ -93,7 +90,7 @@ std::future<Result<std::unique_ptr<Runtime>>> Runtime::CreateAsync(RuntimeOption
     const int own_fd = options.model_fd;
     Result<std::unique_ptr<Runtime>> result = Internal("not run");
     try {
-      result = Create(std::move(options), progress, std::move(cancel));
+      result = Runtime::Create(std::move(options), progress, cancel);
     } catch (const std::exception& e) {
       result = Internal(std::string("the load threw: ") + e.what());
     }

@@ -89,24 +89,24 @@ TEST_F(RuntimeTest, AnAsyncLoadReportsItsStagesInOrderAndHandsOverAWorkingSchedu
   EXPECT_EQ(Generate(**runtime), 4);
 }
 
-TEST_F(RuntimeTest, AStopRequestedAtTheFirstPackingReportEndsTheLoadAborted) {
-  std::stop_source stop;
+TEST_F(RuntimeTest, ACancelAtTheFirstPackingReportEndsTheLoadAborted) {
+  LoadCancel cancel;
   std::vector<LoadStage> stages;
   auto progress = [&](LoadStage stage, uint64_t, uint64_t) {
     stages.push_back(stage);  // only the loading thread writes; read after get()
-    if (stage == LoadStage::kPack) stop.request_stop();
+    if (stage == LoadStage::kPack) cancel.Cancel();
   };
-  Result<std::unique_ptr<Runtime>> runtime = Runtime::CreateAsync(Options(), progress, stop.get_token()).get();
+  Result<std::unique_ptr<Runtime>> runtime = Runtime::CreateAsync(Options(), progress, cancel).get();
   ASSERT_FALSE(runtime.ok());
   EXPECT_EQ(runtime.status().code(), StatusCode::kAborted);
   EXPECT_NE(runtime.status().message().find("cancelled"), std::string::npos);
   EXPECT_EQ(std::count(stages.begin(), stages.end(), LoadStage::kPrepare), 0);
 }
 
-TEST_F(RuntimeTest, AStopRequestedBeforeTheLoadEndsItAborted) {
-  std::stop_source stop;
-  stop.request_stop();
-  Result<std::unique_ptr<Runtime>> runtime = Runtime::Create(Options(), {}, stop.get_token());
+TEST_F(RuntimeTest, ACancelBeforeTheLoadEndsItAborted) {
+  LoadCancel cancel;
+  cancel.Cancel();
+  Result<std::unique_ptr<Runtime>> runtime = Runtime::Create(Options(), {}, cancel);
   ASSERT_FALSE(runtime.ok());
   EXPECT_EQ(runtime.status().code(), StatusCode::kAborted);
 }
