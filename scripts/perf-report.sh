@@ -8,7 +8,8 @@
 #   4. the cost of resuming a parked sequence, by park kind;
 #   5. chat under indexing, every arm, and the turns after a return to the foreground;
 #   6. the same load over HTTP against llama-server -np 1 and -np 2;
-#   7. CPU time against llama-server: idle, per decoded token, per chat token.
+#   7. missed UI frames beside background inference (bench-jank);
+#   8. CPU time against llama-server: idle, per decoded token, per chat token.
 #
 #   scripts/perf-report.sh [-o FILE] [-q]
 #
@@ -45,9 +46,9 @@ if [ "$quick" = 0 ]; then
   [ -f "$b3_q4_k" ] || "$VALET" synth-model --preset 3b-shape --type q4_k -o "$b3_q4_k" >&2
 fi
 if [ "$quick" = 1 ]; then
-  reps=1 reps_3b=1 turns=6 returns=2 serve_turns=6 cold_runs=1 resume_reps=1 trim_model="$bench_q8"
+  reps=1 reps_3b=1 turns=6 returns=2 serve_turns=6 cold_runs=1 resume_reps=1 trim_model="$bench_q8" jank_runs=1 jank_seconds=3
 else
-  reps=5 reps_3b=3 turns=30 returns=24 serve_turns=24 cold_runs=3 resume_reps=3 trim_model="$b3_q4_0"
+  reps=5 reps_3b=3 turns=30 returns=24 serve_turns=24 cold_runs=3 resume_reps=3 trim_model="$b3_q4_0" jank_runs=3 jank_seconds=20
 fi
 
 scratch="$(mktemp -d)"
@@ -88,6 +89,8 @@ section "The first turn back in the foreground" \
   "$VALET" bench-contention -m "$bench_q8" -t 2 --turns $((turns * 2)) --returns "$returns" --arms idle,valet
 section "Chat under indexing over HTTP, against llama-server" \
   bash "$VALET_ROOT/scripts/bench-serve-vs-llamacpp.sh" -n "$serve_turns" "$bench_q8"
+section "Background inference and the UI thread's frames" \
+  "$VALET" bench-jank -m "$bench_q8" -t 2 --runs "$jank_runs" --seconds "$jank_seconds"
 if [ "$quick" = 1 ]; then
   section "CPU time against llama-server" python3 "$VALET_ROOT/scripts/bench-cpu-time.py" --model "$bench_q8" \
     --runs 1 --idle-s 3 --tokens 32 --turns 2 --think-s 0.5

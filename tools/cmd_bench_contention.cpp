@@ -59,9 +59,9 @@ std::string CacheDir() {
   return "";
 }
 
-// The built-in bench model, synthesized into the cache the first time (or,
-// without a cache, into this run's scratch directory).
-Result<std::string> DefaultModel(const std::string& scratch) {
+}  // namespace
+
+Result<std::string> DefaultBenchModel(const std::string& scratch) {
   const std::string dir = CacheDir().empty() ? scratch : CacheDir();
   const std::string path = dir + "/valet-bench-q8_0.gguf";
   if (fs::exists(path)) return path;
@@ -73,6 +73,8 @@ Result<std::string> DefaultModel(const std::string& scratch) {
   VALET_RETURN_IF_ERROR(WriteSyntheticModel(o, path));
   return path;
 }
+
+namespace {
 
 struct Flags {
   std::string model;
@@ -91,7 +93,7 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::s
   if (a.Has("--model")) {
     VALET_ASSIGN_OR_RETURN(f.model, a.String("--model", std::nullopt));
   } else {
-    VALET_ASSIGN_OR_RETURN(f.model, DefaultModel(scratch));
+    VALET_ASSIGN_OR_RETURN(f.model, DefaultBenchModel(scratch));
   }
   VALET_ASSIGN_OR_RETURN(std::string arms, a.String("--arms", "idle,fifo,batch,priority,valet"));
   VALET_ASSIGN_OR_RETURN(f.arms, ParseArms(arms));

@@ -22,6 +22,11 @@ int RunServe(std::span<char* const> args);
 int RunBenchServe(std::span<char* const> args);
 int RunPack(std::span<char* const> args);
 int RunBenchTrim(std::span<char* const> args);
+int RunBenchJank(std::span<char* const> args);
+
+// The built-in bench model, synthesized into the user's cache the first time
+// (or, without one, into `scratch`); its path.
+Result<std::string> DefaultBenchModel(const std::string& scratch);
 
 // Shared by bench-contention and demo: their defaults differ, nothing else.
 struct ContentionDefaults {

@@ -35,6 +35,7 @@ constexpr Command kCommands[] = {
     {"demo", valet::cli::RunDemo, "the headline: bench-contention in ~2 minutes on the bench model"},
     {"template", valet::cli::RunTemplate, "render a chat template (model's or a .jinja file) over messages"},
     {"bench-trim", valet::cli::RunBenchTrim, "what onTrimMemory's advice on the weights frees, and the next step's cost"},
+    {"bench-jank", valet::cli::RunBenchJank, "missed UI frames while background inference runs: idle, plain, valet"},
     {"pack", valet::cli::RunPack, "write a model's packed weights as a file that later loads map (--weights-cache)"},
     {"serve", valet::cli::RunServe, "OpenAI-compatible HTTP server with tiers, lifecycle and metrics"},
     {"bench-serve", valet::cli::RunBenchServe, "chat under indexing over HTTP (valet serve, llama-server): TTFT/TPOT/E2E"},

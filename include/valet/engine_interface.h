@@ -30,6 +30,7 @@
 #include "valet/export.h"
 #include "valet/sampling.h"
 #include "valet/status.h"
+#include "valet/threads.h"
 
 namespace valet {
 
@@ -247,8 +248,11 @@ class VALET_API EngineInterface {
   // later. nullptr: steps run to the end. The flag may be set from any thread.
   virtual void SetAbortFlag(const std::atomic<bool>* flag) { (void)flag; }
 
-  // Compute threads to use from the next step on (the governor's knob).
-  virtual Status SetThreads(int n_threads) = 0;
+  // How the next steps' compute threads run: how many, at what OS priority
+  // and on which cores (the governor's knob, set from the budget of the
+  // highest tier in each batch; valet/threads.h). InvalidArgument outside the
+  // ranges there; an engine may run everything at the app's priority.
+  virtual Status SetThreads(const StepThreads& threads) = 0;
 
   virtual EngineMemory memory() const = 0;
   virtual MemoryBudgets memory_budgets() const = 0;

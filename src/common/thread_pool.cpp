@@ -1,6 +1,12 @@
 #include "common/thread_pool.h"
 
 #include <cassert>
+#include <memory>
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -47,7 +53,29 @@ ThreadPool::ThreadPool(int n_threads)
     : n_threads_(n_threads < 1 ? 1 : (n_threads > static_cast<int>(kNthMask) ? static_cast<int>(kNthMask) : n_threads)),
       active_(n_threads_) {
   workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  // Each worker publishes its id before it starts waiting for jobs (in a
+  // member: the worker may still be notifying when the constructor returns).
+  published_tids_ = std::make_unique<std::atomic<int>[]>(static_cast<size_t>(n_threads_));
+  for (int i = 1; i < n_threads_; ++i) {
+    std::atomic<int>* id = &published_tids_[static_cast<size_t>(i)];
+    workers_.emplace_back([this, i, id] {
+      id->store(CurrentTid() == 0 ? -1 : CurrentTid(), std::memory_order_release);
+      id->notify_one();
+      WorkerLoop(i);
+    });
+  }
+  for (int i = 1; i < n_threads_; ++i) {
+    published_tids_[static_cast<size_t>(i)].wait(0, std::memory_order_acquire);
+    tids_.push_back(published_tids_[static_cast<size_t>(i)].load(std::memory_order_acquire));
+  }
+}
+
+int ThreadPool::CurrentTid() {
+#if defined(__linux__)
+  return static_cast<int>(syscall(SYS_gettid));
+#else
+  return 0;
+#endif
 }
 
 ThreadPool::~ThreadPool() {

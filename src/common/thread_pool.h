@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -35,6 +36,11 @@ class ThreadPool {
 
   // Threads to use by default: the machine's hardware concurrency.
   static int DefaultThreadCount();
+  // The workers' kernel thread ids (ith 1..size()-1; the caller is not one),
+  // for setting their priority and cores (ThreadLanes).
+  const std::vector<int>& worker_tids() const { return tids_; }
+  // The calling thread's kernel thread id (0 where there is none).
+  static int CurrentTid();
 
  private:
   void WorkerLoop(int ith);
@@ -42,6 +48,8 @@ class ThreadPool {
   const int n_threads_;
   int active_;
   std::vector<std::thread> workers_;
+  std::vector<int> tids_;
+  std::unique_ptr<std::atomic<int>[]> published_tids_;
   const std::function<void(int, int)>* job_ = nullptr;  // published by generation_
   // A job counter in the high bits and the job's thread count in the low
   // kNthBits, so a worker reads both at once and never pairs one job's count

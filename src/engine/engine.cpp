@@ -58,6 +58,8 @@ Result<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   ctx_options.n_threads = options.n_threads;
   ctx_options.n_ctx = options.n_ctx;
   ctx_options.max_batch_tokens = options.max_batch_tokens;
+  ctx_options.priority_mode = options.priority_mode;
+  ctx_options.sysfs_root = options.sysfs_root;
   VALET_ASSIGN_OR_RETURN(e->context_, LlamaContext::Create(e->model_, ctx_options));
   VALET_RETURN_IF_ERROR(phase("forward context and threads"));
 

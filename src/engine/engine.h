@@ -27,6 +27,8 @@ struct EngineOptions {
   size_t kv_capacity_bytes = 256u << 20;  // KV pool budget
   WeightsCacheOptions weights_cache;      // packed weights as a file (model/weights_cache.h); off by default
   LoadObserver load_observer;             // progress and cancellation of Open
+  PriorityMode priority_mode = PriorityMode::kAuto;  // how steps below the app's priority run (ThreadLanes)
+  std::string sysfs_root = "/sys";                    // the CPU topology's (tests: a fake phone)
 };
 
 // Resident memory of an engine, by part.

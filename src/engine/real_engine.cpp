@@ -208,6 +208,14 @@ Status RealEngine::ValidateStep(std::span<const StepItem> items) const {
 
 Result<StepResult> RealEngine::Step(std::span<const StepItem> items) {
   VALET_RETURN_IF_ERROR(ValidateStep(items));
+  // The whole step, sampling included, runs at the priority its batch asked
+  // for (SetThreads): on this thread or on the lane's lead.
+  Result<StepResult> result = Internal("step did not run");
+  engine_->context().lanes().Run([&] { result = StepOnLane(items); });
+  return result;
+}
+
+Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
   const auto t0 = Clock::now();
   std::vector<Seq*> seqs(items.size());
   std::vector<std::vector<int32_t>> merged(items.size());  // pending recompute + new tokens
@@ -472,14 +480,7 @@ ParkKind RealEngine::AdvisePark(SequenceId id, size_t bytes_needed) const {
   return in.ok() ? valet::AdvisePark(*in) : ParkKind::kResident;
 }
 
-Status RealEngine::SetThreads(int n_threads) {
-  ThreadPool& pool = engine_->context().thread_pool();
-  if (n_threads < 1 || n_threads > pool.size()) {
-    return InvalidArgument("threads must be between 1 and " + std::to_string(pool.size()));
-  }
-  pool.set_active(n_threads);
-  return Status::Ok();
-}
+Status RealEngine::SetThreads(const StepThreads& threads) { return engine_->context().lanes().Configure(threads); }
 
 EngineMemory RealEngine::memory() const {
   const KvPool& pool = engine_->kv_pool();

@@ -87,7 +87,10 @@ class RealEngine final : public EngineInterface {
                                  std::span<const int32_t> expected) override;
   size_t MaxExportBytes() const override;
   void SetAbortFlag(const std::atomic<bool>* flag) override { engine_->context().set_abort_flag(flag); }
-  Status SetThreads(int n_threads) override;
+  Status SetThreads(const StepThreads& threads) override;
+  // The lanes' kernel thread ids of the last step, and how steps below the
+  // app's priority run (tests read priorities and cores back).
+  const ThreadLanes& lanes() const { return engine_->context().lanes(); }
   EngineMemory memory() const override;
   MemoryBudgets memory_budgets() const override;
   Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
@@ -119,6 +122,7 @@ class RealEngine final : public EngineInterface {
   RealEngine() = default;
   Result<Seq*> Find(SequenceId id) const;
   Status ValidateStep(std::span<const StepItem> items) const;
+  Result<StepResult> StepOnLane(std::span<const StepItem> items);
   void Calibrate();
   // The cached blocks of the sequence's shared prefix, as far as they go.
   PrefixMatch MatchPrefix(Seq& s) const;

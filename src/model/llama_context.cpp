@@ -161,7 +161,7 @@ KvLayout ModelKvLayout(const ModelConfig& c, int32_t n_ctx, int32_t block_tokens
 LlamaContext::LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options)
     : model_(std::move(model)),
       options_(options),
-      pool_(options.n_threads),
+      lanes_(ThreadLanesOptions{options.n_threads, options.priority_mode, options.sysfs_root}),
       gelu_f16_(model_->config().arch->activation == FfnActivation::kGeluTanh ? GeluF16Table() : nullptr) {}
 
 Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const LlamaModel> model,
@@ -187,8 +187,8 @@ Result<std::unique_ptr<LlamaContext>> LlamaContext::Create(std::shared_ptr<const
   ctx->tmp_.resize(n * c.n_embd);
   ctx->rope_.resize(n * c.rope_dim);
   if (c.n_swa > 0) ctx->rope_swa_.resize(n * c.rope_dim);
-  ctx->attn_work_.resize(static_cast<size_t>(ctx->pool_.size()) * AttentionWorkFloats(c.head_dim));
-  ctx->attn_rows_.resize(static_cast<size_t>(ctx->pool_.size()) * 2 * o.n_ctx);
+  ctx->attn_work_.resize(static_cast<size_t>(ctx->lanes_.size()) * AttentionWorkFloats(c.head_dim));
+  ctx->attn_rows_.resize(static_cast<size_t>(ctx->lanes_.size()) * 2 * o.n_ctx);
   return ctx;
 }
 
@@ -287,9 +287,9 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
   }
   logits.resize(static_cast<size_t>(n_rows) * c.n_vocab);
   if (n_rows > 0) {
-    RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, pool_,
+    RmsNorm(tmp_.data(), model_->output_norm(), xn_.data(), n_rows, c.n_embd, c.rms_eps, lanes_.pool(),
             n_rows <= kInlineTokens);
-    MatMul(model_->output(), xn_.data(), n_rows, logits.data(), pool_, matmul_scratch_);  // [n_rows, n_vocab]
+    MatMul(model_->output(), xn_.data(), n_rows, logits.data(), lanes_.pool(), matmul_scratch_);  // [n_rows, n_vocab]
     if (const float cap = c.final_softcap; cap > 0.0f) {
       for (float& v : logits) v = std::tanh(v * (1.0f / cap)) * cap;  // as ggml: scale, tanh, scale
     }
@@ -335,37 +335,37 @@ void LlamaContext::Layer(const LlamaLayer& L, int32_t il, int32_t n) {
 
   const bool few = n <= kInlineTokens;
 
-  RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
+  RmsNorm(x_.data(), L.attn_norm, xn_.data(), n, c.n_embd, c.rms_eps, lanes_.pool(), few);  // xn: [n, n_embd]
   // q: [n, q_dim], k and v: [n, kv_dim]
   const MatMulOutput qkv[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
-  MatMulMany(qkv, xn_.data(), n, pool_, matmul_scratch_);
-  if (L.bq != nullptr) AddBias(q_.data(), L.bq, n, c.q_dim(), pool_, few);
-  if (L.bk != nullptr) AddBias(k_.data(), L.bk, n, c.kv_dim(), pool_, few);
-  if (L.bv != nullptr) AddBias(v_.data(), L.bv, n, c.kv_dim(), pool_, few);
+  MatMulMany(qkv, xn_.data(), n, lanes_.pool(), matmul_scratch_);
+  if (L.bq != nullptr) AddBias(q_.data(), L.bq, n, c.q_dim(), lanes_.pool(), few);
+  if (L.bk != nullptr) AddBias(k_.data(), L.bk, n, c.kv_dim(), lanes_.pool(), few);
+  if (L.bv != nullptr) AddBias(v_.data(), L.bv, n, c.kv_dim(), lanes_.pool(), few);
   // Per-head norms: q viewed as [n * n_head, head_dim], k as [n * n_head_kv, head_dim].
   if (L.q_norm != nullptr)
-    RmsNorm(q_.data(), L.q_norm, q_.data(), n * c.n_head, c.head_dim, c.rms_eps, pool_, few);
+    RmsNorm(q_.data(), L.q_norm, q_.data(), n * c.n_head, c.head_dim, c.rms_eps, lanes_.pool(), few);
   if (L.k_norm != nullptr)
-    RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, pool_, few);
+    RmsNorm(k_.data(), L.k_norm, k_.data(), n * c.n_head_kv, c.head_dim, c.rms_eps, lanes_.pool(), few);
   Attention(il, n);                                                 // attn: [n, n_head * head_dim]
-  MatMul(L.wo, attn_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  MatMul(L.wo, attn_.data(), n, tmp_.data(), lanes_.pool(), matmul_scratch_);  // tmp: [n, n_embd]
   if (L.post_attn_norm != nullptr) {
-    RmsNorm(tmp_.data(), L.post_attn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+    RmsNorm(tmp_.data(), L.post_attn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, lanes_.pool(), few);
   }
-  AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
+  AddInPlace(x_.data(), tmp_.data(), embd, lanes_.pool(), few);
 
-  RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, pool_, few);  // xn: [n, n_embd]
+  RmsNorm(x_.data(), L.ffn_norm, xn_.data(), n, c.n_embd, c.rms_eps, lanes_.pool(), few);  // xn: [n, n_embd]
   // gate = act(xn · w_gateᵀ) * (xn · w_upᵀ): [n, n_ff]
   GatedRows gated{gate_.data(), up_.data(), c.n_ff, ActiveKernels().swiglu, gelu_f16_};
   const RowsEpilogue activation{
       c.arch->activation == FfnActivation::kGeluTanh ? GatedRows::GeGlu : GatedRows::SwiGlu, &gated};
   const MatMulOutput gate_up[] = {{&L.w_gate, gate_.data()}, {&L.w_up, up_.data()}};
-  MatMulMany(gate_up, xn_.data(), n, pool_, matmul_scratch_, activation);
-  MatMul(L.w_down, gate_.data(), n, tmp_.data(), pool_, matmul_scratch_);  // tmp: [n, n_embd]
+  MatMulMany(gate_up, xn_.data(), n, lanes_.pool(), matmul_scratch_, activation);
+  MatMul(L.w_down, gate_.data(), n, tmp_.data(), lanes_.pool(), matmul_scratch_);  // tmp: [n, n_embd]
   if (L.post_ffn_norm != nullptr) {
-    RmsNorm(tmp_.data(), L.post_ffn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, pool_, few);
+    RmsNorm(tmp_.data(), L.post_ffn_norm, tmp_.data(), n, c.n_embd, c.rms_eps, lanes_.pool(), few);
   }
-  AddInPlace(x_.data(), tmp_.data(), embd, pool_, few);
+  AddInPlace(x_.data(), tmp_.data(), embd, lanes_.pool(), few);
 }
 
 void LlamaContext::Attention(int32_t il, int32_t n) {
@@ -393,7 +393,7 @@ void LlamaContext::RotateAndStoreKv(int32_t il, int32_t n, const std::vector<flo
   const int32_t q_dim = c.n_head * hd;
   const int32_t kv_dim = c.n_head_kv * hd;
   const from_float_fn store_row = ActiveKernels()[row_type].from_float;
-  Parallel(pool_, n <= kInlineTokens, [&](int ith, int nth) {
+  Parallel(lanes_.pool(), n <= kInlineTokens, [&](int ith, int nth) {
     Range r = SplitRange(n, ith, nth);
     for (int64_t t = r.begin; t < r.end; ++t) {
       const float* cs = rope.data() + t * c.rope_dim;
@@ -447,7 +447,7 @@ void LlamaContext::RunAttentionBlocks(int32_t il, int32_t window, GgmlType row_t
   std::atomic<int64_t> next{0};
   const int64_t n_blocks = static_cast<int64_t>(attn_blocks_.size());
   const size_t work_floats = AttentionWorkFloats(hd);
-  pool_.Run([&](int ith, int) {
+  lanes_.pool().Run([&](int ith, int) {
     float* work = attn_work_.data() + ith * work_floats;
     const void** k_rows = attn_rows_.data() + static_cast<size_t>(ith) * 2 * options_.n_ctx;
     const void** v_rows = k_rows + options_.n_ctx;

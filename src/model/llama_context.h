@@ -8,10 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "common/cache_aligned.h"
-#include "common/thread_pool.h"
+#include "common/thread_lanes.h"
 #include "kernels/matmul.h"
 #include "kv/kv_pool.h"
 #include "model/llama_model.h"
@@ -37,6 +38,8 @@ struct ContextOptions {
   int n_threads = ThreadPool::DefaultThreadCount();
   int32_t n_ctx = 0;             // positions per sequence; 0 = the model's training context
   int32_t max_batch_tokens = 512;  // tokens per forward step (sizes the scratch buffers)
+  PriorityMode priority_mode = PriorityMode::kAuto;  // how steps below the app's priority run (ThreadLanes)
+  std::string sysfs_root = "/sys";                    // where the CPU topology is read
 };
 
 // Cumulative engine counters, the raw material of the cost models above.
@@ -58,9 +61,10 @@ class LlamaContext {
   const LlamaModel& model() const { return *model_; }
   const ContextOptions& options() const { return options_; }
   const ForwardStats& stats() const { return stats_; }
-  int n_threads() const { return pool_.size(); }
-  // The compute threads; set_active() on it uses fewer from the next step on.
-  ThreadPool& thread_pool() { return pool_; }
+  int n_threads() const { return lanes_.size(); }
+  // The compute threads by priority: Configure() sets the next steps' count,
+  // priority and cores; a step runs inside lanes().Run().
+  ThreadLanes& lanes() { return lanes_; }
   // While *flag is true, Forward stops before its next layer and returns
   // kAborted without changing any sequence (a higher-priority request wants
   // the engine; the step is redone later). nullptr: run to the end.
@@ -90,7 +94,7 @@ class LlamaContext {
 
   std::shared_ptr<const LlamaModel> model_;
   ContextOptions options_;
-  ThreadPool pool_;
+  ThreadLanes lanes_;
   MatMulScratch matmul_scratch_;
   ForwardStats stats_;
   const std::atomic<bool>* abort_ = nullptr;

@@ -50,6 +50,14 @@ Status ParseTierBudget(const Json& obj, const std::string& where, TierBudget& ou
     } else if (key == "threads") {
       VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, 1024));
       out.threads = static_cast<int32_t>(x);
+    } else if (key == "nice") {
+      VALET_ASSIGN_OR_RETURN(int64_t x, IntegerField(v, field, 0, kMaxStepNice));
+      out.nice = static_cast<int32_t>(x);
+    } else if (key == "cores") {
+      Result<CoreClass> cores = v.is_string() ? CoreClassFromName(v.get<std::string>().c_str())
+                                              : Result<CoreClass>(InvalidArgument("must be a string"));
+      if (!cores.ok()) return InvalidArgument(field + ": " + cores.status().message());
+      out.cores = *cores;
     } else {
       return InvalidArgument("unknown budget field " + field);
     }
@@ -151,6 +159,12 @@ BudgetTable BudgetTable::Defaults() {
     d.state_cap_tokens = 0;
     d.prefill_chunk = 256;
     d.threads = 1;
+    // The UI thread comes first: background steps at Android's
+    // THREAD_PRIORITY_BACKGROUND on the little cores, whatever the state.
+    for (TierBudget* each : {&b, &s, &c, &d}) {
+      each->nice = foreground ? 0 : kBackgroundNice;
+      each->cores = foreground ? CoreClass::kPerformance : CoreClass::kEfficiency;
+    }
   }
   SetThermalDefaults(t);
   // WorkManager's constraints for background work: battery saver stops the

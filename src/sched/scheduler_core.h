@@ -306,7 +306,7 @@ class SchedulerCore {
   AppHooks hooks_;
   uint64_t next_ticket_ = 1;
   TaskId last_lead_ = 0;
-  int current_threads_ = -1;
+  StepThreads applied_threads_{-1, 0, CoreClass::kAll};  // none yet
   size_t kv_bytes_per_token_ = 0;  // learned from the engine's sequence info
   std::vector<std::function<void()>> outbox_;
   bool delivering_ = false;

@@ -135,13 +135,13 @@ SchedulerCore::Activation SchedulerCore::Activate(Task& task, const std::vector<
 }
 
 void SchedulerCore::ApplyThreads(Tier tier) {
-  int n = governor_.Budget(tier).threads;
-  if (n <= 0) n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  if (n == current_threads_) return;
-  // An engine with fewer threads refuses; it then keeps what it has, and we
-  // do not ask again until the budget changes.
-  (void)engine_.SetThreads(n).ok();
-  current_threads_ = n;
+  const TierBudget& b = governor_.Budget(tier);
+  const StepThreads want{b.threads, b.nice, b.cores};
+  if (want == applied_threads_) return;
+  // An engine that refuses keeps what it has, and we do not ask again until
+  // the budget changes.
+  (void)engine_.SetThreads(want).ok();
+  applied_threads_ = want;
 }
 
 StepItem SchedulerCore::NextItem(Task& task, int32_t limit, StepItemKind* kind) const {

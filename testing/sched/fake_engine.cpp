@@ -218,6 +218,7 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     checked = CheckStep(items);
   }
   VALET_RETURN_IF_ERROR(checked);
+  threads_log_.push_back(threads_);
   StepResult result;
   int64_t prefill_tokens = 0;
   int64_t decode_items = 0;
@@ -360,9 +361,10 @@ ParkKind FakeEngine::AdvisePark(SequenceId seq, size_t bytes_needed) const {
       ->kind;
 }
 
-Status FakeEngine::SetThreads(int n_threads) {
-  if (n_threads <= 0) return InvalidArgument("fake engine: threads must be positive");
-  threads_ = n_threads;
+Status FakeEngine::SetThreads(const StepThreads& threads) {
+  if (threads.n_threads < 0) return InvalidArgument("fake engine: threads must not be negative");
+  if (threads.nice < 0 || threads.nice > kMaxStepNice) return InvalidArgument("fake engine: nice out of range");
+  threads_ = threads;
   return Status::Ok();
 }
 

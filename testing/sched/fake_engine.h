@@ -82,7 +82,7 @@ class FakeEngine : public EngineInterface {
   // Like the real engine, an aborted step changes nothing (checked once, at its start).
   void SetAbortFlag(const std::atomic<bool>* flag) override { abort_ = flag; }
   const std::atomic<bool>* abort_flag() const { return abort_; }
-  Status SetThreads(int n_threads) override;
+  Status SetThreads(const StepThreads& threads) override;
   EngineMemory memory() const override;
   MemoryBudgets memory_budgets() const override;
   Status SetMemoryBudgets(const MemoryBudgets& budgets) override;
@@ -109,7 +109,10 @@ class FakeEngine : public EngineInterface {
   // status fails the step. Tests use it to inject errors or concurrent events.
   void set_step_hook(std::function<Status(std::span<const StepItem>)> hook) { step_hook_ = std::move(hook); }
 
-  int threads() const { return threads_; }
+  int threads() const { return threads_.n_threads; }
+  // What SetThreads asked for last, and for each step since the engine was made.
+  const StepThreads& step_threads() const { return threads_; }
+  const std::vector<StepThreads>& step_threads_log() const { return threads_log_; }
   int64_t steps() const { return steps_; }
   size_t open_sequences() const { return seqs_.size(); }
 
@@ -156,7 +159,8 @@ class FakeEngine : public EngineInterface {
   SequenceId next_seq_ = 1;
   size_t snapshot_ram_ = 0;
   size_t snapshot_disk_ = 0;
-  int threads_ = 1;
+  StepThreads threads_{1, 0, CoreClass::kAll};
+  std::vector<StepThreads> threads_log_;
   int64_t steps_ = 0;
 };
 

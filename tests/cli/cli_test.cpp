@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "support/cli_run.h"
 
 namespace {
@@ -169,6 +171,34 @@ TEST(CliTest, TemplateErrorsAreOneLine) {
   ExpectUsageError("template --file " + raising + " --messages " + raising, "invalid JSON at byte");
   const std::string no_messages = WriteTemp("m4.json", R"({"msgs": []})");
   ExpectUsageError("template --file " + raising + " --messages " + no_messages, "\"messages\" array");
+}
+
+// bench-jank runs its three arms and writes, per arm, what the issue asks
+// for: the missed-frame rate, frame latency percentiles, background tokens
+// per second (none in the idle arm, some in the others) and the chat turn's
+// time to first token.
+TEST(CliTest, BenchJankReportsEveryArm) {
+  const std::string model = TempPath("jank-tiny.gguf");
+  const std::string json = TempPath("jank.json");
+  ASSERT_EQ(Valet("synth-model --preset tiny --type q8_0 -o " + model).exit_code, 0);
+  CliRun r = Valet("bench-jank -m " + model + " -t 2 --seconds 1 --frame-work-ms 2 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("| valet |"), std::string::npos) << r.out;
+  std::ifstream in(json);
+  const nlohmann::json report = nlohmann::json::parse(in);
+  for (const char* arm : {"idle", "plain", "valet"}) {
+    ASSERT_TRUE(report["arms"].contains(arm)) << report.dump();
+    const nlohmann::json& a = report["arms"][arm];
+    EXPECT_GT(a["vsyncs"].get<int>(), 0) << arm;
+    EXPECT_GE(a["missed_frame_rate"].get<double>(), 0.0) << arm;
+    EXPECT_LE(a["missed_frame_rate"].get<double>(), 1.0) << arm;
+    EXPECT_LE(a["frame_latency_ms"]["p50"].get<double>(), a["frame_latency_ms"]["p99"].get<double>()) << arm;
+    EXPECT_GT(a["chat_ttft_ms"].get<double>(), 0.0) << arm;
+    EXPECT_EQ(a["bg_tokens_per_s"].get<double>() > 0.0, std::string(arm) != "idle") << arm;
+  }
+  ExpectUsageError("bench-jank -m " + model + " --arms idle,fast", "unknown arm fast");
+  std::filesystem::remove(model);
+  std::filesystem::remove(json);
 }
 
 }  // namespace

@@ -355,8 +355,9 @@ TEST_P(RealEngineMiscTest, AccountingCostsAndAdvice) {
   EXPECT_GT(acc.bytes_restored, 0u);
   EXPECT_EQ(e->memory().snapshot_ram_bytes, 0u);
 
-  EXPECT_TRUE(e->SetThreads(1).ok());
-  EXPECT_FALSE(e->SetThreads(0).ok());
+  EXPECT_TRUE(e->SetThreads(StepThreads{1, 0, CoreClass::kAll}).ok());
+  EXPECT_FALSE(e->SetThreads(StepThreads{-1, 0, CoreClass::kAll}).ok());
+  EXPECT_FALSE(e->SetThreads(StepThreads{1, kMaxStepNice + 1, CoreClass::kAll}).ok());
   EXPECT_TRUE(e->CloseSequence(a).ok());
   EXPECT_EQ(e->Info(a).status().code(), StatusCode::kNotFound);
 }

@@ -75,6 +75,27 @@ TEST(BudgetTableJson, OverridesNamedEntriesOnly) {
             d.at(LifecycleState::kCreated, Tier::kForegroundChat).prefill_chunk);
 }
 
+TEST(BudgetTableJson, ThreadsPriorityAndCores) {
+  const BudgetTable d = BudgetTable::Defaults();
+  EXPECT_EQ(d.at(LifecycleState::kResumed, Tier::kForegroundChat).nice, 0);
+  EXPECT_EQ(d.at(LifecycleState::kResumed, Tier::kForegroundChat).cores, CoreClass::kPerformance);
+  EXPECT_EQ(d.at(LifecycleState::kCreated, Tier::kOfflineIndexing).nice, kBackgroundNice);
+  EXPECT_EQ(d.at(LifecycleState::kCreated, Tier::kBackgroundSummary).cores, CoreClass::kEfficiency);
+  Result<BudgetTable> t = ParseBudgetTable(
+      R"({"RESUMED": {"BACKGROUND_SUMMARY": {"nice": 19, "cores": "all"}, "FOREGROUND_CHAT": {"cores": "efficiency"}}})");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kBackgroundSummary).nice, 19);
+  EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kBackgroundSummary).cores, CoreClass::kAll);
+  EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kForegroundChat).cores, CoreClass::kEfficiency);
+  for (const char* bad : {R"({"RESUMED": {"OFFLINE_INDEXING": {"nice": -1}}})",
+                          R"({"RESUMED": {"OFFLINE_INDEXING": {"nice": 20}}})",
+                          R"({"RESUMED": {"OFFLINE_INDEXING": {"cores": "big"}}})",
+                          R"({"RESUMED": {"OFFLINE_INDEXING": {"cores": 1}}})"}) {
+    Result<BudgetTable> r = ParseBudgetTable(bad);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+  }
+}
+
 TEST(BudgetTableJson, RejectsBadInput) {
   for (const char* bad : {R"([])", R"({"PAUSED": {}})", R"({"RESUMED": {"TIER9": {}}})",
                           R"({"RESUMED": {"FOREGROUND_CHAT": {"turn_tokens": -1}}})",

@@ -206,5 +206,46 @@ TEST(BatchingPolicy, FillRidesWithinTheCostFractionStrictRunsAlone) {
             << strict.bg_tokens_during_fg << "; max items/step " << fill.max_items << "\n";
 }
 
+// Each step asks for the OS priority and cores of the highest tier in its
+// batch: background-only steps at nice 10 on the efficiency cores, steps a
+// chat leads (background riders included) at the app's priority on the
+// performance cores.
+TEST(GovernorCore, StepsRunAtThePriorityOfTheirHighestTier) {
+  SchedulerOptions o;
+  o.batch_mode = BatchMode::kFill;
+  o.fill_max_cost_fraction = 0.25;
+  Harness h({}, o);
+  for (int i = 0; i < 2; ++i) h.Submit(Tier::kOfflineIndexing, "doc " + std::to_string(i), 60);
+  for (int s = 0; s < 30; ++s) h.core.RunOneStep();
+  h.Submit(Tier::kForegroundChat, "chat turn", 20);
+  h.Submit(Tier::kBackgroundSummary, "summary", 10);
+  h.core.RunUntilIdle();
+  const std::vector<StepTrace> steps = h.core.recorder().Steps();
+  const std::vector<StepThreads>& asked = h.engine.step_threads_log();
+  ASSERT_EQ(steps.size(), asked.size());
+  const BudgetTable d = BudgetTable::Defaults();
+  bool rode = false;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    Tier top = Tier::kOfflineIndexing;
+    for (const StepTraceItem& item : steps[i].items) top = std::min(top, item.tier);
+    rode = rode || (top == Tier::kForegroundChat && steps[i].items.size() > 1);
+    const TierBudget& b = d.at(LifecycleState::kResumed, top);
+    EXPECT_EQ(asked[i], (StepThreads{b.threads, b.nice, b.cores})) << "step " << i;
+    EXPECT_EQ(asked[i].nice, top == Tier::kForegroundChat ? 0 : kBackgroundNice) << "step " << i;
+  }
+  EXPECT_TRUE(rode);  // the mixed batches ran at the chat's priority
+}
+
+TEST(GovernorCore, ThePriorityOfATierComesFromItsBudget) {
+  SchedulerOptions o;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).nice = 19;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).cores = CoreClass::kAll;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).threads = 1;
+  Harness h({}, o);
+  h.Submit(Tier::kOfflineIndexing, "bg", 5);
+  h.core.RunOneStep();
+  EXPECT_EQ(h.engine.step_threads(), (StepThreads{1, 19, CoreClass::kAll}));
+}
+
 }  // namespace
 }  // namespace valet

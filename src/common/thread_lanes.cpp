@@ -1,0 +1,218 @@
+#include "common/thread_lanes.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/resource.h>
+#endif
+
+namespace valet {
+
+struct ThreadLanes::Lane {
+  std::unique_ptr<ThreadPool> pool;
+  int nice = 0;            // what its threads (kSwitch: and the caller) are set to now
+  std::vector<int> cpus;   // the cores they are confined to now
+  int caller_tid = 0;      // the caller placed with them (app lane)
+  // A lane below the app's priority (kPoolPerPriority): the thread that runs
+  // the steps handed to it.
+  std::thread lead;
+  int lead_tid = 0;
+  std::atomic<int> published_tid{0};  // the lead's id, as it starts
+  std::mutex mu;
+  std::condition_variable cv;
+  const std::function<void()>* job = nullptr;
+  bool done = false;
+  bool stop = false;
+};
+
+namespace {
+
+#if defined(__linux__)
+int NiceOf(int tid) {
+  errno = 0;
+  const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  return errno == 0 ? nice : 0;
+}
+
+bool SetNice(int tid, int nice) { return setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) == 0; }
+
+bool SetCores(int tid, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) CPU_SET(cpu, &set);
+  return sched_setaffinity(tid, sizeof(set), &set) == 0;
+}
+
+std::vector<int> AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+  }
+  return out;
+}
+#else
+int NiceOf(int) { return 0; }
+bool SetNice(int, int) { return true; }
+bool SetCores(int, const std::vector<int>&) { return true; }
+std::vector<int> AllowedCores() { return {}; }
+#endif
+
+// Placement is best effort: a refusal costs the UI some smoothness, never a
+// step, so it is logged once per kind and the step runs where it is.
+void WarnOnce(std::atomic<bool>& warned, const char* what) {
+  if (!warned.exchange(true)) {
+    LogWarn(std::string("could not set the compute threads' ") + what + ": " + std::strerror(errno));
+  }
+}
+std::atomic<bool> g_nice_warned{false};
+std::atomic<bool> g_cores_warned{false};
+
+}  // namespace
+
+bool ThreadLanes::CanLowerNice() {
+#if defined(__linux__)
+  bool can = false;
+  std::thread probe([&can] {
+    const int tid = ThreadPool::CurrentTid();
+    const int nice = NiceOf(tid);
+    if (nice < kMaxStepNice && SetNice(tid, nice + 1)) can = SetNice(tid, nice);
+  });
+  probe.join();
+  return can;
+#else
+  return false;
+#endif
+}
+
+ThreadLanes::ThreadLanes(const ThreadLanesOptions& options)
+    : n_threads_(std::max(1, options.n_threads)),
+      mode_(options.mode),
+      topology_(CpuTopology::Read(options.sysfs_root)),
+      allowed_(AllowedCores()),
+      app_nice_(NiceOf(ThreadPool::CurrentTid())),
+      app_lane_(std::make_unique<Lane>()) {
+  app_lane_->pool = std::make_unique<ThreadPool>(n_threads_);
+  app_lane_->nice = app_nice_;
+  app_lane_->cpus = allowed_;
+  current_ = app_lane_->pool.get();
+}
+
+ThreadLanes::~ThreadLanes() {
+  for (auto& [nice, lane] : low_lanes_) {
+    {
+      std::lock_guard<std::mutex> lock(lane->mu);
+      lane->stop = true;
+    }
+    lane->cv.notify_all();
+    lane->lead.join();
+  }
+}
+
+Status ThreadLanes::Configure(const StepThreads& threads) {
+  if (threads.n_threads < 0) return InvalidArgument("threads must not be negative");
+  if (threads.nice < 0 || threads.nice > kMaxStepNice) {
+    return InvalidArgument("nice must be between 0 and " + std::to_string(kMaxStepNice));
+  }
+  want_ = threads;
+  return Status::Ok();
+}
+
+ThreadLanes::Lane& ThreadLanes::LaneFor(int nice) {
+  std::unique_ptr<Lane>& slot = low_lanes_[nice];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<Lane>();
+  Lane& lane = *slot;
+  lane.pool = std::make_unique<ThreadPool>(n_threads_);
+  lane.nice = app_nice_;
+  lane.cpus = allowed_;
+  lane.lead = std::thread([&lane] {
+    lane.published_tid.store(ThreadPool::CurrentTid() == 0 ? -1 : ThreadPool::CurrentTid(), std::memory_order_release);
+    lane.published_tid.notify_one();
+    std::unique_lock<std::mutex> lock(lane.mu);
+    for (;;) {
+      lane.cv.wait(lock, [&lane] { return lane.job != nullptr || lane.stop; });
+      if (lane.stop) return;
+      const std::function<void()>* job = lane.job;
+      lane.job = nullptr;
+      lock.unlock();
+      (*job)();
+      lock.lock();
+      lane.done = true;
+      lane.cv.notify_all();
+    }
+  });
+  lane.published_tid.wait(0, std::memory_order_acquire);
+  lane.lead_tid = lane.published_tid.load(std::memory_order_acquire);
+  return lane;
+}
+
+void ThreadLanes::Place(Lane& lane, int caller_tid) {
+  const int nice = want_.nice == 0 ? app_nice_ : std::max(want_.nice, app_nice_);
+  std::vector<int> cpus;
+  for (int cpu : topology_.Cores(want_.cores)) {
+    if (std::binary_search(allowed_.begin(), allowed_.end(), cpu)) cpus.push_back(cpu);
+  }
+  if (cpus.empty()) cpus = allowed_;  // a topology that names no usable core constrains nothing
+  int n = want_.n_threads == 0 ? n_threads_ : std::min(want_.n_threads, n_threads_);
+  if (!cpus.empty()) n = std::min(n, static_cast<int>(cpus.size()));
+  lane.pool->set_active(n);
+
+  last_tids_.clear();
+  last_tids_.push_back(lane.lead_tid != 0 ? lane.lead_tid : caller_tid);
+  const std::vector<int>& workers = lane.pool->worker_tids();
+  last_tids_.insert(last_tids_.end(), workers.begin(), workers.begin() + (n - 1));
+
+  const bool new_caller = lane.lead_tid == 0 && caller_tid != lane.caller_tid;
+  lane.caller_tid = lane.lead_tid == 0 ? caller_tid : 0;
+  std::vector<int> tids = workers;
+  tids.push_back(lane.lead_tid != 0 ? lane.lead_tid : caller_tid);
+  // A new caller needs setting only where it is to run away from the app's
+  // priority or cores (kSwitch); the app's threads are otherwise left alone.
+  if (nice != lane.nice || (new_caller && nice != app_nice_)) {
+    for (int tid : tids) {
+      if (tid > 0 && !SetNice(tid, nice)) WarnOnce(g_nice_warned, "priority");
+    }
+    lane.nice = nice;
+  }
+  if (cpus != lane.cpus || (new_caller && cpus != allowed_)) {
+    for (int tid : tids) {
+      if (tid > 0 && !SetCores(tid, cpus)) WarnOnce(g_cores_warned, "cores");
+    }
+    lane.cpus = cpus;
+  }
+}
+
+void ThreadLanes::Run(const std::function<void()>& fn) {
+  const int nice = want_.nice == 0 ? app_nice_ : std::max(want_.nice, app_nice_);
+  if (nice != app_nice_ && mode_ == PriorityMode::kAuto) {
+    mode_ = CanLowerNice() ? PriorityMode::kSwitch : PriorityMode::kPoolPerPriority;
+  }
+  if (nice == app_nice_ || mode_ == PriorityMode::kSwitch) {
+    Place(*app_lane_, ThreadPool::CurrentTid());
+    fn();
+    return;
+  }
+  Lane& lane = LaneFor(nice);
+  Place(lane, 0);
+  current_ = lane.pool.get();
+  {
+    std::unique_lock<std::mutex> lock(lane.mu);
+    lane.job = &fn;
+    lane.done = false;
+    lane.cv.notify_all();
+    lane.cv.wait(lock, [&lane] { return lane.done; });
+  }
+  current_ = app_lane_->pool.get();
+}
+
+}  // namespace valet

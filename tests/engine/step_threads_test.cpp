@@ -1,0 +1,146 @@
+// The real engine runs each step at the priority and on the cores the
+// scheduler asked for (read back from the threads that computed it, with a
+// fake sysfs that makes two of this machine's cores a little and a big one),
+// in both ways of lowering a priority, and computes the same logits wherever
+// a step runs.
+#include <gtest/gtest.h>
+
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
+#endif
+
+#include <cerrno>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/real_engine.h"
+#include "support/fake_sysfs.h"
+#include "testing/model/synthetic_model.h"
+
+namespace valet {
+using namespace valet::testing;
+namespace {
+
+#if defined(__linux__)
+
+namespace fs = std::filesystem;
+
+int NiceOf(int tid) {
+  errno = 0;
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+}
+
+std::vector<int> CoresOf(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> out;
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
+  }
+  return out;
+}
+
+class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
+ protected:
+  void SetUp() override {
+    allowed_ = CoresOf(0);
+    if (allowed_.size() < 2) GTEST_SKIP() << "one core: nothing to confine steps to";
+    if (GetParam() == PriorityMode::kSwitch && !ThreadLanes::CanLowerNice()) {
+      GTEST_SKIP() << "this process may not lower a nice value again (no CAP_SYS_NICE, RLIMIT_NICE 0)";
+    }
+    std::vector<uint64_t> capacity(static_cast<size_t>(allowed_.back()) + 1, 1024);
+    capacity[static_cast<size_t>(allowed_[0])] = 400;  // the little core
+    sysfs_ = std::make_unique<FakeSysfs>(capacity);
+    dir_ = fs::temp_directory_path() / ("valet-step-threads-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    SynthModelOptions m;
+    m.type = GgmlType::kQ8_0;
+    ASSERT_TRUE(WriteSyntheticModel(m, (dir_ / "tiny.gguf").string()).ok());
+    RealEngineOptions o;
+    o.engine.model_path = (dir_ / "tiny.gguf").string();
+    o.engine.n_threads = 2;
+    o.engine.n_ctx = 128;
+    o.engine.kv_capacity_bytes = 4u << 20;
+    o.engine.priority_mode = GetParam();
+    o.engine.sysfs_root = sysfs_->root();
+    o.calibrate = false;
+    o.keep_logits = true;
+    Result<std::unique_ptr<RealEngine>> e = RealEngine::Open(o);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    engine_ = std::move(*e);
+  }
+  void TearDown() override {
+    engine_.reset();
+    fs::remove_all(dir_);
+  }
+
+  // A greedy sequence fed `prompt` in one step at `threads`; its logits.
+  std::vector<float> Prefill(const StepThreads& threads, const std::vector<int32_t>& prompt) {
+    SequenceSpec spec;
+    spec.sampling.temperature = 0.0f;
+    Result<SequenceId> seq = engine_->OpenSequence(spec);
+    EXPECT_TRUE(seq.ok());
+    EXPECT_TRUE(engine_->SetThreads(threads).ok());
+    StepItem item;
+    item.seq = *seq;
+    item.tokens = prompt;
+    item.sample = true;
+    Result<StepResult> r = engine_->Step(std::span<const StepItem>(&item, 1));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    const std::span<const float> logits = engine_->last_logits(*seq);
+    return std::vector<float>(logits.begin(), logits.end());
+  }
+
+  std::vector<int> allowed_;
+  std::unique_ptr<FakeSysfs> sysfs_;
+  fs::path dir_;
+  std::unique_ptr<RealEngine> engine_;
+};
+
+TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
+  const int self = ThreadPool::CurrentTid();
+  const int app_nice = NiceOf(self);
+  ASSERT_LT(app_nice, kBackgroundNice);
+  const std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 250, 31, 64};
+  const std::vector<int> big(allowed_.begin() + 1, allowed_.end());
+
+  const std::vector<float> fg = Prefill(StepThreads{0, 0, CoreClass::kPerformance}, prompt);
+  std::vector<int> tids = engine_->lanes().last_step_tids();
+  ASSERT_FALSE(tids.empty());
+  EXPECT_EQ(tids.front(), self);
+  for (int tid : tids) {
+    EXPECT_EQ(NiceOf(tid), app_nice);
+    EXPECT_EQ(CoresOf(tid), big);
+  }
+
+  const std::vector<float> bg = Prefill(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency}, prompt);
+  tids = engine_->lanes().last_step_tids();
+  ASSERT_EQ(tids.size(), 1u);  // one little core: one thread
+  EXPECT_EQ(tids.front() == self, GetParam() == PriorityMode::kSwitch);
+  EXPECT_EQ(NiceOf(tids.front()), kBackgroundNice);
+  EXPECT_EQ(CoresOf(tids.front()), std::vector<int>{allowed_[0]});
+  ASSERT_FALSE(fg.empty());
+  EXPECT_EQ(fg, bg);  // bit for bit, on whichever thread and lane
+
+  Prefill(StepThreads{0, 0, CoreClass::kAll}, prompt);
+  EXPECT_EQ(NiceOf(self), app_nice);
+  EXPECT_EQ(CoresOf(self), allowed_);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, StepThreadsTest,
+                         ::testing::Values(PriorityMode::kSwitch, PriorityMode::kPoolPerPriority),
+                         [](const ::testing::TestParamInfo<PriorityMode>& info) {
+                           return info.param == PriorityMode::kSwitch ? std::string("Switch")
+                                                                      : std::string("PoolPerPriority");
+                         });
+
+#endif  // __linux__
+
+}  // namespace
+}  // namespace valet
