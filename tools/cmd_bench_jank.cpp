@@ -23,6 +23,7 @@ constexpr FlagSpec kFlags[] = {
     {"--frame-work-ms", nullptr, true, "CPU time of each UI frame, ms (default 8)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--lanes", nullptr, true, "how background steps lower their priority: auto, switch, pool (default auto)"},
+    {"--budgets", nullptr, true, "the valet arm's budget table, JSON (default: the shipped one)"},
     {"--json", nullptr, true, "write the report as JSON to this file"},
 };
 
@@ -66,6 +67,7 @@ Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64
   o.n_threads = static_cast<int>(threads);
   VALET_ASSIGN_OR_RETURN(std::string lanes, a.String("--lanes", "auto"));
   VALET_ASSIGN_OR_RETURN(o.priority_mode, ParseLanes(lanes));
+  VALET_ASSIGN_OR_RETURN(o.budgets_path, a.String("--budgets", ""));
   VALET_ASSIGN_OR_RETURN(*json, a.String("--json", ""));
   return o;
 }

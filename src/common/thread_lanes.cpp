@@ -105,6 +105,7 @@ ThreadLanes::ThreadLanes(const ThreadLanesOptions& options)
   app_lane_->nice = app_nice_;
   app_lane_->cpus = allowed_;
   current_ = app_lane_->pool.get();
+  (void)Configure(StepThreads{}).ok();
 }
 
 ThreadLanes::~ThreadLanes() {
@@ -123,7 +124,14 @@ Status ThreadLanes::Configure(const StepThreads& threads) {
   if (threads.nice < 0 || threads.nice > kMaxStepNice) {
     return InvalidArgument("nice must be between 0 and " + std::to_string(kMaxStepNice));
   }
-  want_ = threads;
+  target_nice_ = threads.nice == 0 ? app_nice_ : std::max(threads.nice, app_nice_);
+  target_cpus_.clear();
+  for (int cpu : topology_.Cores(threads.cores)) {
+    if (std::binary_search(allowed_.begin(), allowed_.end(), cpu)) target_cpus_.push_back(cpu);
+  }
+  if (target_cpus_.empty()) target_cpus_ = allowed_;  // a topology that names no usable core constrains nothing
+  target_n_ = threads.n_threads == 0 ? n_threads_ : std::min(threads.n_threads, n_threads_);
+  if (!target_cpus_.empty()) target_n_ = std::min(target_n_, static_cast<int>(target_cpus_.size()));
   return Status::Ok();
 }
 
@@ -157,52 +165,39 @@ ThreadLanes::Lane& ThreadLanes::LaneFor(int nice) {
 }
 
 void ThreadLanes::Place(Lane& lane, int caller_tid) {
-  const int nice = want_.nice == 0 ? app_nice_ : std::max(want_.nice, app_nice_);
-  std::vector<int> cpus;
-  for (int cpu : topology_.Cores(want_.cores)) {
-    if (std::binary_search(allowed_.begin(), allowed_.end(), cpu)) cpus.push_back(cpu);
-  }
-  if (cpus.empty()) cpus = allowed_;  // a topology that names no usable core constrains nothing
-  int n = want_.n_threads == 0 ? n_threads_ : std::min(want_.n_threads, n_threads_);
-  if (!cpus.empty()) n = std::min(n, static_cast<int>(cpus.size()));
-  lane.pool->set_active(n);
-
-  last_tids_.clear();
-  last_tids_.push_back(lane.lead_tid != 0 ? lane.lead_tid : caller_tid);
+  lane.pool->set_active(target_n_);
+  const int lead = lane.lead_tid != 0 ? lane.lead_tid : caller_tid;
   const std::vector<int>& workers = lane.pool->worker_tids();
-  last_tids_.insert(last_tids_.end(), workers.begin(), workers.begin() + (n - 1));
+  last_tids_.assign(1, lead);
+  last_tids_.insert(last_tids_.end(), workers.begin(), workers.begin() + (target_n_ - 1));
 
-  const bool new_caller = lane.lead_tid == 0 && caller_tid != lane.caller_tid;
-  lane.caller_tid = lane.lead_tid == 0 ? caller_tid : 0;
-  std::vector<int> tids = workers;
-  tids.push_back(lane.lead_tid != 0 ? lane.lead_tid : caller_tid);
   // A new caller needs setting only where it is to run away from the app's
   // priority or cores (kSwitch); the app's threads are otherwise left alone.
-  if (nice != lane.nice || (new_caller && nice != app_nice_)) {
-    for (int tid : tids) {
-      if (tid > 0 && !SetNice(tid, nice)) WarnOnce(g_nice_warned, "priority");
-    }
-    lane.nice = nice;
+  const bool new_caller = lane.lead_tid == 0 && caller_tid != lane.caller_tid;
+  lane.caller_tid = lane.lead_tid == 0 ? caller_tid : 0;
+  const bool renice = target_nice_ != lane.nice || (new_caller && target_nice_ != app_nice_);
+  const bool move = target_cpus_ != lane.cpus || (new_caller && target_cpus_ != allowed_);
+  if (!renice && !move) return;
+  for (size_t i = 0; i <= workers.size(); ++i) {
+    const int tid = i < workers.size() ? workers[i] : lead;
+    if (tid <= 0) continue;
+    if (renice && !SetNice(tid, target_nice_)) WarnOnce(g_nice_warned, "priority");
+    if (move && !SetCores(tid, target_cpus_)) WarnOnce(g_cores_warned, "cores");
   }
-  if (cpus != lane.cpus || (new_caller && cpus != allowed_)) {
-    for (int tid : tids) {
-      if (tid > 0 && !SetCores(tid, cpus)) WarnOnce(g_cores_warned, "cores");
-    }
-    lane.cpus = cpus;
-  }
+  lane.nice = target_nice_;
+  lane.cpus = target_cpus_;
 }
 
 void ThreadLanes::Run(const std::function<void()>& fn) {
-  const int nice = want_.nice == 0 ? app_nice_ : std::max(want_.nice, app_nice_);
-  if (nice != app_nice_ && mode_ == PriorityMode::kAuto) {
+  if (target_nice_ != app_nice_ && mode_ == PriorityMode::kAuto) {
     mode_ = CanLowerNice() ? PriorityMode::kSwitch : PriorityMode::kPoolPerPriority;
   }
-  if (nice == app_nice_ || mode_ == PriorityMode::kSwitch) {
+  if (target_nice_ == app_nice_ || mode_ == PriorityMode::kSwitch) {
     Place(*app_lane_, ThreadPool::CurrentTid());
     fn();
     return;
   }
-  Lane& lane = LaneFor(nice);
+  Lane& lane = LaneFor(target_nice_);
   Place(lane, 0);
   current_ = lane.pool.get();
   {

@@ -54,7 +54,6 @@ class ThreadLanes {
   // Takes effect at the next Run; more threads than size() means size().
   // InvalidArgument for negative threads or nice outside 0..kMaxStepNice.
   Status Configure(const StepThreads& threads);
-  const StepThreads& configured() const { return want_; }
 
   // Runs fn at the configured priority, cores and thread count: on the
   // calling thread, or on the lane's lead while the caller waits. fn uses
@@ -85,7 +84,11 @@ class ThreadLanes {
   CpuTopology topology_;
   std::vector<int> allowed_;  // the cores this process may use, when it started
   int app_nice_ = 0;          // the creating thread's nice value: "the app's priority"
-  StepThreads want_;
+  // The configured StepThreads resolved for this process: the nice value,
+  // the usable cores of the class, the thread count.
+  int target_nice_ = 0;
+  std::vector<int> target_cpus_;
+  int target_n_ = 1;
   std::unique_ptr<Lane> app_lane_;
   std::map<int, std::unique_ptr<Lane>> low_lanes_;  // kPoolPerPriority, by nice
   ThreadPool* current_ = nullptr;

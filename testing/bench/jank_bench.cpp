@@ -122,8 +122,11 @@ int64_t BackgroundGenerated(const Scheduler& s) {
          stats.generated_by_tier[static_cast<size_t>(Tier::kOfflineIndexing)];
 }
 
-SchedulerOptions ArmSchedulerOptions(const std::string& arm) {
+Result<SchedulerOptions> ArmSchedulerOptions(const JankOptions& options, const std::string& arm) {
   SchedulerOptions o;
+  if (!options.budgets_path.empty()) {
+    VALET_ASSIGN_OR_RETURN(o.budgets, LoadBudgetTable(options.budgets_path));
+  }
   if (arm != "plain") return o;
   for (auto& state : o.budgets.budgets) {
     for (TierBudget& b : state) {
@@ -173,7 +176,8 @@ Result<JankSample> RunJankArm(const JankOptions& options, const std::string& arm
   eo.engine.priority_mode = options.priority_mode;
   eo.store.warn = [](std::string_view) {};
   VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> engine, RealEngine::Open(eo));
-  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*engine, ArmSchedulerOptions(arm)));
+  VALET_ASSIGN_OR_RETURN(SchedulerOptions so, ArmSchedulerOptions(options, arm));
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*engine, std::move(so)));
   BackgroundLoad load(*scheduler, *engine);
   if (arm != "idle") VALET_RETURN_IF_ERROR(load.Start());
 

@@ -29,6 +29,9 @@ struct JankOptions {
   double chat_at = 0.5;              // when the chat turn arrives, as a fraction of the run
   std::vector<std::string> arms = {"idle", "plain", "valet"};
   PriorityMode priority_mode = PriorityMode::kAuto;
+  // The valet arm's budget table (the plain arm's is the same at the app's
+  // priority on every core); empty: the shipped defaults.
+  std::string budgets_path;
 };
 
 // One run of one arm.
