@@ -15,6 +15,14 @@ double SteadySeconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+DurableOptions DurableOptionsOf(const SchedulerOptions& options) {
+  return {.dir = options.durable_dir,
+          .model_fingerprint = options.model_fingerprint,
+          .disk_budget_bytes = options.durable_disk_budget_bytes,
+          .before_journal_append = options.durable_write_hooks.before_journal_append,
+          .before_checkpoint_rename = options.durable_write_hooks.before_checkpoint_rename};
+}
+
 }  // namespace
 
 SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
@@ -26,28 +34,30 @@ SchedulerCore::SchedulerCore(EngineInterface& engine, SchedulerOptions options)
       governor_(options_.budgets, options_.initial_state, options_.initial_power),
       preemption_(options_.park_policy),
       batch_(options_.batch_mode, options_.fill_max_cost_fraction),
-      budgets_(engine.memory_budgets()) {
+      budgets_(engine.memory_budgets()),
+      durable_(DurableOptionsOf(options_), options_.durable_dir.empty()
+                                               ? JournalIdentity{}
+                                               : SchedulerJournalIdentity(engine, options_.model_fingerprint,
+                                                                          options_.parse_special_in_messages)),
+      admission_(engine, preparer_, durable_, recorder_, clock_) {
   recorder_.UpdateStats([&](SchedulerStats& s) {
     s.lifecycle = governor_.state();
     s.power = governor_.power();
   });
-  OpenDurableDir();
 }
 
 SchedulerCore::~SchedulerCore() { (void)RestorePool(); }
 
 Result<TaskId> SchedulerCore::Submit(TaskRequest request) {
-  Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
-  Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
-  Result<std::optional<TaskJournal>> journal =
-      max_tokens.ok() ? StartJournal(prepared->request) : Result<std::optional<TaskJournal>>(max_tokens.status());
-  if (!journal.ok()) {
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.rejected; });
-    return journal.status();
-  }
-  const TaskId id = recorder_.Register(prepared->request.tier, Now());
-  const bool durable = journal->has_value();
-  Enqueue(id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
+  bool durable = false;
+  AdmissionSteps steps;
+  steps.fit = [this](const PreparedTask& prepared) { return FitPool(prepared); };
+  steps.accept = [&](AdmittedTask task) {
+    durable = task.journal.has_value();
+    Enqueue(task.id, std::move(task.prepared), task.max_tokens, std::move(task.journal));
+  };
+  Result<TaskId> id = admission_.Admit(std::move(request), steps);
+  if (!id.ok()) return id;
   if (durable) TryJournalsAgain();  // its journal was just written: the disk takes writes
   Deliver();
   return id;
@@ -301,7 +311,7 @@ void SchedulerCore::Finish(Task& task, TaskState state, Status status, StopReaso
   if (hooks_.settle_end && hooks_.settle_end(task.id)) {
     // A cancel that came while the end was being written: forgotten after all.
     if (durable && state != TaskState::kCancelled) {
-      (void)RemoveJournal(*durable_dir_, task.durable_key).ok();
+      (void)durable_.RemoveJournal(task.durable_key).ok();
     }
     state = TaskState::kCancelled;
   }

@@ -29,13 +29,14 @@
 #include <unordered_set>
 #include <vector>
 
-#include "common/private_dir.h"
+#include "durable/task_durability.h"
 #include "engine/engine_interface.h"
 #include "sched/batch_policy.h"
 #include "sched/governor.h"
 #include "sched/preemption_controller.h"
 #include "sched/recorder.h"
 #include "sched/task.h"
+#include "sched/task_admission.h"
 #include "sched/task_preparer.h"
 #include "sched/task_queue.h"
 #include "sched/trim_policy.h"
@@ -52,17 +53,14 @@ class SchedulerCore {
   SchedulerCore(const SchedulerCore&) = delete;
   SchedulerCore& operator=(const SchedulerCore&) = delete;
 
-  // Prepares (preparer()) and admits; errors leave no trace but the rejected counter.
+  // Admits (admission(): prepare, check the pool, journal, register) and
+  // enqueues; errors leave no trace but the rejected counter.
   Result<TaskId> Submit(TaskRequest request);
-  // For the threaded wrapper, which prepared the task (and created a durable
-  // task's journal, StartJournal) on the submitting thread: `id` came from
-  // recorder().Register. A task too large for the KV pool even alone ends
+  // For the threaded wrapper, which admitted the task (admission(): prepared,
+  // journaled if durable, registered) on the submitting thread. A task too large for the KV pool even alone ends
   // FAILED here, with on_done called (and its journal's Done record), and the
   // error is returned.
   Status Admit(TaskId id, PreparedTask prepared, std::optional<TaskJournal> journal);
-  // A new journal for a durable request (its key made up when empty); none
-  // otherwise. Once it returns, a kill can no longer lose the task.
-  Result<std::optional<TaskJournal>> StartJournal(TaskRequest& request) const;
   // NotFound for an unknown id, InvalidArgument for a finished task. A
   // cancelled durable task's journal is removed.
   Status Cancel(TaskId id);
@@ -80,7 +78,7 @@ class SchedulerCore {
   // or why durable tasks are unavailable here (their calls answer it).
   // InvalidArgument when the directory was refused (a link, another user's,
   // writable by others), which Scheduler::Create fails on.
-  const Status& durable_dir_status() const { return durable_dir_status_; }
+  const Status& durable_dir_status() const { return durable_.dir_status(); }
   // Writes what journals could not take (ParkCause::kJournalIo); a task whose
   // journal takes it goes on (or ends, if its end was what waited). Also
   // tried on every lifecycle event and after every durable write that
@@ -130,7 +128,7 @@ class SchedulerCore {
   void ConsumerCaughtUp(TaskId id);
   // Replaces write(2) for durable tasks' journals (the seam a full disk is
   // tested through); before the first durable task.
-  void set_journal_write_for_testing(JournalWriteFn write) { journal_write_ = std::move(write); }
+  void set_journal_write_for_testing(JournalWriteFn write) { durable_.set_journal_write_for_testing(std::move(write)); }
   // Gives back what the engine lent (a trimmed pool): after it, destroying
   // this object no longer touches the engine.
   void ReleaseEngine() { (void)RestorePool(); }
@@ -149,6 +147,8 @@ class SchedulerCore {
   const Governor& governor() const { return governor_; }
   // Immutable after construction, so any thread may prepare tasks with it.
   const TaskPreparer& preparer() const { return preparer_; }
+  // The one admission path (prepare, journal, register); any thread.
+  const TaskAdmission& admission() const { return admission_; }
   const ChatRenderer& chat() const { return preparer_.chat(); }
   const BatchPolicy& batch_policy() const { return batch_; }
 
@@ -166,17 +166,6 @@ class SchedulerCore {
   // Ends a registered task that never ran: FAILED (CANCELLED if the app's
   // cancel came first, AppHooks::settle_end), through its callbacks; returns which.
   TaskState FailRegistered(TaskId id, const TaskCallbacks& callbacks, const Status& status, const std::string& durable_key);
-  // Whether a durable request can be journaled here (its key made up when
-  // empty, the directory under its disk budget); any thread.
-  Status CheckDurable(TaskRequest& request) const;
-  const JournalIdentity& journal_identity() const { return journal_identity_; }
-  // A journal's options under `sync`, with the tests' seams (journal_write_,
-  // SchedulerOptions::durable_write_hooks).
-  TaskJournalOptions JournalOptions(JournalSync sync) const {
-    return {sync, journal_write_, options_.durable_write_hooks.before_journal_append};
-  }
-  // Opens durable_dir (creating it) and names the journals' identity; at construction.
-  void OpenDurableDir();
   // Registers an unfinished journaled task (r.id) and enqueues it where its
   // journal ends; one it cannot resume ends FAILED (r.state, r.error).
   void ResumeJournaled(JournalContents& contents,
@@ -209,7 +198,6 @@ class SchedulerCore {
   void CheckpointAll(FileSync sync);
   // A recovered task's sequence, just opened, takes its checkpoint's KV.
   void RestoreCheckpoint(Task& task);
-  size_t DurableDirBytes() const;
   Task* Find(TaskId id);
 
   // The queue key: (tier, ticket), or (one tier, ticket) under kFifo.
@@ -302,7 +290,6 @@ class SchedulerCore {
   std::unordered_set<TaskId> behind_;  // waiting for their consumer (AppHooks::consumer_behind)
   std::unordered_set<TaskId> journal_waiting_;  // waiting for their journal (Task::waits_for_journal)
   bool retrying_journals_ = false;
-  JournalWriteFn journal_write_;  // empty: write(2)
   AppHooks hooks_;
   uint64_t next_ticket_ = 1;
   TaskId last_lead_ = 0;
@@ -316,12 +303,10 @@ class SchedulerCore {
   // The shared prefix (system prompt) of the last foreground chat, computed
   // again at ON_START if it was given away in the background.
   std::vector<int32_t> foreground_prefix_;
-  // Durable tasks: their directory, opened once and checked (null without
-  // one, or when it could not be opened: durable_dir_status_ says why), and
-  // what their journals must match to be read back.
-  std::shared_ptr<const PrivateDir> durable_dir_;
-  Status durable_dir_status_;
-  JournalIdentity journal_identity_;
+  // Durable tasks' files: their directory, its budget, journals and checkpoints.
+  TaskDurability durable_;
+  // Prepare, journal, register: for Submit and the threaded scheduler's.
+  TaskAdmission admission_;
 };
 
 }  // namespace valet

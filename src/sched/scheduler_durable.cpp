@@ -1,102 +1,13 @@
 // SchedulerCore and durable tasks: journaling as they run, recovery after the
-// process ended, acknowledgement (docs/durable.md).
-#include <sys/stat.h>
-#include <sys/statvfs.h>
-
+// process ended, acknowledgement (docs/durable.md). The files themselves are
+// durable/'s (TaskDurability).
 #include <algorithm>
-#include <cstdio>
 #include <optional>
-#include <random>
 #include <utility>
 
 #include "sched/scheduler_core.h"
-#include "sched/task_checkpoint.h"
 
 namespace valet {
-namespace {
-
-// Bytes an unprivileged writer may still add to the file system holding
-// `dir`; nullopt when it cannot be told.
-std::optional<uint64_t> FreeBytes(const std::string& dir) {
-  struct statvfs fs {};
-  if (::statvfs(dir.c_str(), &fs) != 0) return std::nullopt;
-  return static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
-}
-
-// Unique across restarts without coordination: 64 random bits.
-std::string NewDurableKey() {
-  std::random_device device;
-  const uint64_t bits = (static_cast<uint64_t>(device()) << 32) ^ device();
-  char key[24];
-  std::snprintf(key, sizeof(key), "task-%016llx", static_cast<unsigned long long>(bits));
-  return key;
-}
-
-}  // namespace
-
-void SchedulerCore::OpenDurableDir() {
-  if (options_.durable_dir.empty()) return;
-  journal_identity_ =
-      SchedulerJournalIdentity(engine_, options_.model_fingerprint, options_.parse_special_in_messages);
-  Result<PrivateDir> dir = PrivateDir::Open(options_.durable_dir);
-  if (!dir.ok()) {
-    durable_dir_status_ = Status(dir.status().code(), "durable tasks' directory: " + dir.status().message());
-    return;
-  }
-  durable_dir_ = std::make_shared<const PrivateDir>(std::move(dir).value());
-}
-
-Status SchedulerCore::CheckDurable(TaskRequest& request) const {
-  if (!request.durable) return Status::Ok();
-  if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
-    return InvalidArgument("a durable task needs the scheduler's durable_dir and model_fingerprint");
-  }
-  if (!durable_dir_) return durable_dir_status_;
-  if (request.durable_key.empty()) request.durable_key = NewDurableKey();
-  VALET_RETURN_IF_ERROR(CheckTaskKey(request.durable_key));
-  const size_t used = DurableDirBytes();
-  if (used >= options_.durable_disk_budget_bytes) {
-    return ResourceExhausted("the durable tasks' directory holds " + std::to_string(used) + " bytes of its budget of " +
-                             std::to_string(options_.durable_disk_budget_bytes) +
-                             ": acknowledge finished tasks (Ack) to make room");
-  }
-  return Status::Ok();
-}
-
-size_t SchedulerCore::DurableDirBytes() const {
-  if (!durable_dir_) return 0;
-  Result<std::vector<std::string>> names = durable_dir_->List(kMaxJournalDirEntries);
-  // A directory that cannot be listed (or holds absurdly many files) takes no more.
-  if (!names.ok()) return options_.durable_disk_budget_bytes;
-  size_t bytes = 0;
-  for (const std::string& name : *names) {
-    Result<struct stat> st = durable_dir_->Stat(name);
-    if (st.ok() && S_ISREG(st->st_mode)) bytes += static_cast<size_t>(st->st_size);
-  }
-  return bytes;
-}
-
-Result<std::optional<TaskJournal>> SchedulerCore::StartJournal(TaskRequest& request) const {
-  VALET_RETURN_IF_ERROR(CheckDurable(request));
-  if (!request.durable) return std::optional<TaskJournal>();
-  // Tokens only need to survive a killed process, which the page cache
-  // ensures; MarkDone and lifecycle stops sync to the device.
-  Result<TaskJournal> journal = TaskJournal::Create(durable_dir_, request.durable_key, journal_identity(), request,
-                                                    JournalOptions(JournalSync::kOnDemand));
-  // A disk that cannot hold the task's every token would park it midway:
-  // refused now instead, while the app can still choose.
-  const int64_t tokens = request.max_tokens > 0 ? request.max_tokens : engine_.context_length();
-  const uint64_t need = JournalBytesToFinish(tokens);
-  const std::optional<uint64_t> free_bytes = FreeBytes(options_.durable_dir);
-  if (free_bytes && *free_bytes < need) {
-    if (journal.ok()) (void)journal->Remove().ok();
-    return ResourceExhausted("not enough free space for the journal of a durable task in " + options_.durable_dir +
-                             ": " + std::to_string(*free_bytes) + " bytes free, up to " + std::to_string(need) +
-                             " needed for " + std::to_string(tokens) + " tokens");
-  }
-  if (!journal.ok()) return journal.status();
-  return std::optional<TaskJournal>(std::move(journal).value());
-}
 
 void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng) {
   if (!task.journal) return;
@@ -125,16 +36,14 @@ bool SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status
   if (state == TaskState::kCancelled) {
     // The app's cancel forgets the task, whatever the disk says; a journal
     // that cannot be removed is counted (recovery would resume it).
-    Status removed = RemoveCheckpoint(*durable_dir_, task.durable_key);
-    if (removed.ok()) removed = task.journal->Remove();
-    if (!removed.ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    if (!durable_.Forget(*task.journal, task.durable_key).ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     task.journal.reset();
     return true;
   }
   task.unjournaled_end = Task::End{state, status, reason};
   if (!FlushJournal(task).ok()) return false;
   // Its KV is not needed any more, and its end is on the device.
-  if (!RemoveCheckpoint(*durable_dir_, task.durable_key).ok()) {
+  if (!durable_.RemoveCheckpoint(task.durable_key).ok()) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
   }
   task.journal.reset();
@@ -194,13 +103,9 @@ void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
   if (!info.ok() || info->n_tokens <= task.checkpoint_tokens) return;
   Result<std::vector<uint8_t>> bytes = engine_.ExportSequence(task.seq);
   if (!bytes.ok()) return;  // no KV to export (parked without it) or an engine without checkpoints
-  Result<struct stat> old = durable_dir_->Stat(CheckpointFileName(task.durable_key));
-  const size_t total = DurableDirBytes();
-  const size_t used = total - std::min(total, old.ok() ? static_cast<size_t>(old->st_size) : size_t{0});
-  if (used + bytes->size() > options_.durable_disk_budget_bytes) return;  // recovery recomputes instead
-  if (!WriteCheckpoint(*durable_dir_, task.durable_key, journal_identity(), *bytes, sync,
-                       options_.durable_write_hooks.before_checkpoint_rename)
-           .ok()) {
+  const TaskDurability::CheckpointWrite written = durable_.WriteCheckpoint(task.durable_key, *bytes, sync);
+  if (written == TaskDurability::CheckpointWrite::kOverBudget) return;  // recovery recomputes instead
+  if (written == TaskDurability::CheckpointWrite::kFailed) {
     recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     return;
   }
@@ -214,9 +119,7 @@ void SchedulerCore::CheckpointAll(FileSync sync) {
 
 void SchedulerCore::RestoreCheckpoint(Task& task) {
   task.restore_checkpoint = false;
-  if (!durable_dir_) return;
-  Result<std::vector<uint8_t>> bytes =
-      ReadCheckpoint(*durable_dir_, task.durable_key, journal_identity(), engine_.MaxExportBytes());
+  Result<std::vector<uint8_t>> bytes = durable_.ReadCheckpoint(task.durable_key, engine_.MaxExportBytes());
   if (!bytes.ok()) return;  // none, or damaged: the tokens are fed instead
   std::vector<int32_t> expected = task.spec.shared_prefix;
   expected.insert(expected.end(), task.prompt.begin(), task.prompt.end());
@@ -255,11 +158,7 @@ bool SchedulerCore::Replay(Task& task, const std::vector<int32_t>& tokens) {
 }
 
 Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
-  if (options_.durable_dir.empty() || options_.model_fingerprint.empty()) {
-    return InvalidArgument("recovering durable tasks needs the scheduler's durable_dir and model_fingerprint");
-  }
-  if (!durable_dir_) return durable_dir_status_;
-  VALET_ASSIGN_OR_RETURN(JournalScan scan, ListJournals(*durable_dir_, journal_identity()));
+  VALET_ASSIGN_OR_RETURN(JournalScan scan, durable_.Scan());
   RecoveryReport report;
   for (SkippedJournalFile& skipped : scan.skipped) report.skipped.emplace_back(skipped.path, skipped.why);
   for (JournalContents& c : scan.journals) {
@@ -297,7 +196,7 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
   Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
   Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
   Result<TaskJournal> journal = max_tokens.ok()
-                                    ? TaskJournal::Reopen(durable_dir_, c, JournalOptions(JournalSync::kEveryRecord))
+                                    ? durable_.ReopenJournal(c)
                                     : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
@@ -320,16 +219,13 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
 }
 
 Status SchedulerCore::Ack(const std::string& durable_key) {
-  if (options_.durable_dir.empty()) return InvalidArgument("the scheduler has no durable_dir");
+  if (!durable_.has_dir()) return InvalidArgument("the scheduler has no durable_dir");
   for (const auto& [id, task] : tasks_) {
     if (task->durable_key == durable_key) {
       return InvalidArgument("durable task '" + durable_key + "' is still running (task " + std::to_string(id) + ")");
     }
   }
-  VALET_RETURN_IF_ERROR(CheckTaskKey(durable_key));
-  if (!durable_dir_) return durable_dir_status_;
-  VALET_RETURN_IF_ERROR(RemoveCheckpoint(*durable_dir_, durable_key));
-  return RemoveJournal(*durable_dir_, durable_key);
+  return durable_.Ack(durable_key);
 }
 
 }  // namespace valet
