@@ -1,15 +1,18 @@
-// SchedulerCore and durable tasks: journaling as they run, recovery after the
-// process ended, acknowledgement (docs/durable.md). The files themselves are
+// TaskJournaling: durable tasks as they run, recovery after the process
+// ended, acknowledgement (docs/durable.md). The files themselves are
 // durable/'s (TaskDurability).
+#include "sched/task_journaling.h"
+
 #include <algorithm>
 #include <optional>
 #include <utility>
 
-#include "sched/scheduler_core.h"
+#include "sched/memory_keeper.h"
+#include "sched/task_book.h"
 
 namespace valet {
 
-void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng) {
+void TaskJournaling::JournalToken(Task& task, int32_t token, const std::array<uint64_t, 4>& rng) {
   if (!task.journal) return;
   task.unjournaled.push_back(token);
   task.unjournaled_rng.words = rng;
@@ -18,7 +21,7 @@ void SchedulerCore::JournalToken(Task& task, int32_t token, const std::array<uin
   TryJournalsAgain();
 }
 
-Status SchedulerCore::FlushJournal(Task& task) {
+Status TaskJournaling::FlushJournal(Task& task) {
   TaskJournal& journal = *task.journal;
   if (!task.unjournaled.empty()) {
     VALET_RETURN_IF_ERROR(journal.AppendTokens(task.unjournaled, task.unjournaled_rng));
@@ -31,35 +34,35 @@ Status SchedulerCore::FlushJournal(Task& task) {
   return journal.MarkDone({end.state, end.reason, end.status.message()});
 }
 
-bool SchedulerCore::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
+bool TaskJournaling::JournalEnd(Task& task, TaskState state, const Status& status, StopReason reason) {
   if (!task.journal) return true;
   if (state == TaskState::kCancelled) {
     // The app's cancel forgets the task, whatever the disk says; a journal
     // that cannot be removed is counted (recovery would resume it).
-    if (!durable_.Forget(*task.journal, task.durable_key).ok()) recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    if (!s_.durable.Forget(*task.journal, task.durable_key).ok()) s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     task.journal.reset();
     return true;
   }
   task.unjournaled_end = Task::End{state, status, reason};
   if (!FlushJournal(task).ok()) return false;
   // Its KV is not needed any more, and its end is on the device.
-  if (!durable_.RemoveCheckpoint(task.durable_key).ok()) {
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+  if (!s_.durable.RemoveCheckpoint(task.durable_key).ok()) {
+    s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
   }
   task.journal.reset();
   task.unjournaled_end.reset();
   return true;
 }
 
-void SchedulerCore::WaitForJournal(Task& task) {
-  const bool newly = journal_waiting_.insert(task.id).second;
-  recorder_.UpdateStats([&](SchedulerStats& s) {
+void TaskJournaling::WaitForJournal(Task& task) {
+  const bool newly = s_.journal_waiting.insert(task.id).second;
+  s_.recorder.UpdateStats([&](SchedulerStats& s) {
     ++s.journal_errors;
     if (newly) ++s.journal_waits;
   });
-  queue_.Erase(task.id);
-  held_.erase(task.id);
-  behind_.erase(task.id);
+  s_.queue.Erase(task.id);
+  s_.held.erase(task.id);
+  s_.behind.erase(task.id);
   // Only its end waits: its KV is not needed any more.
   if (task.unjournaled_end && task.seq_open) {
     (void)engine_.CloseSequence(task.seq).ok();
@@ -67,59 +70,59 @@ void SchedulerCore::WaitForJournal(Task& task) {
     task.active = false;
   }
   if (task.active) return;  // parked before the next step (HoldReason)
-  recorder_.SetParkCause(task.id, ParkCause::kJournalIo);
-  SetState(task, TaskState::kParked);
+  s_.recorder.SetParkCause(task.id, ParkCause::kJournalIo);
+  book_.SetState(task, TaskState::kParked);
 }
 
-void SchedulerCore::RetryJournals() {
+void TaskJournaling::RetryJournals() {
   TryJournalsAgain();
-  Deliver();
+  book_.Deliver();
 }
 
-void SchedulerCore::TryJournalsAgain() {
-  if (journal_waiting_.empty() || retrying_journals_) return;
+void TaskJournaling::TryJournalsAgain() {
+  if (s_.journal_waiting.empty() || retrying_journals_) return;
   retrying_journals_ = true;
-  std::vector<TaskId> ids(journal_waiting_.begin(), journal_waiting_.end());
+  std::vector<TaskId> ids(s_.journal_waiting.begin(), s_.journal_waiting.end());
   std::sort(ids.begin(), ids.end());
   for (TaskId id : ids) {
-    Task* task = Find(id);
+    Task* task = book_.Find(id);
     if (task == nullptr || !FlushJournal(*task).ok()) continue;
-    journal_waiting_.erase(id);
+    s_.journal_waiting.erase(id);
     if (task->unjournaled_end) {
       const Task::End end = *task->unjournaled_end;
-      Finish(*task, end.state, end.status, end.reason);  // its end is written now
-    } else if (governor_.MayRun(task->tier)) {
-      queue_.Push(id, KeyFor(*task));
+      book_.Finish(*task, end.state, end.status, end.reason);  // its end is written now
+    } else if (s_.governor.MayRun(task->tier)) {
+      s_.queue.Push(id, book_.KeyFor(*task));
     } else {
-      held_.insert(id);
+      s_.held.insert(id);
     }
   }
   retrying_journals_ = false;
 }
 
-void SchedulerCore::Checkpoint(Task& task, FileSync sync) {
+void TaskJournaling::Checkpoint(Task& task, FileSync sync) {
   if (!task.journal || !task.seq_open) return;
   Result<SequenceInfo> info = engine_.Info(task.seq);
   if (!info.ok() || info->n_tokens <= task.checkpoint_tokens) return;
   Result<std::vector<uint8_t>> bytes = engine_.ExportSequence(task.seq);
   if (!bytes.ok()) return;  // no KV to export (parked without it) or an engine without checkpoints
-  const TaskDurability::CheckpointWrite written = durable_.WriteCheckpoint(task.durable_key, *bytes, sync);
+  const TaskDurability::CheckpointWrite written = s_.durable.WriteCheckpoint(task.durable_key, *bytes, sync);
   if (written == TaskDurability::CheckpointWrite::kOverBudget) return;  // recovery recomputes instead
   if (written == TaskDurability::CheckpointWrite::kFailed) {
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+    s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     return;
   }
   task.checkpoint_tokens = info->n_tokens;
-  recorder_.UpdateStats([](SchedulerStats& s) { ++s.durable_checkpoints; });
+  s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.durable_checkpoints; });
 }
 
-void SchedulerCore::CheckpointAll(FileSync sync) {
-  for (auto& [id, task] : tasks_) Checkpoint(*task, sync);
+void TaskJournaling::CheckpointAll(FileSync sync) {
+  for (auto& [id, task] : s_.tasks) Checkpoint(*task, sync);
 }
 
-void SchedulerCore::RestoreCheckpoint(Task& task) {
+void TaskJournaling::RestoreCheckpoint(Task& task) {
   task.restore_checkpoint = false;
-  Result<std::vector<uint8_t>> bytes = durable_.ReadCheckpoint(task.durable_key, engine_.MaxExportBytes());
+  Result<std::vector<uint8_t>> bytes = s_.durable.ReadCheckpoint(task.durable_key, engine_.MaxExportBytes());
   if (!bytes.ok()) return;  // none, or damaged: the tokens are fed instead
   std::vector<int32_t> expected = task.spec.shared_prefix;
   expected.insert(expected.end(), task.prompt.begin(), task.prompt.end());
@@ -127,38 +130,38 @@ void SchedulerCore::RestoreCheckpoint(Task& task) {
   if (!n.ok()) return;
   task.prompt_pos = *n - static_cast<int32_t>(task.spec.shared_prefix.size());
   task.checkpoint_tokens = *n;
-  recorder_.UpdateStats([&](SchedulerStats& s) { s.durable_restored_tokens += *n; });
+  s_.recorder.UpdateStats([&](SchedulerStats& s) { s.durable_restored_tokens += *n; });
 }
 
-void SchedulerCore::SyncJournals() {
-  for (auto& [id, task] : tasks_) {
+void TaskJournaling::SyncJournals() {
+  for (auto& [id, task] : s_.tasks) {
     if (task->journal && !task->journal->Sync().ok()) {
-      recorder_.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
+      s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.journal_errors; });
     }
   }
 }
 
-void SchedulerCore::DetachJournals() {
+void TaskJournaling::DetachJournals() {
   SyncJournals();
-  for (auto& [id, task] : tasks_) task->journal.reset();
+  for (auto& [id, task] : s_.tasks) task->journal.reset();
 }
 
-bool SchedulerCore::Replay(Task& task, const std::vector<int32_t>& tokens) {
+bool TaskJournaling::Replay(Task& task, const std::vector<int32_t>& tokens) {
   for (int32_t token : tokens) {
     task.tokens.push_back(token);
     const StopDecision decision = task.stop->Feed(token, engine_.TokenPiece(token));
     task.text += decision.text;
     if (decision.stopped()) {
       // Killed between its last token and the record of its end.
-      Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
+      book_.Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
       return false;
     }
   }
   return true;
 }
 
-Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
-  VALET_ASSIGN_OR_RETURN(JournalScan scan, durable_.Scan());
+Result<RecoveryReport> TaskJournaling::Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for) {
+  VALET_ASSIGN_OR_RETURN(JournalScan scan, s_.durable.Scan());
   RecoveryReport report;
   for (SkippedJournalFile& skipped : scan.skipped) report.skipped.emplace_back(skipped.path, skipped.why);
   for (JournalContents& c : scan.journals) {
@@ -166,7 +169,7 @@ Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(
     r.durable_key = c.task_key;
     r.tier = c.request.tier;
     r.tokens = c.tokens;
-    const bool live = std::any_of(tasks_.begin(), tasks_.end(),
+    const bool live = std::any_of(s_.tasks.begin(), s_.tasks.end(),
                                   [&](const auto& t) { return t.second->durable_key == c.task_key; });
     if (live) continue;  // recovered already
     if (c.finished()) {
@@ -179,28 +182,28 @@ Result<RecoveryReport> SchedulerCore::Recover(const std::function<TaskCallbacks(
     ResumeJournaled(c, callbacks_for, r);
     report.tasks.push_back(std::move(r));
   }
-  Deliver();
+  book_.Deliver();
   return report;
 }
 
-void SchedulerCore::ResumeJournaled(JournalContents& c,
+void TaskJournaling::ResumeJournaled(JournalContents& c,
                                     const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for,
                                     RecoveredTask& r) {
   // Registered first, so the callbacks know the task by the id it runs under.
-  r.id = recorder_.Register(c.request.tier, Now());
+  r.id = s_.recorder.Register(c.request.tier, s_.Now());
   TaskRequest request = c.request;
   request.durable = true;
   request.durable_key = c.task_key;
   if (callbacks_for) request.callbacks = callbacks_for(r);
   const TaskCallbacks callbacks = request.callbacks;
-  Result<PreparedTask> prepared = preparer_.Prepare(std::move(request));
-  Result<int32_t> max_tokens = prepared.ok() ? FitPool(*prepared) : Result<int32_t>(prepared.status());
+  Result<PreparedTask> prepared = s_.preparer.Prepare(std::move(request));
+  Result<int32_t> max_tokens = prepared.ok() ? memory_.FitPool(*prepared) : Result<int32_t>(prepared.status());
   Result<TaskJournal> journal = max_tokens.ok()
-                                    ? durable_.ReopenJournal(c)
+                                    ? s_.durable.ReopenJournal(c)
                                     : Result<TaskJournal>(max_tokens.status());
   if (!journal.ok()) {
     // Kept for the app to see and acknowledge (a model that changed its context, say).
-    (void)FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery
+    (void)book_.FailRegistered(r.id, callbacks, journal.status(), c.task_key);  // no cancel can precede recovery
     r.state = TaskState::kFailed;
     r.error = journal.status().ToString();
     return;
@@ -212,20 +215,20 @@ void SchedulerCore::ResumeJournaled(JournalContents& c,
     prepared->spec.resume_rng = c.rng.words;
     prepared->prompt.insert(prepared->prompt.end(), c.tokens.begin(), c.tokens.end());
   }
-  Enqueue(r.id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
-  Task& task = *Find(r.id);
+  book_.Enqueue(r.id, std::move(prepared).value(), *max_tokens, std::move(journal).value());
+  Task& task = *book_.Find(r.id);
   task.restore_checkpoint = true;
   if (!Replay(task, c.tokens)) r.state = TaskState::kDone;
 }
 
-Status SchedulerCore::Ack(const std::string& durable_key) {
-  if (!durable_.has_dir()) return InvalidArgument("the scheduler has no durable_dir");
-  for (const auto& [id, task] : tasks_) {
+Status TaskJournaling::Ack(const std::string& durable_key) {
+  if (!s_.durable.has_dir()) return InvalidArgument("the scheduler has no durable_dir");
+  for (const auto& [id, task] : s_.tasks) {
     if (task->durable_key == durable_key) {
       return InvalidArgument("durable task '" + durable_key + "' is still running (task " + std::to_string(id) + ")");
     }
   }
-  return durable_.Ack(durable_key);
+  return s_.durable.Ack(durable_key);
 }
 
 }  // namespace valet
