@@ -117,8 +117,6 @@ class SchedulerCore {
   const TaskPreparer& preparer() const { return s_.preparer; }
   // The one admission path (prepare, journal, register); any thread.
   const TaskAdmission& admission() const { return s_.admission; }
-  const ChatRenderer& chat() const { return s_.preparer.chat(); }
-  const BatchPolicy& batch_policy() const { return s_.batch; }
 
  private:
   SchedulerState s_;
