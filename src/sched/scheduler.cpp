@@ -438,43 +438,34 @@ Status Scheduler::Stop(const std::string& reason) { return impl_->Stop(reason); 
 bool Scheduler::OnCallbackThread() const { return impl_->OnCallbackThread(); }
 
 Result<TaskId> Scheduler::Submit(TaskRequest request) {
-  // Preparation is part of the wait the caller sees (TTFT counts it).
-  const double submitted = impl_->core.Now();
-  // Here, on the caller's thread: the inference thread only queues the result.
-  Result<PreparedTask> prepared = impl_->core.preparer().Prepare(std::move(request));
-  // A durable task is checked (CheckDurable) and journaled before Submit
-  // returns: from then on the app (or an HTTP client told 202) may rely on it
-  // surviving a kill.
-  Result<std::optional<TaskJournal>> journal =
-      prepared.ok() ? impl_->core.StartJournal(prepared->request) : Result<std::optional<TaskJournal>>(prepared.status());
-  if (!journal.ok()) {
-    impl_->core.recorder().UpdateStats([](SchedulerStats& st) { ++st.rejected; });
-    return journal.status();
-  }
   Impl* impl = impl_.get();
-  const Tier tier = prepared->request.tier;
-  impl->Track(prepared->request);
-  TaskId id = 0;
-  {
-    // Registering under the inbox lock keeps id order equal to arrival order.
-    std::lock_guard<std::mutex> lock(impl->mu);
-    if (impl->phase != Impl::Phase::kRunning) {
-      if (*journal) (void)(*journal)->Remove().ok();  // never accepted
-      return InvalidArgument("the scheduler is stopped");
-    }
-    id = impl->core.recorder().Register(tier, submitted);
+  // Preparation is part of the wait the caller sees (TTFT counts it); it and
+  // a durable task's journal are done here, on the caller's thread: the
+  // inference thread only queues the result (SchedulerCore::Admit).
+  const double submitted = impl->core.Now();
+  AdmissionSteps steps;
+  steps.lock = &impl->mu;
+  steps.open = [impl]() -> Status {
+    return impl->phase == Impl::Phase::kRunning ? Status::Ok() : InvalidArgument("the scheduler is stopped");
+  };
+  steps.submitted = submitted;
+  steps.before_register = [impl](TaskRequest& r) { impl->Track(r); };
+  steps.accept = [impl](AdmittedTask task) {  // under impl->mu
+    const Tier tier = task.prepared.request.tier;
     ++impl->outstanding;
-    impl->unfinished.insert(id);
+    impl->unfinished.insert(task.id);
     ++impl->tier_counts[static_cast<size_t>(tier)].active;
     Impl::Command command;
     command.kind = Impl::CommandKind::kSubmit;
-    command.id = id;
+    command.id = task.id;
     if (tier == Tier::kForegroundChat) impl->chat_arrived.store(true, std::memory_order_relaxed);
     if (tier <= Tier::kInlineSuggestion) impl->chat_or_suggestion_arrived.store(true, std::memory_order_relaxed);
-    command.task = std::move(prepared).value();
-    command.journal = std::move(journal).value();
+    command.task = std::move(task.prepared);
+    command.journal = std::move(task.journal);
     impl->inbox.push_back(std::move(command));
-  }
+  };
+  Result<TaskId> id = impl->core.admission().Admit(std::move(request), steps);
+  if (!id.ok()) return id;
   impl->work_cv.notify_one();
   return id;
 }

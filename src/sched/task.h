@@ -9,7 +9,7 @@
 
 #include "engine/engine_interface.h"
 #include "sampling/stop_condition.h"
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 #include "valet/scheduler.h"
 
 namespace valet {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 #include "server/client_json.h"
 #include "server/client_text.h"
 #include "server/unsupported_fields.h"

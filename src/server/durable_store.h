@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/engine_interface.h"
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 #include "sched/task_preparer.h"
 #include "server/completion_request.h"
 #include "valet/status.h"
@@ -24,7 +24,7 @@ struct DurableServerOptions {
   // are refused with a 400.
   std::string dir;
   // The scheduler's model_fingerprint and parse_special_in_messages: with
-  // the engine they make the journals' identity (sched/journal_identity.h),
+  // the engine they make the journals' identity (durable/journal_identity.h),
   // and the latter counts a recovered task's prompt tokens as the scheduler did.
   std::string model_fingerprint;
   bool parse_special_in_messages = false;

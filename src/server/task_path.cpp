@@ -1,6 +1,6 @@
 #include "server/task_path.h"
 
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 
 namespace valet {
 

@@ -17,8 +17,8 @@
 #include <map>
 
 #include "common/private_files.h"
-#include "sched/journal_identity.h"
-#include "sched/task_journal.h"
+#include "durable/journal_identity.h"
+#include "durable/task_journal.h"
 #include "sched_test_util.h"
 
 namespace valet {

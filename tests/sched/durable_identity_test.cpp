@@ -1,5 +1,5 @@
 // A durable task's journal names everything that decided its tokens
-// (sched/journal_identity.h). A setting changed between two lives (special
+// (durable/journal_identity.h). A setting changed between two lives (special
 // tokens in messages, the context, the chat template, BOS) leaves the journal
 // skipped with the setting and both values named, untouched, never misread;
 // back under the setting it was written with, the task resumes and ends with

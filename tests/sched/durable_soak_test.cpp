@@ -18,7 +18,7 @@
 
 #include "engine/real_engine.h"
 #include "sched/scheduler_core.h"
-#include "sched/task_checkpoint.h"
+#include "durable/task_checkpoint.h"
 #include "testing/sched/durable_faults.h"
 
 namespace valet {

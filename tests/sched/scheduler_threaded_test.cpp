@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/private_files.h"
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 #include "sched_test_util.h"
 #include "support/step_gate.h"
 

@@ -2,7 +2,7 @@
 // costs only itself and what follows, a journal of another version or model
 // is refused, a corrupt length allocates nothing, files stay private, and a
 // task resumed from its journal draws the tokens it would have drawn.
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>

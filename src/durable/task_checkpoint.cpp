@@ -1,4 +1,4 @@
-#include "sched/task_checkpoint.h"
+#include "durable/task_checkpoint.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

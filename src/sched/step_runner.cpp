@@ -1,51 +1,54 @@
-// SchedulerCore::RunOneStep and its parts: pick the lead, plan riders, park
+// StepRunner::RunOneStep and its parts: pick the lead, plan riders, park
 // the displaced, activate, run one engine step, deliver its tokens.
+//
+// QueuePolicy::kBatchAll (RunBatchAllStep): the baseline of llama-server's
+// parallel slots. Every admitted task advances in every step: all pending
+// decode tokens first, then prompt/recompute chunks in arrival order fill
+// what is left of the step. A task is admitted (takes a "slot") when its KV
+// is expected to fit in the pool; the oldest task is always admitted. When a
+// step still runs out of pool, the newest member is parked to free memory and
+// the step is retried.
+#include "sched/step_runner.h"
+
 #include <algorithm>
 #include <array>
-#include <thread>
 
-#include "sched/scheduler_core.h"
+#include "sched/memory_keeper.h"
+#include "sched/task_book.h"
+#include "sched/task_journaling.h"
 
 namespace valet {
 
-Task* SchedulerCore::PickLead() {
-  if (RunsToCompletion() && last_lead_ != 0) {
-    Task* current = Find(last_lead_);
-    if (current != nullptr && queue_.Contains(current->id) && governor_.MayRun(current->tier) &&
-        !HoldIfConsumerBehind(*current)) {
+Task* StepRunner::PickLead() {
+  if (book_.RunsToCompletion() && s_.last_lead != 0) {
+    Task* current = book_.Find(s_.last_lead);
+    if (current != nullptr && s_.queue.Contains(current->id) && governor_.MayRun(current->tier) &&
+        !book_.HoldIfConsumerBehind(*current)) {
       return current;
     }
   }
-  while (!queue_.empty()) {
-    Task* task = Find(queue_.Top());
+  while (!s_.queue.empty()) {
+    Task* task = book_.Find(s_.queue.Top());
     if (!governor_.MayRun(task->tier)) {
-      Hold(*task);
-      queue_.Pop();
+      book_.Hold(*task);
+      s_.queue.Pop();
       continue;
     }
-    if (HoldIfConsumerBehind(*task)) continue;
+    if (book_.HoldIfConsumerBehind(*task)) continue;
     return task;
   }
   return nullptr;
 }
 
-bool SchedulerCore::HoldIfConsumerBehind(Task& task) {
-  if (!hooks_.consumer_behind || !hooks_.consumer_behind(task.id)) return false;
-  queue_.Erase(task.id);
-  behind_.insert(task.id);
-  recorder_.UpdateStats([](SchedulerStats& s) { ++s.consumer_waits; });
-  return true;
-}
-
-std::vector<Task*> SchedulerCore::PlanRiders(const Task& lead) {
-  if (options_.batch_mode != BatchMode::kFill) return {};
+std::vector<Task*> StepRunner::PlanRiders(const Task& lead) {
+  if (s_.options.batch_mode != BatchMode::kFill) return {};
   const bool lead_resident = lead.active || (lead.seq_open && lead.park_kind == ParkKind::kResident);
   std::vector<Task*> candidates;
-  for (TaskId id : queue_.Ids()) {
-    Task* t = Find(id);
+  for (TaskId id : s_.queue.Ids()) {
+    Task* t = book_.Find(id);
     if (t == &lead || t->tier <= lead.tier || !t->decode_ready() || !t->seq_open) continue;
     if (!t->active && t->park_kind != ParkKind::kResident) continue;  // riders must not cost a restore
-    if (hooks_.consumer_behind && hooks_.consumer_behind(id)) continue;  // held when it leads
+    if (s_.hooks.consumer_behind && s_.hooks.consumer_behind(id)) continue;  // held when it leads
     candidates.push_back(t);
   }
   std::sort(candidates.begin(), candidates.end(), [](const Task* a, const Task* b) {
@@ -55,68 +58,68 @@ std::vector<Task*> SchedulerCore::PlanRiders(const Task& lead) {
   input.lead_decoding = lead.decode_ready() && lead_resident;
   input.candidates = static_cast<int32_t>(candidates.size());
   input.max_riders = engine_.max_step_tokens() - 1;
-  candidates.resize(static_cast<size_t>(batch_.Plan(input)));
+  candidates.resize(static_cast<size_t>(s_.batch.Plan(input)));
   return candidates;
 }
 
-void SchedulerCore::DisplaceOthers(const Task& lead, const std::vector<Task*>& riders) {
+void StepRunner::DisplaceOthers(const Task& lead, const std::vector<Task*>& riders) {
   std::vector<Task*> displaced;
-  for (auto& [id, task] : tasks_) {
+  for (auto& [id, task] : s_.tasks) {
     Task* t = task.get();
     if (!t->active || t == &lead || std::find(riders.begin(), riders.end(), t) != riders.end()) continue;
     displaced.push_back(t);
   }
   if (displaced.empty()) return;
   std::sort(displaced.begin(), displaced.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
-  const size_t bytes_needed = EstimateBytesNeeded(lead);
+  const size_t bytes_needed = memory_.EstimateBytesNeeded(lead);
   for (Task* t : displaced) {
-    const ParkReason reason = HoldReason(t->id).value_or(t->tier > lead.tier ? ParkReason::kPreempted : ParkReason::kTurnEnded);
-    Park(*t, reason, bytes_needed, &lead);
+    const ParkReason reason = book_.HoldReason(t->id).value_or(t->tier > lead.tier ? ParkReason::kPreempted : ParkReason::kTurnEnded);
+    memory_.Park(*t, reason, bytes_needed, &lead);
   }
 }
 
-SchedulerCore::Activation SchedulerCore::OpenSequence(Task& task, const std::vector<const Task*>& keep) {
+StepRunner::Activation StepRunner::OpenSequence(Task& task, const std::vector<const Task*>& keep) {
   Result<SequenceId> seq = engine_.OpenSequence(task.spec);
-  while (!seq.ok() && seq.status().code() == StatusCode::kResourceExhausted && RelievePressure(keep, 0)) {
+  while (!seq.ok() && seq.status().code() == StatusCode::kResourceExhausted && memory_.RelievePressure(keep, 0)) {
     seq = engine_.OpenSequence(task.spec);
   }
   if (!seq.ok()) {
     if (seq.status().code() == StatusCode::kResourceExhausted) return Activation::kNoRoom;
-    Finish(task, TaskState::kFailed, seq.status(), StopReason::kNone);
+    book_.Finish(task, TaskState::kFailed, seq.status(), StopReason::kNone);
     return Activation::kFinished;
   }
   task.seq = *seq;
   task.seq_open = true;
   task.active = true;
-  if (task.restore_checkpoint) RestoreCheckpoint(task);
+  if (task.restore_checkpoint) journals_.RestoreCheckpoint(task);
   if (task.tier == Tier::kForegroundChat && !task.spec.shared_prefix.empty()) {
-    foreground_prefix_ = task.spec.shared_prefix;
+    s_.foreground_prefix = task.spec.shared_prefix;
   }
   if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) {
     task.pending_recompute = info->pending_recompute;
-    recorder_.SetCachedPromptTokens(task.id, info->n_cached);
+    s_.recorder.SetCachedPromptTokens(task.id, info->n_cached);
   }
-  recorder_.Event(task.id, TimelineKind::kStarted, Now());
-  SetState(task, task.phase());
+  s_.recorder.Event(task.id, TimelineKind::kStarted, s_.Now());
+  book_.SetState(task, task.phase());
   return Activation::kReady;
 }
 
-SchedulerCore::Activation SchedulerCore::ResumeTask(Task& task, const std::vector<const Task*>& keep) {
+StepRunner::Activation StepRunner::ResumeTask(Task& task, const std::vector<const Task*>& keep) {
   Result<ResumeReport> report = engine_.Resume(task.seq);
   while (!report.ok() && report.status().code() == StatusCode::kResourceExhausted &&
-         RelievePressure(keep, EstimateBytesNeeded(task))) {
+         memory_.RelievePressure(keep, memory_.EstimateBytesNeeded(task))) {
     report = engine_.Resume(task.seq);
   }
   if (!report.ok()) {
     if (report.status().code() == StatusCode::kResourceExhausted) return Activation::kNoRoom;
-    Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
+    book_.Finish(task, TaskState::kFailed, report.status(), StopReason::kNone);
     return Activation::kFinished;
   }
   task.active = true;
   task.pending_recompute = report->tokens_to_recompute;
   if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) task.pending_recompute = info->pending_recompute;
-  recorder_.Event(task.id, TimelineKind::kResumed, Now(), report->kind, report->bytes, report->tokens_to_recompute);
-  recorder_.UpdateStats([&](SchedulerStats& s) {
+  s_.recorder.Event(task.id, TimelineKind::kResumed, s_.Now(), report->kind, report->bytes, report->tokens_to_recompute);
+  s_.recorder.UpdateStats([&](SchedulerStats& s) {
     s.resume_bytes += report->bytes;
     s.tokens_recomputed += report->tokens_to_recompute;
     s.busy_seconds += report->seconds;
@@ -124,17 +127,17 @@ SchedulerCore::Activation SchedulerCore::ResumeTask(Task& task, const std::vecto
     s.led_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     if (report->fell_back) ++s.resume_fallbacks;
   });
-  SetState(task, task.phase());
+  book_.SetState(task, task.phase());
   return Activation::kReady;
 }
 
-SchedulerCore::Activation SchedulerCore::Activate(Task& task, const std::vector<const Task*>& keep) {
+StepRunner::Activation StepRunner::Activate(Task& task, const std::vector<const Task*>& keep) {
   if (!task.seq_open) return OpenSequence(task, keep);
   if (task.active) return Activation::kReady;
   return ResumeTask(task, keep);
 }
 
-void SchedulerCore::ApplyThreads(Tier tier) {
+void StepRunner::ApplyThreads(Tier tier) {
   const TierBudget& b = governor_.Budget(tier);
   const StepThreads want{b.threads, b.nice, b.cores};
   if (want == applied_threads_) return;
@@ -144,7 +147,7 @@ void SchedulerCore::ApplyThreads(Tier tier) {
   applied_threads_ = want;
 }
 
-StepItem SchedulerCore::NextItem(Task& task, int32_t limit, StepItemKind* kind) const {
+StepItem StepRunner::NextItem(Task& task, int32_t limit, StepItemKind* kind) const {
   StepItem item;
   item.seq = task.seq;
   if (task.pending_recompute > 0) {
@@ -163,13 +166,13 @@ StepItem SchedulerCore::NextItem(Task& task, int32_t limit, StepItemKind* kind) 
   return item;
 }
 
-void SchedulerCore::AddItem(Task& task, const StepItem& item, StepItemKind kind, StepPlan& plan) const {
+void StepRunner::AddItem(Task& task, const StepItem& item, StepItemKind kind, StepPlan& plan) const {
   plan.tasks.push_back(&task);
   plan.items.push_back(item);
   plan.kinds.push_back(kind);
 }
 
-void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const {
+void StepRunner::BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const {
   plan = StepPlan{};
   const int32_t limit = std::max(1, std::min(governor_.Budget(lead.tier).prefill_chunk, engine_.max_step_tokens()));
   StepItemKind kind = StepItemKind::kDecode;
@@ -183,12 +186,12 @@ void SchedulerCore::BuildItems(Task& lead, const std::vector<Task*>& riders, Ste
   }
 }
 
-Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
+Result<StepResult> StepRunner::RunStep(Task& lead, std::vector<Task*>& riders, StepPlan& plan) {
   // Every tier below the chat yields mid-step to an arrival that would
   // preempt it: suggestions to a chat, background work to a chat or a
   // suggestion. A chat's own steps finish unless the scheduler stops.
   const std::atomic<bool>* abort = arrivals_.stop;
-  if (options_.queue_policy == QueuePolicy::kValet) {
+  if (s_.options.queue_policy == QueuePolicy::kValet) {
     if (lead.tier == Tier::kInlineSuggestion) abort = arrivals_.chat;
     if (lead.tier >= Tier::kBackgroundSummary) abort = arrivals_.chat_or_suggestion;
   }
@@ -202,16 +205,16 @@ Result<StepResult> SchedulerCore::RunStep(Task& lead, std::vector<Task*>& riders
       continue;
     }
     const int32_t tokens = plan.items[0].recompute + static_cast<int32_t>(plan.items[0].tokens.size());
-    if (!RelievePressure({&lead}, static_cast<size_t>(tokens) * std::max<size_t>(kv_bytes_per_token_, 1))) {
+    if (!memory_.RelievePressure({&lead}, static_cast<size_t>(tokens) * std::max<size_t>(s_.kv_bytes_per_token, 1))) {
       return result;
     }
   }
 }
 
-void SchedulerCore::OnToken(Task& task, StepOutput& output, double now) {
+void StepRunner::OnToken(Task& task, StepOutput& output, double now) {
   const int32_t token = output.token;
   task.tokens.push_back(token);
-  JournalToken(task, token, output.rng_state);
+  journals_.JournalToken(task, token, output.rng_state);
   if (output.logprobs) DeliverLogprobs(task, std::move(*output.logprobs));
   ++task.turn_generated;
   governor_.Charge(task.tier, 1);
@@ -219,32 +222,32 @@ void SchedulerCore::OnToken(Task& task, StepOutput& output, double now) {
   task.text += decision.text;
   if (!task.first_token_seen) {
     task.first_token_seen = true;
-    recorder_.Event(task.id, TimelineKind::kFirstToken, now);
+    s_.recorder.Event(task.id, TimelineKind::kFirstToken, now);
   }
-  recorder_.Tokens(task.id, 1, now);
-  recorder_.UpdateStats([&](SchedulerStats& s) { ++s.generated_by_tier[static_cast<size_t>(task.tier)]; });
+  s_.recorder.Tokens(task.id, 1, now);
+  s_.recorder.UpdateStats([&](SchedulerStats& s) { ++s.generated_by_tier[static_cast<size_t>(task.tier)]; });
   if (task.callbacks.on_token) {
-    outbox_.push_back([cb = task.callbacks.on_token, id = task.id, token, text = decision.text] { cb(id, token, text); });
+    s_.outbox.push_back([cb = task.callbacks.on_token, id = task.id, token, text = decision.text] { cb(id, token, text); });
   }
   if (decision.stopped()) {
-    Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
+    book_.Finish(task, TaskState::kDone, Status::Ok(), decision.reason);
     return;
   }
   task.pending_token = token;
-  SetState(task, task.phase());
+  book_.SetState(task, task.phase());
 }
 
-void SchedulerCore::DeliverLogprobs(Task& task, TokenLogprobs logprobs) {
+void StepRunner::DeliverLogprobs(Task& task, TokenLogprobs logprobs) {
   logprobs.sampled.piece = engine_.TokenPiece(logprobs.sampled.token);
   for (TokenLogprob& t : logprobs.top) t.piece = engine_.TokenPiece(t.token);
   if (task.callbacks.on_logprobs) {
-    outbox_.push_back([cb = task.callbacks.on_logprobs, id = task.id, lp = logprobs] { cb(id, lp); });
+    s_.outbox.push_back([cb = task.callbacks.on_logprobs, id = task.id, lp = logprobs] { cb(id, lp); });
   }
   task.logprobs.push_back(std::move(logprobs));
 }
 
-void SchedulerCore::ChargePrompt(Task& task, int32_t tokens) {
-  task.prompt_charge += tokens * options_.prompt_token_weight;
+void StepRunner::ChargePrompt(Task& task, int32_t tokens) {
+  task.prompt_charge += tokens * s_.options.prompt_token_weight;
   const auto whole = static_cast<int32_t>(task.prompt_charge);
   if (whole <= 0) return;
   task.prompt_charge -= whole;
@@ -252,8 +255,8 @@ void SchedulerCore::ChargePrompt(Task& task, int32_t tokens) {
   governor_.Charge(task.tier, whole);
 }
 
-void SchedulerCore::ApplyStep(StepPlan& plan, StepResult& result) {
-  const double now = Now();
+void StepRunner::ApplyStep(StepPlan& plan, StepResult& result) {
+  const double now = s_.Now();
   StepTrace trace;
   trace.start = now - result.seconds;
   trace.seconds = result.seconds;
@@ -288,8 +291,8 @@ void SchedulerCore::ApplyStep(StepPlan& plan, StepResult& result) {
     if (tier > lead && plan.kinds[i] != StepItemKind::kRecompute) rider_tokens[tier] += n;
     trace.items.push_back({t.id, t.tier, plan.kinds[i], n});
   }
-  if (decode_only) batch_.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
-  recorder_.UpdateStats([&](SchedulerStats& s) {
+  if (decode_only) s_.batch.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
+  s_.recorder.UpdateStats([&](SchedulerStats& s) {
     ++s.steps;
     if (plan.items.size() > 1) ++s.batched_steps;
     s.prefill_tokens += prefill;
@@ -302,7 +305,7 @@ void SchedulerCore::ApplyStep(StepPlan& plan, StepResult& result) {
       s.rider_tokens_by_tier[k] += rider_tokens[k];
     }
   });
-  recorder_.AddStep(std::move(trace));
+  s_.recorder.AddStep(std::move(trace));
   // Outputs follow the sampling items in order; Finish may free a task, and
   // each task appears once per step, so look each one up by its sequence.
   std::vector<Task*> samplers;
@@ -314,70 +317,45 @@ void SchedulerCore::ApplyStep(StepPlan& plan, StepResult& result) {
   }
 }
 
-void SchedulerCore::EndTurnIfDue(Task& lead) {
-  if (options_.queue_policy != QueuePolicy::kValet) return;  // baselines run to completion
+void StepRunner::EndTurnIfDue(Task& lead) {
+  if (s_.options.queue_policy != QueuePolicy::kValet) return;  // baselines run to completion
   const int32_t turn = governor_.Budget(lead.tier).turn_tokens;
   if (turn <= 0 || lead.turn_generated < turn) return;
   lead.turn_generated = 0;
-  if (queue_.CountInTier(lead.tier) > 1) {
-    lead.ticket = next_ticket_++;
-    queue_.Update(lead.id, KeyFor(lead));
+  if (s_.queue.CountInTier(lead.tier) > 1) {
+    lead.ticket = s_.next_ticket++;
+    s_.queue.Update(lead.id, book_.KeyFor(lead));
   }
 }
 
-void SchedulerCore::ParkAllRunning(ParkReason reason) {
-  std::vector<Task*> running;
-  for (auto& [id, task] : tasks_) {
-    if (task->active) running.push_back(task.get());
-  }
-  std::sort(running.begin(), running.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
-  for (Task* t : running) Park(*t, HoldReason(t->id).value_or(reason), 0, nullptr);
-}
-
-void SchedulerCore::Hold(const Task& task) {
-  held_.insert(task.id);  // back in the queue on the next lifecycle, thermal or power event
-  // A parked task now waits for its budget or the battery, whatever parked it.
-  recorder_.SetParkCause(task.id, CauseOf(*HoldReason(task.id)));
-}
-
-std::optional<ParkReason> SchedulerCore::HoldReason(TaskId id) const {
-  if (journal_waiting_.count(id) != 0) return ParkReason::kJournalIo;
-  if (behind_.count(id) != 0) return ParkReason::kConsumerBehind;
-  if (held_.count(id) != 0) {
-    const Task* task = tasks_.at(id).get();
-    return governor_.PowerAllows(task->tier) ? ParkReason::kStateCap : ParkReason::kPower;
-  }
-  return std::nullopt;
-}
-
-void SchedulerCore::OnStepError(const StepPlan& plan, const Status& status) {
+void StepRunner::OnStepError(const StepPlan& plan, const Status& status) {
   // Either way no sequence changed. An aborted step is simply planned again
   // (after the arrival that raised the signal), a step without room waits;
   // any other error means the tasks of this step cannot proceed.
   if (status.code() == StatusCode::kAborted) {
-    recorder_.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
+    s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
     return;
   }
   if (status.code() == StatusCode::kResourceExhausted) return;  // no room even alone: the tasks wait
   std::vector<TaskId> ids;
   for (Task* t : plan.tasks) ids.push_back(t->id);
   for (TaskId id : ids) {
-    if (Task* t = Find(id)) Finish(*t, TaskState::kFailed, status, StopReason::kNone);
+    if (Task* t = book_.Find(id)) book_.Finish(*t, TaskState::kFailed, status, StopReason::kNone);
   }
 }
 
-bool SchedulerCore::RunOneStep() {
-  if (options_.queue_policy == QueuePolicy::kBatchAll) return RunBatchAllStep();
+bool StepRunner::RunOneStep() {
+  if (s_.options.queue_policy == QueuePolicy::kBatchAll) return RunBatchAllStep();
   Task* lead = PickLead();
   if (lead == nullptr) {
     // Nothing may run; whatever still runs belongs to a capped tier.
-    ParkAllRunning(ParkReason::kStateCap);
-    Deliver();
+    memory_.ParkAllRunning(ParkReason::kStateCap);
+    book_.Deliver();
     return false;
   }
-  if (last_lead_ != lead->id) {
+  if (s_.last_lead != lead->id) {
     lead->turn_generated = 0;
-    last_lead_ = lead->id;
+    s_.last_lead = lead->id;
   }
   std::vector<Task*> riders = PlanRiders(*lead);
   DisplaceOthers(*lead, riders);
@@ -386,10 +364,10 @@ bool SchedulerCore::RunOneStep() {
   const TaskId lead_id = lead->id;
   switch (Activate(*lead, keep)) {
     case Activation::kReady: break;
-    case Activation::kFinished: Deliver(); return true;
+    case Activation::kFinished: book_.Deliver(); return true;
     // Everything else is parked off the pool and it still does not fit: wait
     // for a finish, a cancel or new budgets (admission makes this rare).
-    case Activation::kNoRoom: Deliver(); return false;
+    case Activation::kNoRoom: book_.Deliver(); return false;
   }
   // A rider is resident: resuming it is free, and a failure just leaves it out.
   std::erase_if(riders, [&](Task* r) {
@@ -397,8 +375,8 @@ bool SchedulerCore::RunOneStep() {
     Result<ResumeReport> report = engine_.Resume(r->seq);
     if (!report.ok()) return true;
     r->active = true;
-    recorder_.Event(r->id, TimelineKind::kResumed, Now(), report->kind, report->bytes, 0);
-    SetState(*r, r->phase());
+    s_.recorder.Event(r->id, TimelineKind::kResumed, s_.Now(), report->kind, report->bytes, 0);
+    book_.SetState(*r, r->phase());
     return false;
   });
   ApplyThreads(lead->tier);
@@ -406,12 +384,112 @@ bool SchedulerCore::RunOneStep() {
   Result<StepResult> result = RunStep(*lead, riders, plan);
   if (!result.ok()) {
     OnStepError(plan, result.status());
-    Deliver();
+    book_.Deliver();
     return result.status().code() != StatusCode::kResourceExhausted;
   }
   ApplyStep(plan, *result);
-  if (Task* still = Find(lead_id)) EndTurnIfDue(*still);
-  Deliver();
+  if (Task* still = book_.Find(lead_id)) EndTurnIfDue(*still);
+  book_.Deliver();
+  return true;
+}
+
+std::vector<Task*> StepRunner::AdmitBatchMembers() {
+  std::vector<Task*> candidates;
+  for (TaskId id : s_.queue.Ids()) {
+    Task* t = book_.Find(id);
+    if (!governor_.MayRun(t->tier)) {
+      book_.Hold(*t);
+      s_.queue.Erase(id);
+      continue;
+    }
+    if (book_.HoldIfConsumerBehind(*t)) continue;
+    candidates.push_back(t);
+  }
+  std::sort(candidates.begin(), candidates.end(), [](const Task* a, const Task* b) { return a->ticket < b->ticket; });
+  std::vector<Task*> members;
+  for (Task* t : candidates) {
+    const bool resident = t->active || (t->seq_open && t->park_kind == ParkKind::kResident);
+    if (!resident && !members.empty() && memory_.EstimateBytesNeeded(*t) > 0) continue;  // no free slot yet
+    std::vector<const Task*> keep(members.begin(), members.end());
+    keep.push_back(t);
+    if (Activate(*t, keep) != Activation::kReady) continue;  // ended FAILED, or waits for room
+    members.push_back(t);
+  }
+  // Whatever runs but was not admitted (a capped tier) leaves the engine.
+  std::vector<Task*> others;
+  for (auto& [id, task] : s_.tasks) {
+    if (task->active && std::find(members.begin(), members.end(), task.get()) == members.end()) {
+      others.push_back(task.get());
+    }
+  }
+  std::sort(others.begin(), others.end(), [](const Task* a, const Task* b) { return a->id < b->id; });
+  for (Task* t : others) {
+    memory_.Park(*t, book_.HoldReason(t->id).value_or(ParkReason::kPressure), 0, nullptr);
+  }
+  return members;
+}
+
+void StepRunner::BuildBatchAllItems(const std::vector<Task*>& members, StepPlan& plan) const {
+  plan = StepPlan{};
+  int32_t room = engine_.max_step_tokens();
+  for (Task* t : members) {
+    if (!t->decode_ready() || room <= 0) continue;
+    StepItemKind kind = StepItemKind::kDecode;
+    const StepItem item = NextItem(*t, 1, &kind);
+    AddItem(*t, item, kind, plan);
+    --room;
+  }
+  for (Task* t : members) {
+    if (t->decode_ready()) continue;
+    const int32_t limit = std::min(governor_.Budget(t->tier).prefill_chunk, room);
+    if (limit <= 0) break;
+    StepItemKind kind = StepItemKind::kPrefill;
+    const StepItem item = NextItem(*t, limit, &kind);
+    AddItem(*t, item, kind, plan);
+    room -= item.recompute + static_cast<int32_t>(item.tokens.size());
+  }
+}
+
+Result<StepResult> StepRunner::RunBatchAll(std::vector<Task*>& members, StepPlan& plan) {
+  // Every slot advances together, so only stopping the scheduler cuts a step short.
+  const ScopedAbortFlag abort_flag(engine_, arrivals_.stop);
+  while (true) {
+    BuildBatchAllItems(members, plan);
+    Result<StepResult> result = engine_.Step(plan.items);
+    if (result.ok() || result.status().code() != StatusCode::kResourceExhausted) return result;
+    if (members.size() > 1) {
+      Task* newest = members.back();
+      members.pop_back();
+      memory_.Park(*newest, ParkReason::kPressure, 0, nullptr);
+      continue;
+    }
+    const int32_t tokens = plan.items[0].recompute + static_cast<int32_t>(plan.items[0].tokens.size());
+    if (!memory_.RelievePressure({members[0]}, static_cast<size_t>(tokens) * std::max<size_t>(s_.kv_bytes_per_token, 1))) {
+      return result;
+    }
+  }
+}
+
+bool StepRunner::RunBatchAllStep() {
+  std::vector<Task*> members = AdmitBatchMembers();
+  if (members.empty()) {
+    memory_.ParkAllRunning(ParkReason::kStateCap);
+    book_.Deliver();
+    // Work may remain (a task that failed to activate); the caller steps again.
+    return !s_.queue.empty();
+  }
+  Tier top = members.front()->tier;
+  for (const Task* t : members) top = std::min(top, t->tier);
+  ApplyThreads(top);
+  StepPlan plan;
+  Result<StepResult> result = RunBatchAll(members, plan);
+  if (!result.ok()) {
+    OnStepError(plan, result.status());
+    book_.Deliver();
+    return result.status().code() != StatusCode::kResourceExhausted;
+  }
+  ApplyStep(plan, *result);
+  book_.Deliver();
   return true;
 }
 

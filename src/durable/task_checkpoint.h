@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "common/private_dir.h"
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 #include "valet/status.h"
 
 namespace valet {

@@ -1,4 +1,4 @@
-#include "sched/journal_identity.h"
+#include "durable/journal_identity.h"
 
 #include <cstdio>
 #include <map>

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/engine_interface.h"
+#include "valet/engine_interface.h"
 #include "valet/status.h"
 
 namespace valet {

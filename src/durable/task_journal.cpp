@@ -1,4 +1,4 @@
-#include "sched/task_journal.h"
+#include "durable/task_journal.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -13,7 +13,7 @@
 #include <utility>
 
 #include "kv/checksum.h"
-#include "sched/task_checkpoint.h"
+#include "durable/task_checkpoint.h"
 
 namespace valet {
 namespace {

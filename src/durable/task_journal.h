@@ -16,7 +16,7 @@
 // ends inside it) or a damaged one (checksum, length, layout) ends the scan and
 // everything from there on is dropped and reported, never misread. A journal
 // from another format version, valet version, model or settings (the
-// identity, sched/journal_identity.h) is refused as a whole.
+// identity, durable/journal_identity.h) is refused as a whole.
 //
 // What a call guarantees once it has returned OK (the fsync order):
 //  - TaskJournal::Create: header and Submit are on the storage device under the
@@ -53,7 +53,7 @@
 #include "common/private_dir.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
-#include "sched/journal_identity.h"
+#include "durable/journal_identity.h"
 #include "valet/sampling.h"
 #include "valet/task.h"
 #include "valet/status.h"
