@@ -1,0 +1,90 @@
+#include "constrain/grammar_matcher.h"
+
+#include <string>
+#include <utility>
+
+namespace valet {
+namespace {
+
+// Step scratch per thread: a matcher stays small to copy, and steps allocate
+// nothing once these have grown.
+struct StepBuffers {
+  StackScratch scratch;
+  std::vector<MatcherStack> next;
+};
+
+StepBuffers& Buffers() {
+  thread_local StepBuffers buffers;
+  return buffers;
+}
+
+}  // namespace
+
+Result<GrammarMatcher> GrammarMatcher::Create(std::shared_ptr<const CompiledGrammar> compiled) {
+  if (compiled == nullptr || compiled->grammar == nullptr) return InvalidArgument("matcher: no grammar");
+  GrammarMatcher m(std::move(compiled));
+  if (!InitialStacks(*m.compiled_->grammar, m.compiled_->limits, m.frames_, m.stacks_, Buffers().scratch)) {
+    return ResourceExhausted("matcher: the grammar's start exceeds the matcher's stack limits");
+  }
+  m.frames_after_compact_ = m.frames_.size();
+  return m;
+}
+
+bool GrammarMatcher::Accept(uint8_t byte) {
+  if (finished_) return false;
+  StepBuffers& buf = Buffers();
+  buf.next.clear();
+  const size_t frames_before = frames_.size();
+  if (!StepStacks(*compiled_->grammar, compiled_->limits, stacks_, byte, frames_, buf.next, buf.scratch) ||
+      buf.next.empty()) {
+    frames_.resize(frames_before);
+    return false;
+  }
+  stacks_.swap(buf.next);
+  MaybeCompact();
+  return true;
+}
+
+// Frames left behind by dead stacks are garbage; compacting when the arena has
+// doubled keeps it proportional to the live stacks at amortized O(1) per byte.
+void GrammarMatcher::MaybeCompact() {
+  if (frames_.size() < 64 || frames_.size() < 2 * frames_after_compact_) return;
+  CompactFrames(stacks_, frames_);
+  frames_after_compact_ = frames_.size();
+}
+
+bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
+  GrammarMatcher saved = *this;
+  for (char c : bytes) {
+    if (!Accept(static_cast<uint8_t>(c))) {
+      *this = std::move(saved);
+      return false;
+    }
+  }
+  return true;
+}
+
+Status GrammarMatcher::AcceptToken(int32_t token) {
+  const TokenTrie* trie = compiled_->trie.get();
+  if (trie == nullptr) return InvalidArgument("matcher: no vocabulary to read tokens with");
+  if (token < 0 || token >= trie->vocab_size()) {
+    return InvalidArgument("matcher: token " + std::to_string(token) + " outside the vocabulary");
+  }
+  if (finished_) return InvalidArgument("matcher: token after the end of the grammar");
+  switch (trie->token_class(token)) {
+    case TokenClass::kEog:
+      if (!CanEnd()) return InvalidArgument("matcher: end of generation before the grammar is complete");
+      finished_ = true;
+      return Status::Ok();
+    case TokenClass::kSpecial:
+      return InvalidArgument("matcher: special token " + std::to_string(token) + " inside a grammar");
+    case TokenClass::kText:
+      break;
+  }
+  if (!AcceptBytes(trie->bytes(token))) {
+    return InvalidArgument("matcher: token " + std::to_string(token) + " does not fit the grammar here");
+  }
+  return Status::Ok();
+}
+
+}  // namespace valet

@@ -1,0 +1,82 @@
+#include "constrain/token_mask.h"
+
+#include <bit>
+#include <limits>
+#include <string>
+
+namespace valet {
+
+void TokenMask::Reset(int32_t n_vocab, bool value) {
+  n_vocab_ = n_vocab;
+  words_.assign((static_cast<size_t>(n_vocab) + 63) / 64, value ? ~uint64_t{0} : 0);
+  if (value && (n_vocab & 63) != 0) words_.back() = (uint64_t{1} << (n_vocab & 63)) - 1;
+}
+
+int32_t TokenMask::Count() const {
+  int32_t n = 0;
+  for (uint64_t w : words_) n += std::popcount(w);
+  return n;
+}
+
+// Preorder scan of the trie. levels_[d] holds the stacks after the first d
+// bytes of the current path; a node at depth d steps the stacks of level d-1
+// by its byte, and when none survive its whole subtree is skipped. Frames the
+// path pushed are dropped when the scan leaves it, so the arena stays as deep
+// as the longest token.
+Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
+  const CompiledGrammar& compiled = matcher.compiled();
+  if (compiled.trie == nullptr) return InvalidArgument("token mask: the grammar has no vocabulary");
+  if (matcher.finished()) return InvalidArgument("token mask: the grammar has already ended");
+  const TokenTrie& trie = *compiled.trie;
+  const Grammar& g = *compiled.grammar;
+  mask.Reset(trie.vocab_size(), false);
+  if (matcher.CanEnd()) {
+    for (int32_t id : trie.eog_tokens()) mask.Allow(id);
+  }
+  frames_.assign(matcher.frames().begin(), matcher.frames().end());
+  stacks_.assign(matcher.stacks().begin(), matcher.stacks().end());
+  levels_.clear();
+  levels_.push_back({stacks_.size(), frames_.size()});
+  const std::span<const TokenTrieNode> nodes = trie.nodes();
+  const std::span<const int32_t> tokens = trie.node_tokens();
+  size_t i = 1;
+  while (i < nodes.size()) {
+    const TokenTrieNode& node = nodes[i];
+    levels_.resize(node.depth);  // back to the parent's level
+    const Level& parent = levels_.back();
+    const size_t parent_begin = node.depth >= 2 ? levels_[node.depth - 2].stacks_end : 0;
+    stacks_.resize(parent.stacks_end);
+    frames_.resize(parent.frames_end);
+    next_.clear();
+    const std::span<const MatcherStack> in(stacks_.data() + parent_begin, parent.stacks_end - parent_begin);
+    if (!StepStacks(g, compiled.limits, in, node.byte, frames_, next_, scratch_) || next_.empty()) {
+      i = node.subtree_end;
+      continue;
+    }
+    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
+    stacks_.insert(stacks_.end(), next_.begin(), next_.end());
+    levels_.push_back({stacks_.size(), frames_.size()});
+    ++i;
+  }
+  return Status::Ok();
+}
+
+Status ApplyTokenMask(const TokenMask& mask, std::span<float> logits) {
+  if (static_cast<size_t>(mask.size()) != logits.size()) {
+    return InvalidArgument("token mask: " + std::to_string(mask.size()) + " tokens for " +
+                           std::to_string(logits.size()) + " logits");
+  }
+  bool any = false;
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (size_t id = 0; id < logits.size(); ++id) {
+    if (mask.Allowed(static_cast<int32_t>(id))) {
+      any = true;
+    } else {
+      logits[id] = kNegInf;
+    }
+  }
+  if (!any) return InvalidArgument("token mask: no token is allowed");
+  return Status::Ok();
+}
+
+}  // namespace valet
