@@ -24,13 +24,26 @@ Result<GrammarMatcher> GrammarMatcher::Create(std::shared_ptr<const CompiledGram
   if (compiled == nullptr || compiled->grammar == nullptr) return InvalidArgument("matcher: no grammar");
   GrammarMatcher m(std::move(compiled));
   if (!InitialStacks(*m.compiled_->grammar, m.compiled_->limits, m.frames_, m.stacks_, Buffers().scratch)) {
-    return ResourceExhausted("matcher: the grammar's start exceeds the matcher's stack limits");
+    return ResourceExhausted("matcher: the grammar's start exceeds the matcher's stack limits (max_stacks, "
+                             "max_expansions)");
+  }
+  if (m.stacks_.empty()) {
+    return ResourceExhausted("matcher: every path into the grammar nests deeper than max_depth (" +
+                             std::to_string(m.compiled_->limits.max_depth) + ")");
   }
   m.frames_after_compact_ = m.frames_.size();
   return m;
 }
 
 bool GrammarMatcher::Accept(uint8_t byte) {
+  if (!Step(byte)) return false;
+  MaybeCompact();
+  return true;
+}
+
+// One byte without compacting: AcceptBytes compacts once at the end, so a
+// token's bytes go through exactly the steps the mask's trie walk makes.
+bool GrammarMatcher::Step(uint8_t byte) {
   if (finished_) return false;
   StepBuffers& buf = Buffers();
   buf.next.clear();
@@ -41,7 +54,6 @@ bool GrammarMatcher::Accept(uint8_t byte) {
     return false;
   }
   stacks_.swap(buf.next);
-  MaybeCompact();
   return true;
 }
 
@@ -56,11 +68,12 @@ void GrammarMatcher::MaybeCompact() {
 bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
   GrammarMatcher saved = *this;
   for (char c : bytes) {
-    if (!Accept(static_cast<uint8_t>(c))) {
+    if (!Step(static_cast<uint8_t>(c))) {
       *this = std::move(saved);
       return false;
     }
   }
+  MaybeCompact();
   return true;
 }
 

@@ -5,12 +5,41 @@
 namespace valet {
 namespace {
 
+// The frame (pos, parent), shared with an equal frame made earlier in this
+// step: when alternatives reach the same rule by different paths (a run of
+// optional pieces), their stacks then compare equal and deduplicate, instead
+// of multiplying with every path.
+uint32_t MakeFrame(std::vector<MatcherFrame>& frames, size_t step_begin, uint32_t pos, uint32_t parent,
+                   uint32_t depth, StackScratch& scratch) {
+  constexpr size_t kScanned = 8;  // a linear scan is cheaper up to here
+  const size_t made = frames.size() - step_begin;
+  if (made <= kScanned) {
+    for (size_t f = step_begin; f < frames.size(); ++f) {
+      if (frames[f].pos == pos && frames[f].parent == parent) return static_cast<uint32_t>(f);
+    }
+    if (made == kScanned) {  // switching to the map: it takes the scanned frames
+      scratch.made.clear();
+      for (size_t f = step_begin; f < frames.size(); ++f) {
+        scratch.made.emplace(uint64_t{frames[f].pos} << 32 | frames[f].parent, static_cast<uint32_t>(f));
+      }
+    }
+  } else {
+    auto it = scratch.made.find(uint64_t{pos} << 32 | parent);
+    if (it != scratch.made.end()) return it->second;
+  }
+  const auto id = static_cast<uint32_t>(frames.size());
+  frames.push_back({pos, parent, depth});
+  if (made >= kScanned) scratch.made.emplace(uint64_t{pos} << 32 | parent, id);
+  return id;
+}
+
 // Expands the items on scratch.work until every stack's top is a terminal or
 // the stack is accepted. Termination is guaranteed by the grammar having no
 // left recursion; the expansion count bounds its cost.
 bool Expand(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFrame>& frames,
             std::vector<MatcherStack>& out, StackScratch& scratch) {
   uint32_t expansions = 0;
+  const size_t step_begin = frames.size();
   std::vector<MatcherStack>& work = scratch.work;
   while (!work.empty()) {
     MatcherStack s = work.back();
@@ -37,8 +66,7 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFr
       if (g.symbols[s.pos + 1].kind != SymbolKind::kEnd) {
         const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
         if (depth > limits.max_depth) break;  // too deep: this path is dropped
-        frames.push_back({s.pos + 1, parent, depth});
-        parent = static_cast<uint32_t>(frames.size() - 1);
+        parent = MakeFrame(frames, step_begin, s.pos + 1, parent, depth, scratch);
       }
       const uint32_t first = g.rule_alts[sym.value];
       const uint32_t last = g.rule_alts[sym.value + 1];
@@ -92,17 +120,22 @@ void CompactFrames(std::vector<MatcherStack>& stacks, std::vector<MatcherFrame>&
     for (uint32_t f = s.parent; f != kNoFrame && remap[f] == kNoFrame; f = frames[f].parent) remap[f] = kLive;
   }
   std::vector<MatcherFrame> kept;
+  std::unordered_map<uint64_t, uint32_t> by_content;
   for (size_t f = 0; f < frames.size(); ++f) {
     if (remap[f] != kLive) continue;
     MatcherFrame frame = frames[f];
     if (frame.parent != kNoFrame) frame.parent = remap[frame.parent];
-    remap[f] = static_cast<uint32_t>(kept.size());
-    kept.push_back(frame);
+    auto [it, inserted] =
+        by_content.emplace(uint64_t{frame.pos} << 32 | frame.parent, static_cast<uint32_t>(kept.size()));
+    remap[f] = it->second;
+    if (inserted) kept.push_back(frame);
   }
   for (MatcherStack& s : stacks) {
     if (s.parent != kNoFrame) s.parent = remap[s.parent];
   }
   frames = std::move(kept);
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
 }
 
 }  // namespace valet

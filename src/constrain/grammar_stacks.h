@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "constrain/grammar.h"
@@ -39,6 +40,7 @@ struct MatcherFrame {
 // Scratch reused across steps (no allocation in the steady state).
 struct StackScratch {
   std::vector<MatcherStack> work;
+  std::unordered_map<uint64_t, uint32_t> made;  // (pos, parent) -> frame, for steps that make many
 };
 
 // Appends to `out` the stacks reachable from the root without input. False
@@ -59,8 +61,9 @@ inline bool HasAccepted(std::span<const MatcherStack> stacks) {
   return false;
 }
 
-// Copies the frames `stacks` reach into a fresh arena, renumbering them: the
-// arena grows with every step otherwise. Sharing between stacks is kept.
+// Copies the frames `stacks` reach into a fresh arena, renumbering them (the
+// arena grows with every step otherwise) and merging frames with equal
+// contents, then deduplicates the stacks: equal stacks become equal values.
 void CompactFrames(std::vector<MatcherStack>& stacks, std::vector<MatcherFrame>& frames);
 
 }  // namespace valet
