@@ -46,6 +46,7 @@ class GrammarMatcher {
   bool finished() const { return finished_; }
 
   const CompiledGrammar& compiled() const { return *compiled_; }
+  const std::shared_ptr<const CompiledGrammar>& compiled_ptr() const { return compiled_; }
   std::span<const MatcherStack> stacks() const { return stacks_; }
   const std::vector<MatcherFrame>& frames() const { return frames_; }
 

@@ -1,5 +1,6 @@
 #include "constrain/token_mask.h"
 
+#include <algorithm>
 #include <bit>
 #include <limits>
 #include <string>
@@ -18,15 +19,72 @@ int32_t TokenMask::Count() const {
   return n;
 }
 
+Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
+  const CompiledGrammar& compiled = matcher.compiled();
+  if (compiled.trie == nullptr) return InvalidArgument("token mask: the grammar has no vocabulary");
+  if (matcher.finished()) return InvalidArgument("token mask: the grammar has already ended");
+  if (cache_capacity_ == 0) {
+    Walk(matcher, mask);
+    return Status::Ok();
+  }
+  if (cached_for_ != matcher.compiled_ptr()) {
+    cache_.clear();
+    cached_for_ = matcher.compiled_ptr();
+  }
+  MakeKey(matcher);
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a over the key's words
+  for (uint32_t w : key_) hash = (hash ^ w) * 1099511628211ull;
+  for (size_t i = cache_.size(); i > 0; --i) {
+    if (cache_[i - 1].hash != hash || cache_[i - 1].key != key_) continue;
+    std::rotate(cache_.begin() + static_cast<ptrdiff_t>(i - 1), cache_.begin() + static_cast<ptrdiff_t>(i),
+                cache_.end());
+    mask = cache_.back().mask;
+    return Status::Ok();
+  }
+  Walk(matcher, mask);
+  if (cache_.size() == cache_capacity_) {
+    CacheEntry reused = std::move(cache_.front());  // the least recently used: its buffers are reused
+    cache_.erase(cache_.begin());
+    cache_.push_back(std::move(reused));
+  } else {
+    cache_.emplace_back();
+  }
+  cache_.back().hash = hash;
+  cache_.back().key = key_;
+  cache_.back().mask = mask;
+  return Status::Ok();
+}
+
+// The state's content, independent of frame numbering: each stack as its
+// chain of positions (top first), chains sorted, each ended by kNoFrame.
+void TokenMasker::MakeKey(const GrammarMatcher& matcher) {
+  chain_.clear();
+  chains_.clear();
+  const std::vector<MatcherFrame>& frames = matcher.frames();
+  for (const MatcherStack& s : matcher.stacks()) {
+    const auto offset = static_cast<uint32_t>(chain_.size());
+    chain_.push_back(s.pos);
+    for (uint32_t f = s.parent; f != kNoFrame; f = frames[f].parent) chain_.push_back(frames[f].pos);
+    chains_.push_back({offset, static_cast<uint32_t>(chain_.size()) - offset});
+  }
+  std::sort(chains_.begin(), chains_.end(), [this](const auto& a, const auto& b) {
+    return std::lexicographical_compare(chain_.begin() + a.first, chain_.begin() + a.first + a.second,
+                                        chain_.begin() + b.first, chain_.begin() + b.first + b.second);
+  });
+  key_.clear();
+  for (const auto& [offset, length] : chains_) {
+    key_.insert(key_.end(), chain_.begin() + offset, chain_.begin() + offset + length);
+    key_.push_back(kNoFrame);
+  }
+}
+
 // Preorder scan of the trie. levels_[d] holds the stacks after the first d
 // bytes of the current path; a node at depth d steps the stacks of level d-1
 // by its byte, and when none survive its whole subtree is skipped. Frames the
 // path pushed are dropped when the scan leaves it, so the arena stays as deep
 // as the longest token.
-Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
+void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
   const CompiledGrammar& compiled = matcher.compiled();
-  if (compiled.trie == nullptr) return InvalidArgument("token mask: the grammar has no vocabulary");
-  if (matcher.finished()) return InvalidArgument("token mask: the grammar has already ended");
   const TokenTrie& trie = *compiled.trie;
   const Grammar& g = *compiled.grammar;
   mask.Reset(trie.vocab_size(), false);
@@ -58,7 +116,6 @@ Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
     levels_.push_back({stacks_.size(), frames_.size()});
     ++i;
   }
-  return Status::Ok();
 }
 
 Status ApplyTokenMask(const TokenMask& mask, std::span<float> logits) {

@@ -3,7 +3,10 @@
 // refuses prunes every token under it), and its application to logits.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -26,16 +29,33 @@ class TokenMask {
   std::vector<uint64_t> words_;
 };
 
-// Computes masks; holds the walk's scratch, so keep one per thread (or per
-// sequence) and reuse it: steady-state steps then allocate nothing.
+// Computes masks; holds the walk's scratch, so keep one per sequence (or per
+// thread) and reuse it: steady-state steps then allocate nothing.
+//
+// It also keeps the last few masks by matcher state. The mask is a function of
+// the state's content (each stack's chain of grammar positions), and states
+// recur: every character inside a JSON string leaves the same stacks, and the
+// keys of one object share theirs. So the costly walks (inside a string most
+// of the vocabulary fits) happen once per string context, not once per token.
 class TokenMasker {
  public:
+  explicit TokenMasker(size_t cached_masks = 32) : cache_capacity_(cached_masks) {}
+
   // Text tokens whose whole byte string the matcher accepts, plus the
   // end-of-generation tokens exactly when it can end. Special tokens never.
   // InvalidArgument when the matcher has no vocabulary or is finished.
   Status Compute(const GrammarMatcher& matcher, TokenMask& mask);
 
  private:
+  struct CacheEntry {
+    uint64_t hash;
+    std::vector<uint32_t> key;
+    TokenMask mask;
+  };
+  // The walk itself, without the cache.
+  void Walk(const GrammarMatcher& matcher, TokenMask& mask);
+  void MakeKey(const GrammarMatcher& matcher);
+
   struct Level {
     size_t stacks_end;  // the level's stacks are stacks_[previous level's stacks_end, stacks_end)
     size_t frames_end;
@@ -45,6 +65,12 @@ class TokenMasker {
   std::vector<MatcherStack> next_;
   std::vector<Level> levels_;
   StackScratch scratch_;
+  size_t cache_capacity_;
+  std::shared_ptr<const CompiledGrammar> cached_for_;  // entries hold masks of this grammar only
+  std::vector<CacheEntry> cache_;                      // most recently used last
+  std::vector<uint32_t> key_;
+  std::vector<uint32_t> chain_;
+  std::vector<std::pair<uint32_t, uint32_t>> chains_;  // (offset, length) in chain_
 };
 
 // Sets the logit of every token `mask` refuses to -inf, before the sampler
