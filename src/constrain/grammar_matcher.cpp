@@ -10,6 +10,8 @@ namespace {
 // nothing once these have grown.
 struct StepBuffers {
   StackScratch scratch;
+  FrameArena arena;
+  std::vector<MatcherStack> stacks;
   std::vector<MatcherStack> next;
 };
 
@@ -23,7 +25,11 @@ StepBuffers& Buffers() {
 Result<GrammarMatcher> GrammarMatcher::Create(std::shared_ptr<const CompiledGrammar> compiled) {
   if (compiled == nullptr || compiled->grammar == nullptr) return InvalidArgument("matcher: no grammar");
   GrammarMatcher m(std::move(compiled));
-  if (!InitialStacks(*m.compiled_->grammar, m.compiled_->limits, m.frames_, m.stacks_, Buffers().scratch)) {
+  StepBuffers& buf = Buffers();
+  buf.arena.Assign({});
+  const bool fits = InitialStacks(*m.compiled_->grammar, m.compiled_->limits, buf.arena, m.stacks_, buf.scratch);
+  m.frames_ = buf.arena.frames();
+  if (!fits) {
     return ResourceExhausted("matcher: the grammar's start exceeds the matcher's stack limits (max_stacks, "
                              "max_expansions)");
   }
@@ -36,24 +42,29 @@ Result<GrammarMatcher> GrammarMatcher::Create(std::shared_ptr<const CompiledGram
 }
 
 bool GrammarMatcher::Accept(uint8_t byte) {
-  if (!Step(byte)) return false;
-  MaybeCompact();
-  return true;
+  const char c = static_cast<char>(byte);
+  return Advance(std::string_view(&c, 1));
 }
 
-// One byte without compacting: AcceptBytes compacts once at the end, so a
-// token's bytes go through exactly the steps the mask's trie walk makes.
-bool GrammarMatcher::Step(uint8_t byte) {
+// All bytes or none, through the steps the mask's trie walk makes for a token
+// with these bytes (the same arena contents, so the same frames and stacks).
+bool GrammarMatcher::Advance(std::string_view bytes) {
   if (finished_) return false;
   StepBuffers& buf = Buffers();
-  buf.next.clear();
-  const size_t frames_before = frames_.size();
-  if (!StepStacks(*compiled_->grammar, compiled_->limits, stacks_, byte, frames_, buf.next, buf.scratch) ||
-      buf.next.empty()) {
-    frames_.resize(frames_before);
-    return false;
+  buf.arena.Assign(frames_);
+  buf.stacks.assign(stacks_.begin(), stacks_.end());
+  for (char c : bytes) {
+    buf.next.clear();
+    if (!StepStacks(*compiled_->grammar, compiled_->limits, buf.stacks, static_cast<uint8_t>(c), buf.arena,
+                    buf.next, buf.scratch) ||
+        buf.next.empty()) {
+      return false;
+    }
+    buf.stacks.swap(buf.next);
   }
-  stacks_.swap(buf.next);
+  stacks_.assign(buf.stacks.begin(), buf.stacks.end());
+  frames_.assign(buf.arena.frames().begin(), buf.arena.frames().end());
+  MaybeCompact();
   return true;
 }
 
@@ -65,17 +76,7 @@ void GrammarMatcher::MaybeCompact() {
   frames_after_compact_ = frames_.size();
 }
 
-bool GrammarMatcher::AcceptBytes(std::string_view bytes) {
-  GrammarMatcher saved = *this;
-  for (char c : bytes) {
-    if (!Step(static_cast<uint8_t>(c))) {
-      *this = std::move(saved);
-      return false;
-    }
-  }
-  MaybeCompact();
-  return true;
-}
+bool GrammarMatcher::AcceptBytes(std::string_view bytes) { return Advance(bytes); }
 
 Status GrammarMatcher::AcceptToken(int32_t token) {
   const TokenTrie* trie = compiled_->trie.get();

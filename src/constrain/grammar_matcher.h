@@ -52,7 +52,7 @@ class GrammarMatcher {
 
  private:
   explicit GrammarMatcher(std::shared_ptr<const CompiledGrammar> compiled) : compiled_(std::move(compiled)) {}
-  bool Step(uint8_t byte);
+  bool Advance(std::string_view bytes);
   void MaybeCompact();
 
   std::shared_ptr<const CompiledGrammar> compiled_;

@@ -5,41 +5,12 @@
 namespace valet {
 namespace {
 
-// The frame (pos, parent), shared with an equal frame made earlier in this
-// step: when alternatives reach the same rule by different paths (a run of
-// optional pieces), their stacks then compare equal and deduplicate, instead
-// of multiplying with every path.
-uint32_t MakeFrame(std::vector<MatcherFrame>& frames, size_t step_begin, uint32_t pos, uint32_t parent,
-                   uint32_t depth, StackScratch& scratch) {
-  constexpr size_t kScanned = 8;  // a linear scan is cheaper up to here
-  const size_t made = frames.size() - step_begin;
-  if (made <= kScanned) {
-    for (size_t f = step_begin; f < frames.size(); ++f) {
-      if (frames[f].pos == pos && frames[f].parent == parent) return static_cast<uint32_t>(f);
-    }
-    if (made == kScanned) {  // switching to the map: it takes the scanned frames
-      scratch.made.clear();
-      for (size_t f = step_begin; f < frames.size(); ++f) {
-        scratch.made.emplace(uint64_t{frames[f].pos} << 32 | frames[f].parent, static_cast<uint32_t>(f));
-      }
-    }
-  } else {
-    auto it = scratch.made.find(uint64_t{pos} << 32 | parent);
-    if (it != scratch.made.end()) return it->second;
-  }
-  const auto id = static_cast<uint32_t>(frames.size());
-  frames.push_back({pos, parent, depth});
-  if (made >= kScanned) scratch.made.emplace(uint64_t{pos} << 32 | parent, id);
-  return id;
-}
-
 // Expands the items on scratch.work until every stack's top is a terminal or
 // the stack is accepted. Termination is guaranteed by the grammar having no
 // left recursion; the expansion count bounds its cost.
-bool Expand(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFrame>& frames,
-            std::vector<MatcherStack>& out, StackScratch& scratch) {
+bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, std::vector<MatcherStack>& out,
+            StackScratch& scratch) {
   uint32_t expansions = 0;
-  const size_t step_begin = frames.size();
   std::vector<MatcherStack>& work = scratch.work;
   while (!work.empty()) {
     MatcherStack s = work.back();
@@ -66,7 +37,7 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFr
       if (g.symbols[s.pos + 1].kind != SymbolKind::kEnd) {
         const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
         if (depth > limits.max_depth) break;  // too deep: this path is dropped
-        parent = MakeFrame(frames, step_begin, s.pos + 1, parent, depth, scratch);
+        parent = frames.Make(s.pos + 1, parent, depth);
       }
       const uint32_t first = g.rule_alts[sym.value];
       const uint32_t last = g.rule_alts[sym.value + 1];
@@ -87,7 +58,24 @@ bool Finish(const MatcherLimits& limits, std::vector<MatcherStack>& out, size_t 
 
 }  // namespace
 
-bool InitialStacks(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFrame>& frames,
+void FrameArena::Assign(std::span<const MatcherFrame> frames) {
+  frames_.assign(frames.begin(), frames.end());
+  index_.clear();
+  for (size_t f = 0; f < frames_.size(); ++f) index_.emplace(Key(frames_[f].pos, frames_[f].parent), f);
+}
+
+uint32_t FrameArena::Make(uint32_t pos, uint32_t parent, uint32_t depth) {
+  auto [it, inserted] = index_.emplace(Key(pos, parent), static_cast<uint32_t>(frames_.size()));
+  if (inserted) frames_.push_back({pos, parent, depth});
+  return it->second;
+}
+
+void FrameArena::Truncate(size_t n) {
+  for (size_t f = n; f < frames_.size(); ++f) index_.erase(Key(frames_[f].pos, frames_[f].parent));
+  frames_.resize(n);
+}
+
+bool InitialStacks(const Grammar& g, const MatcherLimits& limits, FrameArena& frames,
                    std::vector<MatcherStack>& out, StackScratch& scratch) {
   const size_t begin = out.size();
   scratch.work.clear();
@@ -99,7 +87,7 @@ bool InitialStacks(const Grammar& g, const MatcherLimits& limits, std::vector<Ma
 }
 
 bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> in, uint8_t b,
-                std::vector<MatcherFrame>& frames, std::vector<MatcherStack>& out, StackScratch& scratch) {
+                FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch) {
   const size_t begin = out.size();
   scratch.work.clear();
   for (size_t i = in.size(); i > 0; --i) {

@@ -37,22 +37,44 @@ struct MatcherFrame {
   uint32_t depth;   // frames on the chain, this one included
 };
 
+// The frames stacks return through. A frame is made only when no frame with
+// equal contents (position, parent) exists, so equal stacks are equal values:
+// paths that reach one rule position by different routes (a run of optional
+// pieces) deduplicate instead of multiplying, and a step that re-enters a loop
+// (each character of a string) reuses the frames it had, which is what lets the
+// mask walk memoize its transitions.
+class FrameArena {
+ public:
+  void Assign(std::span<const MatcherFrame> frames);
+  uint32_t Make(uint32_t pos, uint32_t parent, uint32_t depth);
+  // Drops the frames from `n` on (the walk leaving a path).
+  void Truncate(size_t n);
+  size_t size() const { return frames_.size(); }
+  const MatcherFrame& operator[](uint32_t id) const { return frames_[id]; }
+  const std::vector<MatcherFrame>& frames() const { return frames_; }
+
+ private:
+  static uint64_t Key(uint32_t pos, uint32_t parent) { return uint64_t{pos} << 32 | parent; }
+
+  std::vector<MatcherFrame> frames_;
+  std::unordered_map<uint64_t, uint32_t> index_;  // contents -> frame
+};
+
 // Scratch reused across steps (no allocation in the steady state).
 struct StackScratch {
   std::vector<MatcherStack> work;
-  std::unordered_map<uint64_t, uint32_t> made;  // (pos, parent) -> frame, for steps that make many
 };
 
 // Appends to `out` the stacks reachable from the root without input. False
 // when a limit is exceeded.
-bool InitialStacks(const Grammar& g, const MatcherLimits& limits, std::vector<MatcherFrame>& frames,
+bool InitialStacks(const Grammar& g, const MatcherLimits& limits, FrameArena& frames,
                    std::vector<MatcherStack>& out, StackScratch& scratch);
 
 // Appends to `out` (deduplicated, sorted) the stacks `in` becomes after byte
 // `b`; frames it needs are appended to `frames`. False when a limit is exceeded
 // (the byte is then refused); an empty result means the byte does not fit.
 bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> in, uint8_t b,
-                std::vector<MatcherFrame>& frames, std::vector<MatcherStack>& out, StackScratch& scratch);
+                FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch);
 
 inline bool HasAccepted(std::span<const MatcherStack> stacks) {
   for (const MatcherStack& s : stacks) {

@@ -78,11 +78,30 @@ void TokenMasker::MakeKey(const GrammarMatcher& matcher) {
   }
 }
 
+// A set of stacks whose frames all belong to the matcher (none made by the
+// walk) means the same stacks wherever the walk meets it, so it gets a number
+// and its transitions by byte are remembered: inside a string, each of the
+// thousands of trie nodes costs one table lookup instead of a step.
+int32_t TokenMasker::Intern(std::span<const MatcherStack> stacks) {
+  if (sets_.size() >= kMaxSets) return kUnknown;
+  uint64_t hash = 1469598103934665603ull;
+  for (const MatcherStack& st : stacks) hash = ((hash ^ st.pos) * 1099511628211ull ^ st.parent) * 1099511628211ull;
+  auto [it, inserted] = set_index_.emplace(hash, static_cast<int32_t>(sets_.size()));
+  if (!inserted) {
+    const std::vector<MatcherStack>& known = sets_[static_cast<size_t>(it->second)].stacks;
+    return std::equal(known.begin(), known.end(), stacks.begin(), stacks.end()) ? it->second : kUnknown;
+  }
+  sets_.emplace_back();
+  sets_.back().stacks.assign(stacks.begin(), stacks.end());
+  sets_.back().next.fill(kUnknown);
+  return it->second;
+}
+
 // Preorder scan of the trie. levels_[d] holds the stacks after the first d
-// bytes of the current path; a node at depth d steps the stacks of level d-1
-// by its byte, and when none survive its whole subtree is skipped. Frames the
-// path pushed are dropped when the scan leaves it, so the arena stays as deep
-// as the longest token.
+// bytes of the current path (an interned set, or a range of stacks_); a node
+// at depth d steps the stacks of level d-1 by its byte, and when none survive
+// its whole subtree is skipped. Frames the path made are dropped when the scan
+// leaves it, so the arena stays as deep as the longest token.
 void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
   const CompiledGrammar& compiled = matcher.compiled();
   const TokenTrie& trie = *compiled.trie;
@@ -91,29 +110,50 @@ void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
   if (matcher.CanEnd()) {
     for (int32_t id : trie.eog_tokens()) mask.Allow(id);
   }
-  frames_.assign(matcher.frames().begin(), matcher.frames().end());
+  arena_.Assign(matcher.frames());
+  const auto base = static_cast<uint32_t>(arena_.size());
+  sets_.clear();
+  set_index_.clear();
   stacks_.assign(matcher.stacks().begin(), matcher.stacks().end());
   levels_.clear();
-  levels_.push_back({stacks_.size(), frames_.size()});
+  levels_.push_back({Intern(stacks_), 0, stacks_.size(), base});
   const std::span<const TokenTrieNode> nodes = trie.nodes();
   const std::span<const int32_t> tokens = trie.node_tokens();
   size_t i = 1;
   while (i < nodes.size()) {
     const TokenTrieNode& node = nodes[i];
     levels_.resize(node.depth);  // back to the parent's level
-    const Level& parent = levels_.back();
-    const size_t parent_begin = node.depth >= 2 ? levels_[node.depth - 2].stacks_end : 0;
+    const Level parent = levels_.back();
     stacks_.resize(parent.stacks_end);
-    frames_.resize(parent.frames_end);
-    next_.clear();
-    const std::span<const MatcherStack> in(stacks_.data() + parent_begin, parent.stacks_end - parent_begin);
-    if (!StepStacks(g, compiled.limits, in, node.byte, frames_, next_, scratch_) || next_.empty()) {
+    arena_.Truncate(parent.frames_end);
+    int32_t target = parent.set >= 0 ? sets_[static_cast<size_t>(parent.set)].next[node.byte] : kUnknown;
+    if (target == kUnknown) {
+      next_.clear();
+      const std::span<const MatcherStack> in =
+          parent.set >= 0 ? std::span<const MatcherStack>(sets_[static_cast<size_t>(parent.set)].stacks)
+                          : std::span<const MatcherStack>(stacks_.data() + parent.stacks_begin,
+                                                          parent.stacks_end - parent.stacks_begin);
+      if (!StepStacks(g, compiled.limits, in, node.byte, arena_, next_, scratch_) || next_.empty()) {
+        target = kDead;
+      } else if (parent.set >= 0 && std::all_of(next_.begin(), next_.end(), [base](const MatcherStack& st) {
+                   return st.parent == kNoFrame || st.parent < base;
+                 })) {
+        target = Intern(next_);
+      }
+      if (parent.set >= 0 && target != kUnknown) sets_[static_cast<size_t>(parent.set)].next[node.byte] = target;
+    }
+    if (target == kDead) {
       i = node.subtree_end;
       continue;
     }
     for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
-    stacks_.insert(stacks_.end(), next_.begin(), next_.end());
-    levels_.push_back({stacks_.size(), frames_.size()});
+    if (target >= 0) {
+      arena_.Truncate(parent.frames_end);  // whatever the step made, the set does not use
+      levels_.push_back({target, stacks_.size(), stacks_.size(), parent.frames_end});
+    } else {
+      stacks_.insert(stacks_.end(), next_.begin(), next_.end());
+      levels_.push_back({kUnknown, parent.stacks_end, stacks_.size(), arena_.size()});
+    }
     ++i;
   }
 }

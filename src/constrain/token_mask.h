@@ -3,11 +3,13 @@
 // refuses prunes every token under it), and its application to logits.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <utility>
 #include <span>
+#include <unordered_map>
 #include <vector>
 
 #include "constrain/grammar_matcher.h"
@@ -56,11 +58,24 @@ class TokenMasker {
   void Walk(const GrammarMatcher& matcher, TokenMask& mask);
   void MakeKey(const GrammarMatcher& matcher);
 
+  static constexpr int32_t kUnknown = -2;  // transition not computed, or set not interned
+  static constexpr int32_t kDead = -1;     // no stack survives the byte
+  static constexpr size_t kMaxSets = 4096;
+  struct InternedSet {
+    std::vector<MatcherStack> stacks;
+    std::array<int32_t, 256> next;  // by byte: a set, kDead or kUnknown
+  };
+  int32_t Intern(std::span<const MatcherStack> stacks);
+
   struct Level {
-    size_t stacks_end;  // the level's stacks are stacks_[previous level's stacks_end, stacks_end)
+    int32_t set;          // an interned set, or kUnknown: then stacks_[stacks_begin, stacks_end)
+    size_t stacks_begin;
+    size_t stacks_end;    // stacks_ is cut back to this when the scan returns here
     size_t frames_end;
   };
-  std::vector<MatcherFrame> frames_;
+  FrameArena arena_;
+  std::vector<InternedSet> sets_;
+  std::unordered_map<uint64_t, int32_t> set_index_;  // hash of a set's stacks -> set
   std::vector<MatcherStack> stacks_;
   std::vector<MatcherStack> next_;
   std::vector<Level> levels_;
