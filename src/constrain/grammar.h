@@ -24,6 +24,15 @@ struct ByteSet {
   void AddRange(uint8_t lo, uint8_t hi) {
     for (unsigned b = lo; b <= hi; ++b) Add(static_cast<uint8_t>(b));
   }
+  void Merge(const ByteSet& other) {
+    for (size_t i = 0; i < bits.size(); ++i) bits[i] |= other.bits[i];
+  }
+  bool SubsetOf(const ByteSet& other) const {
+    for (size_t i = 0; i < bits.size(); ++i) {
+      if ((bits[i] & ~other.bits[i]) != 0) return false;
+    }
+    return true;
+  }
   bool operator==(const ByteSet&) const = default;
   auto operator<=>(const ByteSet&) const = default;
 };

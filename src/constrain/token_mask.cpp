@@ -94,7 +94,41 @@ int32_t TokenMasker::Intern(std::span<const MatcherStack> stacks) {
   sets_.emplace_back();
   sets_.back().stacks.assign(stacks.begin(), stacks.end());
   sets_.back().next.fill(kUnknown);
+  sets_.back().loop_known = false;
   return it->second;
+}
+
+// The interned set `set` becomes after byte b, computed once: kDead, a set,
+// or kUnknown when the result uses frames the walk made (it is then in next_).
+int32_t TokenMasker::Transition(const Grammar& g, const MatcherLimits& limits, int32_t set, uint8_t b,
+                                uint32_t base) {
+  int32_t target = sets_[static_cast<size_t>(set)].next[b];
+  if (target != kUnknown) return target;
+  next_.clear();
+  if (!StepStacks(g, limits, sets_[static_cast<size_t>(set)].stacks, b, arena_, next_, scratch_) || next_.empty()) {
+    target = kDead;
+  } else if (std::all_of(next_.begin(), next_.end(), [base](const MatcherStack& st) {
+               return st.parent == kNoFrame || st.parent < base;
+             })) {
+    target = Intern(next_);
+  }
+  if (target != kUnknown) sets_[static_cast<size_t>(set)].next[b] = target;
+  return target;
+}
+
+// The bytes that leave `set` unchanged, from all 256 transitions (once per set).
+const ByteSet& TokenMasker::LoopBytes(const Grammar& g, const MatcherLimits& limits, int32_t set, uint32_t base) {
+  if (!sets_[static_cast<size_t>(set)].loop_known) {
+    ByteSet loop;
+    const size_t frames = arena_.size();
+    for (unsigned b = 0; b < 256; ++b) {
+      if (Transition(g, limits, set, static_cast<uint8_t>(b), base) == set) loop.Add(static_cast<uint8_t>(b));
+      arena_.Truncate(frames);
+    }
+    sets_[static_cast<size_t>(set)].loop = loop;
+    sets_[static_cast<size_t>(set)].loop_known = true;
+  }
+  return sets_[static_cast<size_t>(set)].loop;
 }
 
 // Preorder scan of the trie. levels_[d] holds the stacks after the first d
@@ -126,29 +160,32 @@ void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
     const Level parent = levels_.back();
     stacks_.resize(parent.stacks_end);
     arena_.Truncate(parent.frames_end);
-    int32_t target = parent.set >= 0 ? sets_[static_cast<size_t>(parent.set)].next[node.byte] : kUnknown;
-    if (target == kUnknown) {
+    int32_t target = kUnknown;
+    if (parent.set >= 0) {
+      target = Transition(g, compiled.limits, parent.set, node.byte, base);
+    } else {
       next_.clear();
-      const std::span<const MatcherStack> in =
-          parent.set >= 0 ? std::span<const MatcherStack>(sets_[static_cast<size_t>(parent.set)].stacks)
-                          : std::span<const MatcherStack>(stacks_.data() + parent.stacks_begin,
-                                                          parent.stacks_end - parent.stacks_begin);
-      if (!StepStacks(g, compiled.limits, in, node.byte, arena_, next_, scratch_) || next_.empty()) {
-        target = kDead;
-      } else if (parent.set >= 0 && std::all_of(next_.begin(), next_.end(), [base](const MatcherStack& st) {
-                   return st.parent == kNoFrame || st.parent < base;
-                 })) {
-        target = Intern(next_);
-      }
-      if (parent.set >= 0 && target != kUnknown) sets_[static_cast<size_t>(parent.set)].next[node.byte] = target;
+      const std::span<const MatcherStack> in(stacks_.data() + parent.stacks_begin,
+                                             parent.stacks_end - parent.stacks_begin);
+      if (!StepStacks(g, compiled.limits, in, node.byte, arena_, next_, scratch_) || next_.empty()) target = kDead;
     }
     if (target == kDead) {
       i = node.subtree_end;
       continue;
     }
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
     if (target >= 0) {
       arena_.Truncate(parent.frames_end);  // whatever the step made, the set does not use
+      // Looping (a string's characters): when every byte below this node
+      // keeps the set as it is, every token below fits.
+      if (target == parent.set && node.below != kNoSummary &&
+          trie.below(node.below).SubsetOf(LoopBytes(g, compiled.limits, target, base))) {
+        for (int32_t t : trie.subtree_tokens(static_cast<uint32_t>(i))) mask.Allow(t);
+        i = node.subtree_end;
+        continue;
+      }
+    }
+    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
+    if (target >= 0) {
       levels_.push_back({target, stacks_.size(), stacks_.size(), parent.frames_end});
     } else {
       stacks_.insert(stacks_.end(), next_.begin(), next_.end());

@@ -64,8 +64,12 @@ class TokenMasker {
   struct InternedSet {
     std::vector<MatcherStack> stacks;
     std::array<int32_t, 256> next;  // by byte: a set, kDead or kUnknown
+    ByteSet loop;                   // bytes that leave the set unchanged, once loop_known
+    bool loop_known = false;
   };
   int32_t Intern(std::span<const MatcherStack> stacks);
+  int32_t Transition(const Grammar& g, const MatcherLimits& limits, int32_t set, uint8_t b, uint32_t base);
+  const ByteSet& LoopBytes(const Grammar& g, const MatcherLimits& limits, int32_t set, uint32_t base);
 
   struct Level {
     int32_t set;          // an interned set, or kUnknown: then stacks_[stacks_begin, stacks_end)

@@ -1,6 +1,7 @@
 #include "constrain/token_trie.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <utility>
 
@@ -40,8 +41,9 @@ void TokenTrie::BuildNodes() {
   std::sort(order.begin(), order.end(), [this](int32_t a, int32_t b) {
     return bytes(a) != bytes(b) ? bytes(a) < bytes(b) : a < b;
   });
-  nodes_.push_back({0, 0, 0, 0, 0});
+  nodes_.push_back({0, 0, 0, 0, kNoSummary, 0, 0});
   std::vector<uint32_t> path = {0};  // path[d]: the node at depth d
+  std::vector<uint32_t> parents = {0};
   const std::string* previous = nullptr;
   for (int32_t id : order) {
     const std::string& text = bytes(id);
@@ -55,8 +57,10 @@ void TokenTrie::BuildNodes() {
       path.pop_back();
     }
     for (size_t d = common; d < text.size(); ++d) {
+      parents.push_back(path.back());
       path.push_back(static_cast<uint32_t>(nodes_.size()));
-      nodes_.push_back({0, 0, 0, static_cast<uint32_t>(d + 1), static_cast<uint8_t>(text[d])});
+      nodes_.push_back({0, 0, 0, static_cast<uint32_t>(node_tokens_.size()), kNoSummary,
+                        static_cast<uint32_t>(d + 1), static_cast<uint8_t>(text[d])});
     }
     TokenTrieNode& end = nodes_[path.back()];
     if (end.tokens_begin == end.tokens_end) end.tokens_begin = static_cast<uint32_t>(node_tokens_.size());
@@ -67,6 +71,25 @@ void TokenTrie::BuildNodes() {
   while (!path.empty()) {
     nodes_[path.back()].subtree_end = static_cast<uint32_t>(nodes_.size());
     path.pop_back();
+  }
+  Summarize(parents);
+}
+
+// The bytes below each node, kept (deduplicated) only for subtrees of at
+// least kMinSummarized nodes: those are the ones worth skipping whole.
+void TokenTrie::Summarize(const std::vector<uint32_t>& parents) {
+  constexpr uint32_t kMinSummarized = 2;
+  std::vector<ByteSet> below(nodes_.size());
+  for (size_t i = nodes_.size(); i-- > 1;) {  // children come after parents in preorder
+    below[parents[i]].Merge(below[i]);
+    below[parents[i]].Add(nodes_[i].byte);
+  }
+  std::map<ByteSet, uint32_t> ids;
+  for (uint32_t i = 1; i < nodes_.size(); ++i) {
+    if (nodes_[i].subtree_end - i < kMinSummarized) continue;
+    auto [it, inserted] = ids.emplace(below[i], static_cast<uint32_t>(below_sets_.size()));
+    if (inserted) below_sets_.push_back(below[i]);
+    nodes_[i].below = it->second;
   }
 }
 

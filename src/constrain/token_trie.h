@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "constrain/grammar.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -26,12 +27,16 @@ enum class TokenClass : uint8_t {
   kSpecial,  // control, unused or empty: never allowed under a grammar
 };
 
+constexpr uint32_t kNoSummary = UINT32_MAX;
+
 struct TokenTrieNode {
-  uint32_t subtree_end;  // one past the last node of this subtree
-  uint32_t tokens_begin;  // range in TokenTrie::node_tokens()
+  uint32_t subtree_end;   // one past the last node of this subtree
+  uint32_t tokens_begin;  // this node's tokens: range in TokenTrie::node_tokens()
   uint32_t tokens_end;
-  uint32_t depth;        // bytes from the root
-  uint8_t byte;          // the edge from the parent
+  uint32_t subtree_tokens_begin;  // the subtree's tokens start here (preorder keeps them together)
+  uint32_t below;         // TokenTrie::below(): every byte under this node, or kNoSummary (small subtrees)
+  uint32_t depth;         // bytes from the root
+  uint8_t byte;           // the edge from the parent
 };
 
 class TokenTrie {
@@ -52,16 +57,28 @@ class TokenTrie {
 
   std::span<const TokenTrieNode> nodes() const { return nodes_; }  // nodes()[0] is the root
   std::span<const int32_t> node_tokens() const { return node_tokens_; }
+  // The tokens of node i's subtree, itself included.
+  std::span<const int32_t> subtree_tokens(uint32_t i) const {
+    const uint32_t end = nodes_[i].subtree_end < nodes_.size() ? nodes_[nodes_[i].subtree_end].subtree_tokens_begin
+                                                                : static_cast<uint32_t>(node_tokens_.size());
+    return std::span<const int32_t>(node_tokens_).subspan(nodes_[i].subtree_tokens_begin,
+                                                          end - nodes_[i].subtree_tokens_begin);
+  }
+  // The bytes on the edges below a node (its summary), for skipping subtrees
+  // whose every byte the grammar loops on.
+  const ByteSet& below(uint32_t summary) const { return below_sets_[summary]; }
 
  private:
   TokenTrie() = default;
   void BuildNodes();
+  void Summarize(const std::vector<uint32_t>& parents);
 
   std::vector<std::string> bytes_;
   std::vector<TokenClass> classes_;
   std::vector<int32_t> eog_;
   std::vector<TokenTrieNode> nodes_;
   std::vector<int32_t> node_tokens_;
+  std::vector<ByteSet> below_sets_;  // distinct summaries
 };
 
 }  // namespace valet
