@@ -1,6 +1,7 @@
 // The trie-walk mask against a brute-force reference (for every token, copy
-// the matcher and feed the token), on a synthetic vocabulary and on the real
-// Qwen3, Llama 3 and Phi-3 vocabularies in ../shared; its application to the
+// the matcher and feed the token), on a synthetic vocabulary, on the real
+// Qwen3, Llama 3 and Phi-3 vocabularies in ../shared and on Gemma 3's (262k,
+// kept in tests/tokenizer/gemma3); its application to the
 // logits before sampling; the compiled-grammar cache.
 #include <gtest/gtest.h>
 
@@ -196,8 +197,11 @@ TEST(GrammarCache, SharesCompiledGrammarsPerTextAndVocabulary) {
   EXPECT_EQ((*first)->grammar->symbols.size(), (*reparsed)->grammar->symbols.size());
 }
 
+// A bare file name is one of ../shared/models; a path is taken as it is.
 std::unique_ptr<Tokenizer> LoadTokenizer(const std::string& model) {
-  const std::filesystem::path path = std::filesystem::path(VALET_SHARED_DIR) / "models" / model;
+  const std::filesystem::path path = model.find('/') != std::string::npos
+                                         ? std::filesystem::path(model)
+                                         : std::filesystem::path(VALET_SHARED_DIR) / "models" / model;
   if (!std::filesystem::exists(path)) return nullptr;
   Result<GgufFile> file = GgufFile::Open(path.string());
   EXPECT_TRUE(file.ok()) << file.status().ToString();
@@ -215,7 +219,7 @@ class RealVocabulary : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(RealVocabulary, MaskMatchesBruteForce) {
   std::unique_ptr<Tokenizer> tok = LoadTokenizer(GetParam());
-  if (tok == nullptr) GTEST_SKIP() << "../shared/models/" << GetParam() << " is absent";
+  if (tok == nullptr) GTEST_SKIP() << GetParam() << " is absent (../shared/models)";
   Result<std::shared_ptr<const TokenTrie>> trie = TokenTrie::FromTokenizer(*tok);
   ASSERT_TRUE(trie.ok()) << trie.status().ToString();
   // Control tokens never appear in the trie; end-of-generation ones are known.
@@ -229,7 +233,8 @@ TEST_P(RealVocabulary, MaskMatchesBruteForce) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, RealVocabulary,
-                         ::testing::Values("qwen3-q4_k_m.gguf", "llama3-bpe-q4_k_m.gguf", "phi3-q4_0.gguf"));
+                         ::testing::Values("qwen3-q4_k_m.gguf", "llama3-bpe-q4_k_m.gguf", "phi3-q4_0.gguf",
+                                           VALET_GEMMA3_VOCAB));
 
 }  // namespace
 }  // namespace valet
