@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets in build-fuzz/ and runs each for N seconds
-# (default 60), all three at once: the GGUF reader (model files), the
-# chat-template engine (the templates models carry) and the HTTP server (what
-# clients send). Exits
+# (default 60), all at once: the GGUF reader (model files), the
+# chat-template engine (the templates models carry), the HTTP server (what
+# clients send) and, for at most 10 s so that CI's time does not grow, the
+# GBNF grammar parser with its matcher and token mask (grammars requests carry). Exits
 # non-zero when a fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz-artifacts/.
 set -euo pipefail
@@ -16,7 +17,7 @@ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_CO
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DVALET_BUILD_FUZZ=ON \
   -DVALET_BUILD_TESTS=OFF -DVALET_BUILD_BENCH=OFF >"$build/cmake.log" 2>&1 ||
   { cat "$build/cmake.log"; exit 1; }
-ninja -C "$build" gguf_fuzz chat_template_fuzz server_request_fuzz make_gguf_seeds
+ninja -C "$build" gguf_fuzz chat_template_fuzz server_request_fuzz gbnf_fuzz make_gguf_seeds
 
 seeds="$root/fuzz/corpus"       # regenerated each run, ignored by git
 artifacts="$build/fuzz-artifacts"
@@ -28,6 +29,11 @@ source "$root/scripts/parallel.sh"
 titled() {  # titled TITLE COMMAND...
   echo "== $1, ${seconds} s"
   shift
+  "$@"
+}
+titled_for() {  # titled_for SECONDS TITLE COMMAND...
+  echo "== $2, $1 s"
+  shift 2
   "$@"
 }
 fuzz() {
@@ -68,5 +74,13 @@ fuzz server "HTTP server" "$build/fuzz/server_request_fuzz" \
   -max_len=8192 -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
   -artifact_prefix="$artifacts/" -print_final_stats=1 \
   "$build/server-corpus" "$server_seeds"
+
+# Grammars (GBNF text, NUL, bytes to feed), seeded from fuzz/gbnf/.
+gbnf_seconds=$(( seconds < 10 ? seconds : 10 ))
+mkdir -p "$build/gbnf-corpus"
+bg_start "the gbnf fuzzer" "$build/gbnf.log" titled_for "$gbnf_seconds" "GBNF grammars" "$build/fuzz/gbnf_fuzz" \
+  -max_len=4096 -max_total_time="$gbnf_seconds" -timeout=10 -rss_limit_mb=2048 \
+  -artifact_prefix="$artifacts/" -print_final_stats=1 \
+  "$build/gbnf-corpus" "$root/fuzz/gbnf"
 
 bg_wait_all || { echo "the crashing inputs are in $artifacts/"; exit 1; }

@@ -8,7 +8,8 @@
 # AVX-512 CPUs under Bochs, the suite under ASan+UBSan and under TSan (clang),
 # a one-minute soak of valet serve, kill soaks of its durable tasks and of
 # the weights cache's creation, and
-# the GGUF reader, chat-template and HTTP server fuzzers for 40 seconds each.
+# the GGUF reader, chat-template and HTTP server fuzzers for 40 seconds each
+# (and the GBNF grammar fuzzer for 10 beside them).
 # VALET_TEST_QUICK=1 skips Bochs, the sanitizer builds, the soaks and the
 # fuzzers.
 set -euo pipefail
@@ -94,7 +95,7 @@ if [ "${VALET_TEST_QUICK:-0}" != "1" ]; then
   stage "soak: weights cache creation through 40 kills"
   python3 "$VALET_ROOT/scripts/soak-weights-cache.py" --valet "$VALET_ROOT/build/tools/valet" --kills 40
 
-  stage "fuzzing: GGUF reader, chat templates, HTTP server (40 s each)"
+  stage "fuzzing: GGUF reader, chat templates, HTTP server (40 s each), GBNF grammars (10 s)"
   bash "$VALET_ROOT/scripts/fuzz.sh" 40
 fi
 stage "done"

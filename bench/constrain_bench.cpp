@@ -1,0 +1,192 @@
+// Next-token mask cost per decode step, on the real vocabularies in
+// ../shared (Qwen3: 151,669 tokens; Llama 3: 128,256) and Gemma 3's
+// (262,144, from tests/tokenizer/gemma3), for the JSON grammar
+// at characteristic positions of a document. Run e.g.
+//   build/bench/valet_constrain_bench --benchmark_repetitions=5 --benchmark_report_aggregates_only
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <ctime>
+#include <vector>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "constrain/gbnf_parser.h"
+#include "constrain/token_mask.h"
+#include "constrain/token_trie.h"
+#include "gguf/gguf_file.h"
+#include "test_grammars.h"
+#include "tokenizer/tokenizer.h"
+
+namespace valet {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::shared_ptr<const TokenTrie> trie;
+};
+
+const Loaded& Load(const std::string& model) {
+  static std::map<std::string, Loaded> cache;
+  auto it = cache.find(model);
+  if (it != cache.end()) return it->second;
+  // A bare file name is one of ../shared/models; a path is taken as it is.
+  const std::string path = model.find('/') != std::string::npos ? model
+                                                                  : std::string(VALET_SHARED_DIR) + "/models/" + model;
+  Loaded loaded;
+  if (std::filesystem::exists(path)) {
+    Result<GgufFile> file = GgufFile::Open(path);
+    Result<Vocabulary> vocab = file.ok() ? Vocabulary::FromGguf(*file) : Result<Vocabulary>(file.status());
+    if (vocab.ok()) {
+      auto tok = Tokenizer::Create(std::make_shared<const Vocabulary>(std::move(vocab).value()));
+      if (tok.ok()) {
+        auto built = TokenTrie::FromTokenizer(**tok);
+        if (built.ok()) loaded.trie = *built;
+        loaded.tokenizer = std::move(tok).value();
+      }
+    }
+  }
+  return cache[model] = std::move(loaded);
+}
+
+std::shared_ptr<const TokenTrie> LoadTrie(const std::string& model) { return Load(model).trie; }
+
+std::shared_ptr<const CompiledGrammar> CompileJson(std::shared_ptr<const TokenTrie> trie) {
+  auto compiled = std::make_shared<CompiledGrammar>();
+  compiled->grammar = std::make_shared<const Grammar>(ParseGbnf(test::kJsonGbnf).value());
+  compiled->trie = std::move(trie);
+  return compiled;
+}
+
+// Positions in a JSON document, from strict (few tokens fit) to permissive
+// (inside a string, where most of the vocabulary fits).
+const char* const kPrefixes[] = {
+    "",                              // start: a value
+    "{\"",                           // inside a key
+    "{\"name\": \"Ada",              // inside a string value
+    "{\"name\": \"Ada\"",            // after a value: ',' '}' or whitespace
+    "{\"n\": 12",                    // inside a number
+    "[[{\"a\": [1, ",                // nested, before a value
+};
+const char* const kPrefixNames[] = {"start", "key", "string", "after_value", "number", "nested"};
+
+void BM_Mask(benchmark::State& state, const char* model) {
+  std::shared_ptr<const TokenTrie> trie = LoadTrie(model);
+  if (trie == nullptr) {
+    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  GrammarMatcher matcher = GrammarMatcher::Create(CompileJson(trie)).value();
+  const auto index = static_cast<size_t>(state.range(0));
+  if (!matcher.AcceptBytes(kPrefixes[index])) {
+    state.SkipWithError("prefix refused");
+    return;
+  }
+  TokenMasker masker(0);  // the trie walk itself, no mask cache
+  TokenMask mask;
+  for (auto _ : state) {
+    Status s = masker.Compute(matcher, mask);
+    benchmark::DoNotOptimize(s);
+  }
+  state.SetLabel(std::string(kPrefixNames[index]) + ", " + std::to_string(mask.Count()) + " of " +
+                 std::to_string(trie->vocab_size()) + " allowed");
+}
+
+// A whole constrained generation: the model's own tokens for a JSON document
+// (as if it had sampled them), with a mask computed before each, by one masker
+// per sequence (its state cache starts empty). Counters: p50 and p99 of the
+// per-step mask time (thread CPU time) over the document's tokens, in
+// microseconds.
+const char* const kDocument =
+    R"({"id": 4172, "name": "Ada Lovelace", "email": "ada@example.org", "tags": ["math", "poetry", "engines"], )"
+    R"("address": {"street": "12 St James's Square", "city": "London", "zip": "SW1Y 4JH"}, )"
+    R"("notes": "Wrote the first published algorithm for the Analytical Engine, in 1843.", "score": -12.5e3, )"
+    R"("active": true, "manager": null, "history": [{"year": 1833, "event": "met Babbage"}, {"year": 1843, "event": "notes"}]})";
+
+// Per-step times are this thread's CPU time: on a shared machine wall time
+// counts other processes' turns.
+double ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+void BM_JsonGeneration(benchmark::State& state, const char* model) {
+  const Loaded& loaded = Load(model);
+  if (loaded.trie == nullptr) {
+    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  EncodeOptions no_specials;
+  no_specials.add_bos = false;
+  no_specials.add_eos = false;
+  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(kDocument, no_specials);
+  auto compiled = CompileJson(loaded.trie);
+  std::vector<double> micros;
+  TokenMask mask;
+  for (auto _ : state) {
+    GrammarMatcher matcher = GrammarMatcher::Create(compiled).value();
+    TokenMasker masker;
+    for (int32_t token : tokens) {
+      const double start = ThreadCpuMicros();
+      Status s = masker.Compute(matcher, mask);
+      micros.push_back(ThreadCpuMicros() - start);
+      if (!s.ok() || !mask.Allowed(token) || !matcher.AcceptToken(token).ok()) {
+        state.SkipWithError("the document's token was refused");
+        return;
+      }
+    }
+  }
+  std::sort(micros.begin(), micros.end());
+  state.counters["p50_us"] = micros[micros.size() / 2];
+  state.counters["p90_us"] = micros[micros.size() * 90 / 100];
+  state.counters["p99_us"] = micros[micros.size() * 99 / 100];
+  double sum = 0;
+  for (double m : micros) sum += m;
+  state.counters["mean_us"] = sum / static_cast<double>(micros.size());
+  state.counters["steps"] = static_cast<double>(tokens.size());
+}
+
+void BM_TrieBuild(benchmark::State& state, const char* model) {
+  std::shared_ptr<const TokenTrie> trie = LoadTrie(model);
+  if (trie == nullptr) {
+    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  std::vector<std::string> texts;
+  std::vector<TokenClass> classes;
+  for (int32_t id = 0; id < trie->vocab_size(); ++id) {
+    texts.push_back(trie->bytes(id));
+    classes.push_back(trie->token_class(id));
+  }
+  for (auto _ : state) {
+    auto built = TokenTrie::Build(texts, classes);
+    benchmark::DoNotOptimize(built);
+  }
+  state.SetLabel(std::to_string(trie->nodes().size()) + " trie nodes");
+}
+
+void BM_Compile(benchmark::State& state) {
+  for (auto _ : state) {
+    auto g = ParseGbnf(test::kJsonGbnf);
+    benchmark::DoNotOptimize(g);
+  }
+}
+
+BENCHMARK_CAPTURE(BM_Mask, qwen3, "qwen3-q4_k_m.gguf")->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Mask, llama3, "llama3-bpe-q4_k_m.gguf")->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_JsonGeneration, llama3, "llama3-bpe-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+// Gemma 3's 262k vocabulary, unpacked by the test suite's configure
+// (tests/tokenizer/gemma3) when tests are built.
+BENCHMARK_CAPTURE(BM_Mask, gemma3, VALET_GEMMA3_VOCAB)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_JsonGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_TrieBuild, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Compile)->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace valet
+
+BENCHMARK_MAIN();

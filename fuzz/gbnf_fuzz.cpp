@@ -1,0 +1,83 @@
+// libFuzzer target for the constraint engine: the input is a GBNF grammar, a
+// NUL byte, then bytes to feed. The grammar must parse or fail with an error
+// within the grammar limits; a parsed grammar's matcher takes the bytes one at
+// a time, and before each the trie-walk mask over a small vocabulary must equal
+// the brute-force one (every token tried on a copy of the matcher). Never a
+// crash, a hang or a disagreement. Seeds in fuzz/gbnf/:
+//   build-fuzz/fuzz/gbnf_fuzz -max_len=4096 -timeout=10 work/ fuzz/gbnf
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "constrain/gbnf_parser.h"
+#include "constrain/token_mask.h"
+#include "constrain/token_trie.h"
+
+namespace {
+
+void Check(bool cond) {
+  if (!cond) __builtin_trap();
+}
+
+std::shared_ptr<const valet::TokenTrie> Vocabulary() {
+  static const auto trie = [] {
+    std::vector<std::string> texts;
+    std::vector<valet::TokenClass> classes;
+    for (int b = 0; b < 256; ++b) texts.push_back(std::string(1, static_cast<char>(b)));
+    for (const char* t : {"{\"", "\":", "\",", "}", "true", "null", "  ", "12", "ab", "abc", "\xC3\xA9", "\\u",
+                          "\"\n", "[]", "x*", "::="}) {
+      texts.push_back(t);
+    }
+    classes.assign(texts.size(), valet::TokenClass::kText);
+    texts.push_back("</s>");
+    classes.push_back(valet::TokenClass::kEog);
+    texts.push_back("<ctl>");
+    classes.push_back(valet::TokenClass::kSpecial);
+    return *valet::TokenTrie::Build(std::move(texts), std::move(classes));
+  }();
+  return trie;
+}
+
+void CheckMask(const valet::GrammarMatcher& m, valet::TokenMasker& masker, valet::TokenMask& mask) {
+  Check(masker.Compute(m, mask).ok());
+  for (int32_t id = 0; id < mask.size(); ++id) {
+    valet::GrammarMatcher copy = m;
+    Check(copy.AcceptToken(id).ok() == mask.Allowed(id));
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view input(reinterpret_cast<const char*>(data), size);
+  const size_t nul = input.find('\0');
+  const std::string_view text = input.substr(0, nul);
+  const std::string_view bytes = nul == std::string_view::npos ? std::string_view() : input.substr(nul + 1);
+  valet::GrammarLimits limits;
+  limits.max_rules = 512;
+  limits.max_symbols = 1 << 14;
+  limits.max_repetition = 64;
+  valet::Result<valet::Grammar> grammar = valet::ParseGbnf(text, limits);
+  if (!grammar.ok()) {
+    Check(!grammar.status().message().empty());
+    return 0;
+  }
+  auto compiled = std::make_shared<valet::CompiledGrammar>();
+  compiled->grammar = std::make_shared<const valet::Grammar>(std::move(grammar).value());
+  compiled->trie = Vocabulary();
+  compiled->limits.max_stacks = 256;
+  compiled->limits.max_depth = 64;
+  compiled->limits.max_expansions = 1 << 12;
+  valet::Result<valet::GrammarMatcher> matcher = valet::GrammarMatcher::Create(compiled);
+  if (!matcher.ok()) return 0;
+  valet::TokenMasker masker;
+  valet::TokenMask mask;
+  for (size_t i = 0; i < bytes.size() && i < 64; ++i) {
+    CheckMask(*matcher, masker, mask);
+    if (!matcher->Accept(static_cast<uint8_t>(bytes[i]))) break;
+  }
+  return 0;
+}

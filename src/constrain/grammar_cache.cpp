@@ -1,0 +1,44 @@
+#include "constrain/grammar_cache.h"
+
+namespace valet {
+
+Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::GetGbnf(std::string_view text,
+                                                                     std::shared_ptr<const TokenTrie> trie) {
+  Key key{trie.get(), std::string(text)};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second.lru);
+      return it->second.compiled;
+    }
+  }
+  // Parsed outside the lock: a large grammar must not stall other requests'
+  // hits. Two threads missing at once both parse; the second insert keeps the
+  // first result.
+  VALET_ASSIGN_OR_RETURN(Grammar grammar, ParseGbnf(text, grammar_limits_));
+  auto compiled = std::make_shared<CompiledGrammar>();
+  compiled->grammar = std::make_shared<const Grammar>(std::move(grammar));
+  compiled->trie = std::move(trie);
+  compiled->limits = matcher_limits_;
+  // The start state must fit the limits, or every matcher would fail to start.
+  VALET_RETURN_IF_ERROR(GrammarMatcher::Create(compiled).status());
+
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = entries_.find(key);
+  if (it != entries_.end()) return it->second.compiled;
+  lru_.push_front(key);
+  entries_.emplace(std::move(key), Entry{compiled, lru_.begin()});
+  while (entries_.size() > capacity_) {
+    entries_.erase(lru_.back());
+    lru_.pop_back();
+  }
+  return std::shared_ptr<const CompiledGrammar>(std::move(compiled));
+}
+
+size_t GrammarCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+}  // namespace valet

@@ -1,0 +1,129 @@
+#include "constrain/grammar_stacks.h"
+
+#include <algorithm>
+
+namespace valet {
+namespace {
+
+// Expands the items on scratch.work until every stack's top is a terminal or
+// the stack is accepted. Termination is guaranteed by the grammar having no
+// left recursion; the expansion count bounds its cost.
+bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, std::vector<MatcherStack>& out,
+            StackScratch& scratch) {
+  uint32_t expansions = 0;
+  std::vector<MatcherStack>& work = scratch.work;
+  while (!work.empty()) {
+    MatcherStack s = work.back();
+    work.pop_back();
+    for (;;) {
+      const GrammarSymbol sym = g.symbols[s.pos];
+      if (sym.kind == SymbolKind::kBytes) {
+        out.push_back(s);
+        break;
+      }
+      if (sym.kind == SymbolKind::kEnd) {
+        if (s.parent == kNoFrame) {
+          out.push_back({kAcceptedPos, kNoFrame});
+          break;
+        }
+        const MatcherFrame& f = frames[s.parent];
+        s = {f.pos, f.parent};
+        continue;
+      }
+      if (++expansions > limits.max_expansions) return false;
+      // A reference in tail position returns straight to the caller's frame,
+      // so x* (right recursion) runs in constant depth.
+      uint32_t parent = s.parent;
+      if (g.symbols[s.pos + 1].kind != SymbolKind::kEnd) {
+        const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
+        if (depth > limits.max_depth) break;  // too deep: this path is dropped
+        parent = frames.Make(s.pos + 1, parent, depth);
+      }
+      const uint32_t first = g.rule_alts[sym.value];
+      const uint32_t last = g.rule_alts[sym.value + 1];
+      for (uint32_t a = last; a > first; --a) work.push_back({g.alt_starts[a - 1], parent});
+      break;
+    }
+  }
+  return true;
+}
+
+bool Finish(const MatcherLimits& limits, std::vector<MatcherStack>& out, size_t begin) {
+  if (out.size() - begin > 1) {
+    std::sort(out.begin() + static_cast<ptrdiff_t>(begin), out.end());
+    out.erase(std::unique(out.begin() + static_cast<ptrdiff_t>(begin), out.end()), out.end());
+  }
+  return out.size() - begin <= limits.max_stacks;
+}
+
+}  // namespace
+
+void FrameArena::Assign(std::span<const MatcherFrame> frames) {
+  frames_.assign(frames.begin(), frames.end());
+  index_.clear();
+  for (size_t f = 0; f < frames_.size(); ++f) index_.emplace(Key(frames_[f].pos, frames_[f].parent), f);
+}
+
+uint32_t FrameArena::Make(uint32_t pos, uint32_t parent, uint32_t depth) {
+  auto [it, inserted] = index_.emplace(Key(pos, parent), static_cast<uint32_t>(frames_.size()));
+  if (inserted) frames_.push_back({pos, parent, depth});
+  return it->second;
+}
+
+void FrameArena::Truncate(size_t n) {
+  for (size_t f = n; f < frames_.size(); ++f) index_.erase(Key(frames_[f].pos, frames_[f].parent));
+  frames_.resize(n);
+}
+
+bool InitialStacks(const Grammar& g, const MatcherLimits& limits, FrameArena& frames,
+                   std::vector<MatcherStack>& out, StackScratch& scratch) {
+  const size_t begin = out.size();
+  scratch.work.clear();
+  const uint32_t first = g.rule_alts[g.root];
+  for (uint32_t a = g.rule_alts[g.root + 1]; a > first; --a) {
+    scratch.work.push_back({g.alt_starts[a - 1], kNoFrame});
+  }
+  return Expand(g, limits, frames, out, scratch) && Finish(limits, out, begin);
+}
+
+bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> in, uint8_t b,
+                FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch) {
+  const size_t begin = out.size();
+  scratch.work.clear();
+  for (size_t i = in.size(); i > 0; --i) {
+    const MatcherStack& s = in[i - 1];
+    if (s.pos == kAcceptedPos) continue;
+    if (g.byte_sets[g.symbols[s.pos].value].Has(b)) scratch.work.push_back({s.pos + 1, s.parent});
+  }
+  if (scratch.work.empty()) return true;
+  return Expand(g, limits, frames, out, scratch) && Finish(limits, out, begin);
+}
+
+void CompactFrames(std::vector<MatcherStack>& stacks, std::vector<MatcherFrame>& frames) {
+  // Frames only point to older frames, so a forward pass renumbers parents
+  // before their children.
+  std::vector<uint32_t> remap(frames.size(), kNoFrame);
+  constexpr uint32_t kLive = kNoFrame - 1;
+  for (const MatcherStack& s : stacks) {
+    for (uint32_t f = s.parent; f != kNoFrame && remap[f] == kNoFrame; f = frames[f].parent) remap[f] = kLive;
+  }
+  std::vector<MatcherFrame> kept;
+  std::unordered_map<uint64_t, uint32_t> by_content;
+  for (size_t f = 0; f < frames.size(); ++f) {
+    if (remap[f] != kLive) continue;
+    MatcherFrame frame = frames[f];
+    if (frame.parent != kNoFrame) frame.parent = remap[frame.parent];
+    auto [it, inserted] =
+        by_content.emplace(uint64_t{frame.pos} << 32 | frame.parent, static_cast<uint32_t>(kept.size()));
+    remap[f] = it->second;
+    if (inserted) kept.push_back(frame);
+  }
+  for (MatcherStack& s : stacks) {
+    if (s.parent != kNoFrame) s.parent = remap[s.parent];
+  }
+  frames = std::move(kept);
+  std::sort(stacks.begin(), stacks.end());
+  stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
+}
+
+}  // namespace valet
