@@ -24,15 +24,15 @@ void BM_StepAtAppPriority(benchmark::State& state) {
 BENCHMARK(BM_StepAtAppPriority)->UseRealTime();
 
 void BM_StepSwitchingPriority(benchmark::State& state) {
-  if (!ThreadLanes::CanLowerNice()) {
-    state.SkipWithError("this process may not lower a nice value again");
+  if (!ThreadLanes::CanRestorePriority()) {
+    state.SkipWithError("this process may not go back to its priority");
     return;
   }
   ThreadLanes lanes(ThreadLanesOptions{kThreads, PriorityMode::kSwitch, "/sys"});
   int nice = 0;
   for (auto _ : state) {
     nice = nice == 0 ? kBackgroundNice : 0;
-    (void)lanes.Configure(StepThreads{0, nice, CoreClass::kAll}).ok();
+    (void)lanes.Configure(StepThreads{0, nice, CoreClass::kAll, nice == 0 ? SchedPolicy::kNormal : SchedPolicy::kIdle}).ok();
     EmptyStep(lanes);
   }
 }
@@ -40,7 +40,7 @@ BENCHMARK(BM_StepSwitchingPriority)->UseRealTime();
 
 void BM_StepHandedToALowerLane(benchmark::State& state) {
   ThreadLanes lanes(ThreadLanesOptions{kThreads, PriorityMode::kPoolPerPriority, "/sys"});
-  (void)lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll}).ok();
+  (void)lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll, SchedPolicy::kIdle}).ok();
   for (auto _ : state) EmptyStep(lanes);
 }
 BENCHMARK(BM_StepHandedToALowerLane)->UseRealTime();

@@ -20,7 +20,8 @@ constexpr FlagSpec kFlags[] = {
     {"--arms", nullptr, true, "comma-separated arms: idle,plain,valet (default all)"},
     {"--seconds", nullptr, true, "frames per arm and run, seconds (default 20)"},
     {"--runs", nullptr, true, "interleaved runs of every arm (default 1)"},
-    {"--frame-work-ms", nullptr, true, "CPU time of each UI frame, ms (default 8)"},
+    {"--frame-work-ms", nullptr, true, "CPU time of each frame on each UI thread, ms (default 10)"},
+    {"--ui-threads", nullptr, true, "threads that work on each frame at once: the UI thread, its RenderThread (default 2)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--lanes", nullptr, true, "how background steps lower their priority: auto, switch, pool (default auto)"},
     {"--budgets", nullptr, true, "the valet arm's budget table, JSON (default: the shipped one)"},
@@ -63,6 +64,8 @@ Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64
   VALET_ASSIGN_OR_RETURN(o.seconds, a.Double("--seconds", o.seconds, 1.0, 3600.0));
   VALET_ASSIGN_OR_RETURN(*runs, a.Int("--runs", 1, 1, 1000));
   VALET_ASSIGN_OR_RETURN(o.frame_work_ms, a.Double("--frame-work-ms", o.frame_work_ms, 0.0, o.frame_period_ms));
+  VALET_ASSIGN_OR_RETURN(int64_t ui_threads, a.Int("--ui-threads", o.ui_threads, 1, 16));
+  o.ui_threads = static_cast<int>(ui_threads);
   VALET_ASSIGN_OR_RETURN(int64_t threads, a.Int("--threads", 0, 0, 256));
   o.n_threads = static_cast<int>(threads);
   VALET_ASSIGN_OR_RETURN(std::string lanes, a.String("--lanes", "auto"));

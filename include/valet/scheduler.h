@@ -86,10 +86,11 @@ struct TierBudget {
   int32_t prefill_chunk = 256;                  // prompt/recompute tokens per step
   int32_t threads = 0;                          // engine compute threads; 0: all hardware threads
   // The OS priority and cores of a step whose highest tier this is
-  // (valet/threads.h): 0 runs at the app's priority, kBackgroundNice as
-  // Android's THREAD_PRIORITY_BACKGROUND.
+  // (valet/threads.h): nice 0 under kNormal is the app's priority;
+  // kBackgroundNice is Android's THREAD_PRIORITY_BACKGROUND.
   int32_t nice = 0;
   CoreClass cores = CoreClass::kAll;
+  SchedPolicy policy = SchedPolicy::kNormal;
 };
 
 // What heat allows, on top of the lifecycle budgets (the smaller wins). Heat
@@ -154,7 +155,8 @@ struct VALET_API BudgetTable {
   // OFFLINE_INDEXING parked; SEVERE also BACKGROUND_SUMMARY parked and at most
   // 2 threads; CRITICAL 1 thread; EMERGENCY and SHUTDOWN only FOREGROUND_CHAT.
   // Threads: foreground tiers at the app's priority on the performance
-  // cores, background tiers at nice 10 on the efficiency cores, in every state.
+  // cores, background tiers under SCHED_IDLE (nice 10 where that cannot be
+  // set) on the efficiency cores, in every state.
   // Power, as WorkManager's background work is constrained: chat and
   // suggestions always run; BACKGROUND_SUMMARY parks in battery saver;
   // OFFLINE_INDEXING also needs the battery not low (or charging).
@@ -164,7 +166,7 @@ struct VALET_API BudgetTable {
 // JSON form (every key optional; unnamed entries keep their defaults):
 //   {"RESUMED": {"OFFLINE_INDEXING": {"turn_tokens": 8, "state_cap_tokens": -1,
 //                                     "prefill_chunk": 32, "threads": 1, "nice": 10,
-//                                     "cores": "efficiency"}}, ...}
+//                                     "policy": "idle", "cores": "efficiency"}}, ...}
 // States: RESUMED STARTED CREATED DESTROYED; tiers: FOREGROUND_CHAT
 // INLINE_SUGGESTION BACKGROUND_SUMMARY OFFLINE_INDEXING. The thermal column:
 //   {"thermal": {"MODERATE": {"threads": 0, "background_threads": 1,

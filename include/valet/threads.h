@@ -23,6 +23,16 @@ VALET_API const char* CoreClassName(CoreClass cores);  // "all", "performance", 
 // InvalidArgument for any other name.
 VALET_API Result<CoreClass> CoreClassFromName(const char* name);
 
+// The Linux scheduling policy of a step's threads. kIdle (SCHED_IDLE) runs
+// only on a core nothing else wants: the app's threads always take the core
+// at once, and a waking background thread never preempts them (measured:
+// `valet bench-jank`, docs/governor.md). kBatch (SCHED_BATCH) keeps the
+// nice value's share but never preempts on waking.
+enum class SchedPolicy : int32_t { kNormal = 0, kBatch, kIdle };
+VALET_API const char* SchedPolicyName(SchedPolicy policy);  // "normal", "batch", "idle"
+// InvalidArgument for any other name.
+VALET_API Result<SchedPolicy> SchedPolicyFromName(const char* name);
+
 // Linux nice values a step may ask for: 0 is the app's own priority (the
 // threads as the app created them), 1..19 lower priorities. Android's
 // THREAD_PRIORITY_BACKGROUND is 10. Nothing valet runs is ever raised above
@@ -34,6 +44,7 @@ struct StepThreads {
   int32_t n_threads = 0;  // 0: every thread of the engine; never more than the class has cores
   int32_t nice = 0;       // 0..kMaxStepNice
   CoreClass cores = CoreClass::kAll;
+  SchedPolicy policy = SchedPolicy::kNormal;  // kNormal with nice 0 is the app's priority
 
   bool operator==(const StepThreads&) const = default;
 };

@@ -44,6 +44,22 @@ Result<CoreClass> CoreClassFromName(const char* name) {
   return InvalidArgument(std::string("cores must be all, performance or efficiency, not ") + name);
 }
 
+const char* SchedPolicyName(SchedPolicy policy) {
+  switch (policy) {
+    case SchedPolicy::kNormal: return "normal";
+    case SchedPolicy::kBatch: return "batch";
+    case SchedPolicy::kIdle: return "idle";
+  }
+  return "unknown";
+}
+
+Result<SchedPolicy> SchedPolicyFromName(const char* name) {
+  for (SchedPolicy p : {SchedPolicy::kNormal, SchedPolicy::kBatch, SchedPolicy::kIdle}) {
+    if (std::strcmp(name, SchedPolicyName(p)) == 0) return p;
+  }
+  return InvalidArgument(std::string("policy must be normal, batch or idle, not ") + name);
+}
+
 CpuTopology CpuTopology::Read(const std::string& sysfs_root) {
   const std::string base = sysfs_root + "/devices/system/cpu/cpu";
   std::vector<uint64_t> capacity;

@@ -17,7 +17,7 @@ namespace valet {
 
 struct ThreadLanes::Lane {
   std::unique_ptr<ThreadPool> pool;
-  int nice = 0;            // what its threads (kSwitch: and the caller) are set to now
+  Priority priority;       // what its threads (kSwitch: and the caller) are set to now
   std::vector<int> cpus;   // the cores they are confined to now
   int caller_tid = 0;      // the caller placed with them (app lane)
   // A lane below the app's priority (kPoolPerPriority): the thread that runs
@@ -41,7 +41,22 @@ int NiceOf(int tid) {
   return errno == 0 ? nice : 0;
 }
 
-bool SetNice(int tid, int nice) { return setpriority(PRIO_PROCESS, static_cast<id_t>(tid), nice) == 0; }
+int PolicyOf(SchedPolicy policy) {
+  switch (policy) {
+    case SchedPolicy::kNormal: return SCHED_OTHER;
+    case SchedPolicy::kBatch: return SCHED_BATCH;
+    case SchedPolicy::kIdle: return SCHED_IDLE;
+  }
+  return SCHED_OTHER;
+}
+
+// The policy first: leaving SCHED_IDLE is what needs the privilege, and a
+// nice value set under SCHED_IDLE would not matter until it is left.
+bool SetPriority(int tid, const ThreadLanes::Priority& p) {
+  const sched_param param{};
+  if (sched_setscheduler(tid, PolicyOf(p.policy), &param) != 0) return false;
+  return setpriority(PRIO_PROCESS, static_cast<id_t>(tid), p.nice) == 0;
+}
 
 bool SetCores(int tid, const std::vector<int>& cpus) {
   cpu_set_t set;
@@ -62,7 +77,7 @@ std::vector<int> AllowedCores() {
 }
 #else
 int NiceOf(int) { return 0; }
-bool SetNice(int, int) { return true; }
+bool SetPriority(int, const ThreadLanes::Priority&) { return true; }
 bool SetCores(int, const std::vector<int>&) { return true; }
 std::vector<int> AllowedCores() { return {}; }
 #endif
@@ -79,13 +94,14 @@ std::atomic<bool> g_cores_warned{false};
 
 }  // namespace
 
-bool ThreadLanes::CanLowerNice() {
+bool ThreadLanes::CanRestorePriority() {
 #if defined(__linux__)
   bool can = false;
   std::thread probe([&can] {
     const int tid = ThreadPool::CurrentTid();
-    const int nice = NiceOf(tid);
-    if (nice < kMaxStepNice && SetNice(tid, nice + 1)) can = SetNice(tid, nice);
+    const Priority app{NiceOf(tid), SchedPolicy::kNormal};
+    const Priority idle{std::min(app.nice + 1, kMaxStepNice), SchedPolicy::kIdle};
+    if (app.nice < kMaxStepNice && SetPriority(tid, idle)) can = SetPriority(tid, app);
   });
   probe.join();
   return can;
@@ -102,7 +118,7 @@ ThreadLanes::ThreadLanes(const ThreadLanesOptions& options)
       app_nice_(NiceOf(ThreadPool::CurrentTid())),
       app_lane_(std::make_unique<Lane>()) {
   app_lane_->pool = std::make_unique<ThreadPool>(n_threads_);
-  app_lane_->nice = app_nice_;
+  app_lane_->priority = Priority{app_nice_, SchedPolicy::kNormal};
   app_lane_->cpus = allowed_;
   current_ = app_lane_->pool.get();
   (void)Configure(StepThreads{}).ok();
@@ -124,7 +140,7 @@ Status ThreadLanes::Configure(const StepThreads& threads) {
   if (threads.nice < 0 || threads.nice > kMaxStepNice) {
     return InvalidArgument("nice must be between 0 and " + std::to_string(kMaxStepNice));
   }
-  target_nice_ = threads.nice == 0 ? app_nice_ : std::max(threads.nice, app_nice_);
+  target_ = Priority{threads.nice == 0 ? app_nice_ : std::max(threads.nice, app_nice_), threads.policy};
   target_cpus_.clear();
   for (int cpu : topology_.Cores(threads.cores)) {
     if (std::binary_search(allowed_.begin(), allowed_.end(), cpu)) target_cpus_.push_back(cpu);
@@ -135,13 +151,13 @@ Status ThreadLanes::Configure(const StepThreads& threads) {
   return Status::Ok();
 }
 
-ThreadLanes::Lane& ThreadLanes::LaneFor(int nice) {
-  std::unique_ptr<Lane>& slot = low_lanes_[nice];
+ThreadLanes::Lane& ThreadLanes::LaneFor(const Priority& priority) {
+  std::unique_ptr<Lane>& slot = low_lanes_[priority];
   if (slot != nullptr) return *slot;
   slot = std::make_unique<Lane>();
   Lane& lane = *slot;
   lane.pool = std::make_unique<ThreadPool>(n_threads_);
-  lane.nice = app_nice_;
+  lane.priority = Priority{app_nice_, SchedPolicy::kNormal};
   lane.cpus = allowed_;
   lane.lead = std::thread([&lane] {
     lane.published_tid.store(ThreadPool::CurrentTid() == 0 ? -1 : ThreadPool::CurrentTid(), std::memory_order_release);
@@ -175,29 +191,29 @@ void ThreadLanes::Place(Lane& lane, int caller_tid) {
   // priority or cores (kSwitch); the app's threads are otherwise left alone.
   const bool new_caller = lane.lead_tid == 0 && caller_tid != lane.caller_tid;
   lane.caller_tid = lane.lead_tid == 0 ? caller_tid : 0;
-  const bool renice = target_nice_ != lane.nice || (new_caller && target_nice_ != app_nice_);
+  const bool renice = target_ != lane.priority || (new_caller && !at_app_priority());
   const bool move = target_cpus_ != lane.cpus || (new_caller && target_cpus_ != allowed_);
   if (!renice && !move) return;
   for (size_t i = 0; i <= workers.size(); ++i) {
     const int tid = i < workers.size() ? workers[i] : lead;
     if (tid <= 0) continue;
-    if (renice && !SetNice(tid, target_nice_)) WarnOnce(g_nice_warned, "priority");
+    if (renice && !SetPriority(tid, target_)) WarnOnce(g_nice_warned, "priority");
     if (move && !SetCores(tid, target_cpus_)) WarnOnce(g_cores_warned, "cores");
   }
-  lane.nice = target_nice_;
+  lane.priority = target_;
   lane.cpus = target_cpus_;
 }
 
 void ThreadLanes::Run(const std::function<void()>& fn) {
-  if (target_nice_ != app_nice_ && mode_ == PriorityMode::kAuto) {
-    mode_ = CanLowerNice() ? PriorityMode::kSwitch : PriorityMode::kPoolPerPriority;
+  if (!at_app_priority() && mode_ == PriorityMode::kAuto) {
+    mode_ = CanRestorePriority() ? PriorityMode::kSwitch : PriorityMode::kPoolPerPriority;
   }
-  if (target_nice_ == app_nice_ || mode_ == PriorityMode::kSwitch) {
+  if (at_app_priority() || mode_ == PriorityMode::kSwitch) {
     Place(*app_lane_, ThreadPool::CurrentTid());
     fn();
     return;
   }
-  Lane& lane = LaneFor(target_nice_);
+  Lane& lane = LaneFor(target_);
   Place(lane, 0);
   current_ = lane.pool.get();
   {

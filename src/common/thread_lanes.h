@@ -3,9 +3,9 @@
 // background steps yield the CPU to the app's UI thread and keep to the
 // efficiency cores.
 //
-// Linux lets a thread raise its nice value (lower its priority) but lowering
-// it again needs CAP_SYS_NICE or a permissive RLIMIT_NICE, which an app's
-// process rarely has. So there are two ways to run a step at a priority:
+// Linux lets a thread lower its priority (raise its nice value, enter
+// SCHED_IDLE) but going back needs CAP_SYS_NICE or a permissive RLIMIT_NICE,
+// which an app's process rarely has. So there are two ways to run a step at a priority:
 //  * kSwitch, where lowering is allowed: one pool, the caller among its
 //    threads; a change of priority re-nices them (a few system calls when the
 //    batch's top tier changes, nothing otherwise);
@@ -70,12 +70,21 @@ class ThreadLanes {
   const std::vector<int>& last_step_tids() const { return last_tids_; }
   const CpuTopology& topology() const { return topology_; }
 
-  // Whether a thread of this process may lower its nice value again.
-  static bool CanLowerNice();
+  // Whether a thread of this process may go back to the app's priority
+  // after lowering it (a lower nice value again, SCHED_OTHER after SCHED_IDLE).
+  static bool CanRestorePriority();
+
+  // A thread's priority as Linux sets it: a nice value under a policy.
+  struct Priority {
+    int nice = 0;
+    SchedPolicy policy = SchedPolicy::kNormal;
+    auto operator<=>(const Priority&) const = default;
+  };
 
  private:
   struct Lane;
-  Lane& LaneFor(int nice);
+  Lane& LaneFor(const Priority& priority);
+  bool at_app_priority() const { return target_ == Priority{app_nice_, SchedPolicy::kNormal}; }
   // Sets the lane's threads (and the caller in kSwitch) to the configured priority and cores.
   void Place(Lane& lane, int caller_tid);
 
@@ -86,11 +95,11 @@ class ThreadLanes {
   int app_nice_ = 0;          // the creating thread's nice value: "the app's priority"
   // The configured StepThreads resolved for this process: the nice value,
   // the usable cores of the class, the thread count.
-  int target_nice_ = 0;
+  Priority target_;
   std::vector<int> target_cpus_;
   int target_n_ = 1;
   std::unique_ptr<Lane> app_lane_;
-  std::map<int, std::unique_ptr<Lane>> low_lanes_;  // kPoolPerPriority, by nice
+  std::map<Priority, std::unique_ptr<Lane>> low_lanes_;  // kPoolPerPriority
   ThreadPool* current_ = nullptr;
   std::vector<int> last_tids_;
 };

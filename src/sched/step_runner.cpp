@@ -139,7 +139,7 @@ StepRunner::Activation StepRunner::Activate(Task& task, const std::vector<const 
 
 void StepRunner::ApplyThreads(Tier tier) {
   const TierBudget& b = governor_.Budget(tier);
-  const StepThreads want{b.threads, b.nice, b.cores};
+  const StepThreads want{b.threads, b.nice, b.cores, b.policy};
   if (want == applied_threads_) return;
   // An engine that refuses keeps what it has, and we do not ask again until
   // the budget changes.

@@ -7,7 +7,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <memory>
 #include <thread>
 
@@ -40,9 +42,61 @@ void BurnCpu(double seconds) {
   }
 }
 
-// The UI thread, as Android's Choreographer drives it: at each vsync (every
-// period from `start` until `end`) a frame starts, does its work, and is shown
-// at the first vsync after it ends. A frame that misses the next vsync leaves
+// A frame's work on every UI thread at once (the UI thread and its
+// RenderThread): the helpers burn their share when Draw starts a frame, and
+// Draw returns when all have finished.
+class FrameCrew {
+ public:
+  FrameCrew(int helpers, double work_s) : work_s_(work_s) {
+    for (int i = 0; i < helpers; ++i) threads_.emplace_back([this] { Helper(); });
+  }
+  ~FrameCrew() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void Draw() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++frame_;
+      pending_ = static_cast<int>(threads_.size());
+    }
+    cv_.notify_all();
+    BurnCpu(work_s_);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void Helper() {
+    int64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stop_ || frame_ != seen; });
+      if (stop_) return;
+      seen = frame_;
+      lock.unlock();
+      BurnCpu(work_s_);
+      lock.lock();
+      if (--pending_ == 0) cv_.notify_all();
+    }
+  }
+
+  const double work_s_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t frame_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// The UI, as Android's Choreographer drives it: at each vsync (every period
+// from `start` until `end`) a frame starts, does its work, and is shown at
+// the first vsync after it ends. A frame that misses the next vsync leaves
 // the display showing the old one at every vsync it overruns (missed frames),
 // and the next frame starts at the vsync it was shown at (frames are dropped,
 // never queued). Vsync waits are sleeps, as a real UI thread's are.
@@ -52,14 +106,16 @@ struct Frames {
   int64_t missed = 0;
 };
 
-Frames RunFrames(Clock::time_point start, Clock::time_point end, double period_s, double work_s) {
+Frames RunFrames(const JankOptions& options, Clock::time_point start, Clock::time_point end) {
+  const double period_s = options.frame_period_ms / 1e3;
+  FrameCrew crew(options.ui_threads - 1, options.frame_work_ms / 1e3);
   Frames f;
   const auto vsync = [&](int64_t k) {
     return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(static_cast<double>(k) * period_s));
   };
   for (int64_t k = 0; vsync(k + 1) <= end;) {
     std::this_thread::sleep_until(vsync(k));
-    BurnCpu(work_s);
+    crew.Draw();
     const double done = std::chrono::duration<double>(Clock::now() - start).count();
     f.latencies_s.push_back(done - static_cast<double>(k) * period_s);
     const int64_t shown = std::max(k + 1, static_cast<int64_t>(std::ceil(done / period_s)));
@@ -84,10 +140,14 @@ std::string Document(const EngineInterface& engine, int64_t n) {
 }
 
 // Keeps kTasksPerBackgroundTier tasks of each background tier in flight: each
-// one's on_done submits its successor until Stop.
+// one's on_done submits its successor until Stop. The documents are written
+// before the frames start, so that the harness's own work does not compete
+// with the UI threads.
 class BackgroundLoad {
  public:
-  BackgroundLoad(Scheduler& scheduler, const EngineInterface& engine) : scheduler_(scheduler), engine_(engine) {}
+  BackgroundLoad(Scheduler& scheduler, const EngineInterface& engine) : scheduler_(scheduler) {
+    for (int64_t i = 0; i < kDocuments; ++i) documents_.push_back(Document(engine, i));
+  }
   Status Start() {
     for (int i = 0; i < kTasksPerBackgroundTier; ++i) {
       VALET_RETURN_IF_ERROR(Submit(Tier::kOfflineIndexing));
@@ -102,7 +162,7 @@ class BackgroundLoad {
     if (stop_.load()) return Status::Ok();
     TaskRequest r;
     r.tier = tier;
-    r.prompt = Document(engine_, next_.fetch_add(1));
+    r.prompt = documents_[static_cast<size_t>(next_.fetch_add(1) % kDocuments)];
     r.max_tokens = tier == Tier::kOfflineIndexing ? 48 : 96;
     r.sampling.temperature = 0.0f;
     // A successor is refused only once the scheduler stops.
@@ -110,8 +170,9 @@ class BackgroundLoad {
     return scheduler_.Submit(std::move(r)).status();
   }
 
+  static constexpr int64_t kDocuments = 16;
   Scheduler& scheduler_;
-  const EngineInterface& engine_;
+  std::vector<std::string> documents_;
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> next_{0};
 };
@@ -131,6 +192,7 @@ Result<SchedulerOptions> ArmSchedulerOptions(const JankOptions& options, const s
   for (auto& state : o.budgets.budgets) {
     for (TierBudget& b : state) {
       b.nice = 0;
+      b.policy = SchedPolicy::kNormal;
       b.cores = CoreClass::kAll;
     }
   }
@@ -183,9 +245,8 @@ Result<JankSample> RunJankArm(const JankOptions& options, const std::string& arm
 
   const auto start = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWarmupSeconds));
   const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
-  const double period = options.frame_period_ms / 1e3;
   Frames frames;
-  std::thread ui([&] { frames = RunFrames(start, end, period, options.frame_work_ms / 1e3); });
+  std::thread ui([&] { frames = RunFrames(options, start, end); });
   std::this_thread::sleep_until(start);
   const int64_t bg0 = BackgroundGenerated(*scheduler);
   std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
@@ -225,8 +286,10 @@ JankArm SummarizeJankArm(const std::string& arm, const std::vector<JankSample>& 
 std::string JankMarkdown(const std::vector<JankArm>& arms, const JankOptions& options) {
   std::string out;
   char line[256];
-  std::snprintf(line, sizeof(line), "frames every %.1f ms, %.1f ms of CPU each, %d x %.0f s per arm, interleaved\n\n",
-                options.frame_period_ms, options.frame_work_ms, arms.empty() ? 0 : arms[0].runs, options.seconds);
+  std::snprintf(line, sizeof(line),
+                "a frame every %.1f ms, %.1f ms of CPU on each of %d UI threads, %d x %.0f s per arm, interleaved\n\n",
+                options.frame_period_ms, options.frame_work_ms, options.ui_threads, arms.empty() ? 0 : arms[0].runs,
+                options.seconds);
   out += line;
   out += "| arm | vsyncs | missed | frame p50 | frame p99 | background tok/s | chat TTFT |\n";
   out += "|---|---:|---:|---:|---:|---:|---:|\n";
@@ -253,6 +316,7 @@ std::string JankJson(const std::vector<JankArm>& arms, const JankOptions& option
   }
   Json root{{"frame_period_ms", options.frame_period_ms},
             {"frame_work_ms", options.frame_work_ms},
+            {"ui_threads", options.ui_threads},
             {"seconds_per_arm", options.seconds},
             {"threads", options.n_threads},
             {"arms", by_arm}};

@@ -1,7 +1,7 @@
 // valet bench-jank: does background inference make the app's UI miss
-// frames? A simulated UI thread (a frame every 16.7 ms, each a fixed amount
-// of CPU work at the app's priority) runs while background indexing and
-// summaries run, arm by arm:
+// frames? A simulated UI (a frame every 16.7 ms, each a fixed amount of CPU
+// work on the UI thread and on its RenderThread, at the app's priority) runs
+// while background indexing and summaries run, arm by arm:
 //   idle   no background inference;
 //   plain  background tiers at the app's priority on every core (what a
 //          library without priorities does);
@@ -25,7 +25,8 @@ struct JankOptions {
   int n_threads = 0;                 // 0: every core
   double seconds = 20.0;             // frames per arm, after a second of warm-up
   double frame_period_ms = 1000.0 / 60.0;
-  double frame_work_ms = 8.0;        // CPU time each frame takes
+  double frame_work_ms = 10.0;       // CPU time each frame takes on each UI thread: a heavy frame
+  int ui_threads = 2;                // the UI thread and its RenderThread, working at once
   double chat_at = 0.5;              // when the chat turn arrives, as a fraction of the run
   std::vector<std::string> arms = {"idle", "plain", "valet"};
   PriorityMode priority_mode = PriorityMode::kAuto;

@@ -1,5 +1,5 @@
 // Steps run at the priority and on the cores they ask for, read back from the
-// threads that computed them (getpriority, sched_getaffinity), with a fake
+// threads that computed them (getpriority, sched_getscheduler, sched_getaffinity), with a fake
 // sysfs that makes two of this machine's cores a little and a big one; both
 // ways of lowering a priority work (one pool re-niced, a pool per priority
 // where lowering it again is refused); and threads sleep between steps.
@@ -69,6 +69,7 @@ Phone MakePhone() {
 struct Seen {
   int tid = 0;
   int nice = 0;
+  int policy = SCHED_OTHER;
   std::vector<int> cores;
 };
 
@@ -79,7 +80,7 @@ std::vector<Seen> RunStep(ThreadLanes& lanes) {
     seen.resize(static_cast<size_t>(lanes.pool().active()));
     lanes.pool().Run([&](int ith, int) {
       const int tid = ThreadPool::CurrentTid();
-      seen[static_cast<size_t>(ith)] = Seen{tid, NiceOf(tid), CoresOf(tid)};
+      seen[static_cast<size_t>(ith)] = Seen{tid, NiceOf(tid), sched_getscheduler(tid), CoresOf(tid)};
     });
   });
   return seen;
@@ -89,8 +90,8 @@ class ThreadLanesTest : public ::testing::TestWithParam<PriorityMode> {};
 
 TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
   const PriorityMode mode = GetParam();
-  if (mode == PriorityMode::kSwitch && !ThreadLanes::CanLowerNice()) {
-    GTEST_SKIP() << "this process may not lower a nice value again (no CAP_SYS_NICE, RLIMIT_NICE 0)";
+  if (mode == PriorityMode::kSwitch && !ThreadLanes::CanRestorePriority()) {
+    GTEST_SKIP() << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
   }
   Phone phone = MakePhone();
   if (phone.little < 0) GTEST_SKIP() << "one core: nothing to confine steps to";
@@ -99,11 +100,14 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
   ASSERT_LT(app_nice, kBackgroundNice);
 
   ThreadLanes lanes(ThreadLanesOptions{2, mode, phone.sysfs->root()});
-  for (int round = 0; round < 2; ++round) {
-    ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency}).ok());
+  for (SchedPolicy policy : {SchedPolicy::kIdle, SchedPolicy::kNormal, SchedPolicy::kBatch, SchedPolicy::kIdle}) {
+    ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, policy}).ok());
     std::vector<Seen> bg = RunStep(lanes);
     ASSERT_EQ(bg.size(), 1u);  // one little core: one thread
     EXPECT_EQ(bg[0].nice, kBackgroundNice);
+    EXPECT_EQ(bg[0].policy, policy == SchedPolicy::kIdle    ? SCHED_IDLE
+                            : policy == SchedPolicy::kBatch ? SCHED_BATCH
+                                                            : SCHED_OTHER);
     EXPECT_EQ(bg[0].cores, std::vector<int>{phone.little});
     EXPECT_EQ(bg[0].tid == self, mode == PriorityMode::kSwitch);
     EXPECT_EQ(lanes.last_step_tids().front(), bg[0].tid);
@@ -114,6 +118,7 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
     EXPECT_EQ(fg[0].tid, self);
     for (const Seen& s : fg) {
       EXPECT_EQ(s.nice, app_nice);
+      EXPECT_EQ(s.policy, SCHED_OTHER);
       EXPECT_EQ(s.cores, phone.big);
     }
   }
@@ -121,6 +126,7 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
   for (const Seen& s : RunStep(lanes)) EXPECT_EQ(s.cores, phone.allowed);
   EXPECT_EQ(lanes.mode(), mode);
   EXPECT_EQ(NiceOf(self), app_nice);
+  EXPECT_EQ(sched_getscheduler(self), SCHED_OTHER);
   EXPECT_EQ(CoresOf(self), phone.allowed);
 }
 
@@ -132,7 +138,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, ThreadLanesTest,
                          });
 
 // Capabilities are per thread: this one loses CAP_SYS_NICE (a no-op where the
-// process never had it), and RLIMIT_NICE allows no lowering, as in an app.
+// process never had it), and RLIMIT_NICE allows no way back, as in an app.
 bool DropSysNice() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
@@ -149,21 +155,25 @@ TEST(ThreadLanesAutoTest, KeepsAPoolPerPriorityWhereLoweringIsRefused) {
   ASSERT_EQ(setrlimit(RLIMIT_NICE, &none), 0);
   std::thread app([] {
     ASSERT_TRUE(DropSysNice());
-    EXPECT_FALSE(ThreadLanes::CanLowerNice());
+    EXPECT_FALSE(ThreadLanes::CanRestorePriority());
     const int self = ThreadPool::CurrentTid();
     const int app_nice = NiceOf(self);
     ThreadLanes lanes(ThreadLanesOptions{2, PriorityMode::kAuto, "/nonexistent-sysfs"});
     for (int round = 0; round < 2; ++round) {
-      ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency}).ok());
+      ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, SchedPolicy::kIdle}).ok());
       for (const Seen& s : RunStep(lanes)) {
         EXPECT_EQ(s.nice, std::max(app_nice, kBackgroundNice));
+        EXPECT_EQ(s.policy, SCHED_IDLE);
         EXPECT_NE(s.tid, self);
       }
       EXPECT_EQ(lanes.mode(), PriorityMode::kPoolPerPriority);
       ASSERT_TRUE(lanes.Configure(StepThreads{0, 0, CoreClass::kAll}).ok());
       std::vector<Seen> fg = RunStep(lanes);
       EXPECT_EQ(fg[0].tid, self);
-      for (const Seen& s : fg) EXPECT_EQ(s.nice, app_nice);
+      for (const Seen& s : fg) {
+        EXPECT_EQ(s.nice, app_nice);
+        EXPECT_EQ(s.policy, SCHED_OTHER);
+      }
     }
   });
   app.join();
@@ -171,15 +181,17 @@ TEST(ThreadLanesAutoTest, KeepsAPoolPerPriorityWhereLoweringIsRefused) {
 }
 
 TEST(ThreadLanesAutoTest, SwitchesOnePoolWhereLoweringIsAllowed) {
-  if (!ThreadLanes::CanLowerNice()) GTEST_SKIP() << "this process may not lower a nice value again";
+  if (!ThreadLanes::CanRestorePriority()) GTEST_SKIP() << "this process may not go back to its priority";
   const int app_nice = NiceOf(ThreadPool::CurrentTid());
   ThreadLanes lanes(ThreadLanesOptions{2, PriorityMode::kAuto, "/nonexistent-sysfs"});
   EXPECT_EQ(lanes.mode(), PriorityMode::kAuto);  // decided at the first step below the app's priority
-  ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll}).ok());
+  ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll, SchedPolicy::kIdle}).ok());
   EXPECT_EQ(RunStep(lanes)[0].tid, ThreadPool::CurrentTid());
   EXPECT_EQ(lanes.mode(), PriorityMode::kSwitch);
   ASSERT_TRUE(lanes.Configure(StepThreads{}).ok());
-  EXPECT_EQ(RunStep(lanes)[0].nice, app_nice);
+  const Seen fg = RunStep(lanes)[0];
+  EXPECT_EQ(fg.nice, app_nice);
+  EXPECT_EQ(fg.policy, SCHED_OTHER);
   EXPECT_EQ(NiceOf(ThreadPool::CurrentTid()), app_nice);
 }
 

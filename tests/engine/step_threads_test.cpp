@@ -51,8 +51,8 @@ class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
   void SetUp() override {
     allowed_ = CoresOf(0);
     if (allowed_.size() < 2) GTEST_SKIP() << "one core: nothing to confine steps to";
-    if (GetParam() == PriorityMode::kSwitch && !ThreadLanes::CanLowerNice()) {
-      GTEST_SKIP() << "this process may not lower a nice value again (no CAP_SYS_NICE, RLIMIT_NICE 0)";
+    if (GetParam() == PriorityMode::kSwitch && !ThreadLanes::CanRestorePriority()) {
+      GTEST_SKIP() << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
     }
     std::vector<uint64_t> capacity(static_cast<size_t>(allowed_.back()) + 1, 1024);
     capacity[static_cast<size_t>(allowed_[0])] = 400;  // the little core
@@ -119,17 +119,20 @@ TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
     EXPECT_EQ(CoresOf(tid), big);
   }
 
-  const std::vector<float> bg = Prefill(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency}, prompt);
+  const std::vector<float> bg =
+      Prefill(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, SchedPolicy::kIdle}, prompt);
   tids = engine_->lanes().last_step_tids();
   ASSERT_EQ(tids.size(), 1u);  // one little core: one thread
   EXPECT_EQ(tids.front() == self, GetParam() == PriorityMode::kSwitch);
   EXPECT_EQ(NiceOf(tids.front()), kBackgroundNice);
+  EXPECT_EQ(sched_getscheduler(tids.front()), SCHED_IDLE);
   EXPECT_EQ(CoresOf(tids.front()), std::vector<int>{allowed_[0]});
   ASSERT_FALSE(fg.empty());
   EXPECT_EQ(fg, bg);  // bit for bit, on whichever thread and lane
 
   Prefill(StepThreads{0, 0, CoreClass::kAll}, prompt);
   EXPECT_EQ(NiceOf(self), app_nice);
+  EXPECT_EQ(sched_getscheduler(self), SCHED_OTHER);
   EXPECT_EQ(CoresOf(self), allowed_);
 }
 

@@ -81,16 +81,21 @@ TEST(BudgetTableJson, ThreadsPriorityAndCores) {
   EXPECT_EQ(d.at(LifecycleState::kResumed, Tier::kForegroundChat).cores, CoreClass::kPerformance);
   EXPECT_EQ(d.at(LifecycleState::kCreated, Tier::kOfflineIndexing).nice, kBackgroundNice);
   EXPECT_EQ(d.at(LifecycleState::kCreated, Tier::kBackgroundSummary).cores, CoreClass::kEfficiency);
+  EXPECT_EQ(d.at(LifecycleState::kStarted, Tier::kBackgroundSummary).policy, SchedPolicy::kIdle);
+  EXPECT_EQ(d.at(LifecycleState::kStarted, Tier::kInlineSuggestion).policy, SchedPolicy::kNormal);
   Result<BudgetTable> t = ParseBudgetTable(
-      R"({"RESUMED": {"BACKGROUND_SUMMARY": {"nice": 19, "cores": "all"}, "FOREGROUND_CHAT": {"cores": "efficiency"}}})");
+      R"({"RESUMED": {"BACKGROUND_SUMMARY": {"nice": 19, "cores": "all", "policy": "batch"},
+                      "FOREGROUND_CHAT": {"cores": "efficiency"}}})");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kBackgroundSummary).nice, 19);
   EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kBackgroundSummary).cores, CoreClass::kAll);
+  EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kBackgroundSummary).policy, SchedPolicy::kBatch);
   EXPECT_EQ(t->at(LifecycleState::kResumed, Tier::kForegroundChat).cores, CoreClass::kEfficiency);
   for (const char* bad : {R"({"RESUMED": {"OFFLINE_INDEXING": {"nice": -1}}})",
                           R"({"RESUMED": {"OFFLINE_INDEXING": {"nice": 20}}})",
                           R"({"RESUMED": {"OFFLINE_INDEXING": {"cores": "big"}}})",
-                          R"({"RESUMED": {"OFFLINE_INDEXING": {"cores": 1}}})"}) {
+                          R"({"RESUMED": {"OFFLINE_INDEXING": {"cores": 1}}})",
+                          R"({"RESUMED": {"OFFLINE_INDEXING": {"policy": "fifo"}}})"}) {
     Result<BudgetTable> r = ParseBudgetTable(bad);
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
   }

@@ -230,8 +230,9 @@ TEST(GovernorCore, StepsRunAtThePriorityOfTheirHighestTier) {
     for (const StepTraceItem& item : steps[i].items) top = std::min(top, item.tier);
     rode = rode || (top == Tier::kForegroundChat && steps[i].items.size() > 1);
     const TierBudget& b = d.at(LifecycleState::kResumed, top);
-    EXPECT_EQ(asked[i], (StepThreads{b.threads, b.nice, b.cores})) << "step " << i;
+    EXPECT_EQ(asked[i], (StepThreads{b.threads, b.nice, b.cores, b.policy})) << "step " << i;
     EXPECT_EQ(asked[i].nice, top == Tier::kForegroundChat ? 0 : kBackgroundNice) << "step " << i;
+    EXPECT_EQ(asked[i].policy, top == Tier::kForegroundChat ? SchedPolicy::kNormal : SchedPolicy::kIdle) << i;
   }
   EXPECT_TRUE(rode);  // the mixed batches ran at the chat's priority
 }
@@ -241,10 +242,11 @@ TEST(GovernorCore, ThePriorityOfATierComesFromItsBudget) {
   o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).nice = 19;
   o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).cores = CoreClass::kAll;
   o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).threads = 1;
+  o.budgets.at(LifecycleState::kResumed, Tier::kOfflineIndexing).policy = SchedPolicy::kBatch;
   Harness h({}, o);
   h.Submit(Tier::kOfflineIndexing, "bg", 5);
   h.core.RunOneStep();
-  EXPECT_EQ(h.engine.step_threads(), (StepThreads{1, 19, CoreClass::kAll}));
+  EXPECT_EQ(h.engine.step_threads(), (StepThreads{1, 19, CoreClass::kAll, SchedPolicy::kBatch}));
 }
 
 }  // namespace
