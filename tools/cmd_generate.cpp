@@ -27,6 +27,7 @@ constexpr FlagSpec kFlags[] = {
     {"--weights-cache", nullptr, true, kWeightsCacheHelp},
     {"--chat", nullptr, false, "send the prompt as a user message through the model's chat template"},
     {"--system", nullptr, true, "with --chat: a system message before it"},
+    {"--grammar-file", nullptr, true, "a GBNF grammar the output must follow (docs/structured-output.md)"},
     {"--json", nullptr, false, "print one JSON object instead of streaming text"},
     {"--top-logits", nullptr, true, "with --json: the top-K [token, logit] pairs of every step"},
 };
@@ -39,6 +40,18 @@ struct Flags {
   std::string system;
   bool json = false;
 };
+
+// Bounded before it is read: the parser refuses larger grammars anyway.
+Result<std::string> ReadGrammarFile(const std::string& path) {
+  constexpr size_t kMaxGrammarBytes = 1 << 20;
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return InvalidArgument("cannot open grammar file " + path);
+  std::string text(kMaxGrammarBytes + 1, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  if (text.size() > kMaxGrammarBytes) return InvalidArgument(path + ": a grammar file is at most 1 MiB");
+  return text;
+}
 
 Result<Flags> ReadFlags(const Args& a) {
   Flags f;
@@ -64,6 +77,10 @@ Result<Flags> ReadFlags(const Args& a) {
   f.chat = a.Has("--chat");
   VALET_ASSIGN_OR_RETURN(f.system, a.String("--system", ""));
   if (!f.system.empty() && !f.chat) return InvalidArgument("--system needs --chat");
+  VALET_ASSIGN_OR_RETURN(std::string grammar_file, a.String("--grammar-file", ""));
+  if (!grammar_file.empty()) {
+    VALET_ASSIGN_OR_RETURN(f.gen.grammar, ReadGrammarFile(grammar_file));
+  }
   f.json = a.Has("--json");
   VALET_ASSIGN_OR_RETURN(f.gen.top_logits, a.Int("--top-logits", 0, 0, 1 << 20));
   if (f.gen.top_logits > 0 && !f.json) return InvalidArgument("--top-logits needs --json");

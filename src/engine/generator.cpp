@@ -1,5 +1,10 @@
 #include "engine/generator.h"
 
+#include <optional>
+
+#include "constrain/grammar_cache.h"
+#include "constrain/token_mask.h"
+
 #include <algorithm>
 #include <chrono>
 
@@ -9,6 +14,34 @@ namespace {
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
+
+}  // namespace
+
+namespace {
+
+// A grammar's matcher over the engine's vocabulary, one per generation.
+class Constraint {
+ public:
+  static Result<Constraint> Create(Engine& engine, const std::string& grammar) {
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, TokenTrie::FromTokenizer(engine.tokenizer()));
+    GrammarCache cache(1);
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, cache.GetGbnf(grammar, trie));
+    VALET_ASSIGN_OR_RETURN(GrammarMatcher matcher, GrammarMatcher::Create(std::move(compiled)));
+    return Constraint(std::move(matcher));
+  }
+  // Refused tokens' logits to -inf.
+  Status Mask(std::vector<float>& logits) {
+    VALET_RETURN_IF_ERROR(masker_.Compute(matcher_, mask_));
+    return ApplyTokenMask(mask_, logits);
+  }
+  Status Accept(int32_t token) { return matcher_.AcceptToken(token); }
+
+ private:
+  explicit Constraint(GrammarMatcher matcher) : matcher_(std::move(matcher)) {}
+  GrammarMatcher matcher_;
+  TokenMasker masker_;
+  TokenMask mask_;
+};
 
 }  // namespace
 
@@ -41,6 +74,11 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   stop_options.stop_strings = options.stop_strings;
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));
 
+  std::optional<Constraint> constraint;
+  if (!options.grammar.empty()) {
+    VALET_ASSIGN_OR_RETURN(constraint, Constraint::Create(engine, options.grammar));
+  }
+
   Generation g;
   g.prompt_tokens = engine.TokenizePrompt(prompt, {.add_bos = true, .literal = options.prompt_literal});
   if (g.prompt_tokens.empty()) return InvalidArgument("the prompt is empty");
@@ -65,8 +103,10 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   const auto t1 = std::chrono::steady_clock::now();
   for (;;) {
     if (options.top_logits > 0) g.top_logits.push_back(TopK(logits, options.top_logits));
+    if (constraint) VALET_RETURN_IF_ERROR(constraint->Mask(logits));
     const int32_t token = sampler.Sample(logits);
     sampler.Accept(token);
+    if (constraint) VALET_RETURN_IF_ERROR(constraint->Accept(token));
     g.tokens.push_back(token);
     StopDecision d = stop.Feed(token, engine.tokenizer().TokenToPiece(token));
     g.text += d.text;

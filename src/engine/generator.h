@@ -25,6 +25,10 @@ struct GenerateOptions {
   // Byte ranges of the prompt where control-token texts are text (a chat's
   // message content, RenderedPrompt's ranges); sorted, disjoint.
   std::vector<ByteRange> prompt_literal;
+  // A GBNF grammar (docs/structured-output.md) every generated token must
+  // follow; generation ends at end-of-generation once the grammar can end.
+  // Empty: none.
+  std::string grammar;
 };
 
 struct TopLogit {

@@ -173,6 +173,31 @@ TEST(CliTest, TemplateErrorsAreOneLine) {
   ExpectUsageError("template --file " + raising + " --messages " + no_messages, "\"messages\" array");
 }
 
+// generate --grammar-file: whatever the sampler draws, the text is one the
+// grammar accepts, and generation ends when the grammar does; bad grammars
+// are one-line errors.
+TEST(CliTest, GenerateFollowsAGrammar) {
+  if (!std::filesystem::exists(kStories)) GTEST_SKIP() << "shared data absent: " << kStories;
+  const std::string grammar = TempPath("words.gbnf");
+  std::ofstream(grammar) << "root ::= [a-z ]{1,20} \".\"\n";
+  for (int seed = 1; seed <= 6; ++seed) {
+    CliRun r = Valet("generate -m " + kStories + " -p 'Once upon a time' -n 40 --temp 1.5 --top-k 0 --top-p 1 " +
+                     "--min-p 0 --json --seed " + std::to_string(seed) + " --grammar-file " + grammar);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const nlohmann::json g = nlohmann::json::parse(r.out);
+    const std::string text = g["text"];
+    EXPECT_EQ(g["stop_reason"], "eos") << r.out;
+    ASSERT_GE(text.size(), 2u) << r.out;
+    EXPECT_LE(text.size(), 21u) << r.out;
+    EXPECT_EQ(text.back(), '.') << r.out;
+    for (size_t i = 0; i + 1 < text.size(); ++i) EXPECT_TRUE(text[i] == ' ' || (text[i] >= 'a' && text[i] <= 'z')) << r.out;
+  }
+  std::ofstream(grammar) << "root ::= missing\n";
+  ExpectUsageError("generate -m " + kStories + " -p hi --grammar-file " + grammar, "undefined rule 'missing'");
+  ExpectUsageError("generate -m " + kStories + " -p hi --grammar-file /nonexistent.gbnf", "/nonexistent.gbnf");
+  std::filesystem::remove(grammar);
+}
+
 // bench-jank runs its three arms and writes, per arm, what the issue asks
 // for: the missed-frame rate, frame latency percentiles, background tokens
 // per second (none in the idle arm, some in the others) and the chat turn's
