@@ -32,7 +32,10 @@ void BM_StepSwitchingPriority(benchmark::State& state) {
   int nice = 0;
   for (auto _ : state) {
     nice = nice == 0 ? kBackgroundNice : 0;
-    (void)lanes.Configure(StepThreads{0, nice, CoreClass::kAll, nice == 0 ? SchedPolicy::kNormal : SchedPolicy::kIdle}).ok();
+    (void)lanes
+        .Configure(StepThreads{0, nice, CoreClass::kAll,
+                               nice == 0 ? SchedPolicy::kNormal : SchedPolicy::kIdle})
+        .ok();
     EmptyStep(lanes);
   }
 }

@@ -16,14 +16,17 @@ using namespace valet::testing;
 namespace {
 
 constexpr FlagSpec kFlags[] = {
-    {"--model", "-m", true, "GGUF model (default: the built-in bench model, synthesized on first use)"},
+    {"--model", "-m", true,
+     "GGUF model (default: the built-in bench model, synthesized on first use)"},
     {"--arms", nullptr, true, "comma-separated arms: idle,plain,valet (default all)"},
     {"--seconds", nullptr, true, "frames per arm and run, seconds (default 20)"},
     {"--runs", nullptr, true, "interleaved runs of every arm (default 1)"},
     {"--frame-work-ms", nullptr, true, "CPU time of each frame on each UI thread, ms (default 10)"},
-    {"--ui-threads", nullptr, true, "threads that work on each frame at once: the UI thread, its RenderThread (default 2)"},
+    {"--ui-threads", nullptr, true,
+     "threads that work on each frame at once: the UI thread, its RenderThread (default 2)"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
-    {"--lanes", nullptr, true, "how background steps lower their priority: auto, switch, pool (default auto)"},
+    {"--lanes", nullptr, true,
+     "how background steps lower their priority: auto, switch, pool (default auto)"},
     {"--budgets", nullptr, true, "the valet arm's budget table, JSON (default: the shipped one)"},
     {"--json", nullptr, true, "write the report as JSON to this file"},
 };
@@ -52,7 +55,8 @@ std::string CpuName() {
   return "unknown CPU";
 }
 
-Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64_t* runs, std::string* json) {
+Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64_t* runs,
+                                std::string* json) {
   JankOptions o;
   if (a.Has("--model")) {
     VALET_ASSIGN_OR_RETURN(o.model_path, a.String("--model", std::nullopt));
@@ -63,7 +67,8 @@ Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64
   VALET_ASSIGN_OR_RETURN(o.arms, SplitArms(arms));
   VALET_ASSIGN_OR_RETURN(o.seconds, a.Double("--seconds", o.seconds, 1.0, 3600.0));
   VALET_ASSIGN_OR_RETURN(*runs, a.Int("--runs", 1, 1, 1000));
-  VALET_ASSIGN_OR_RETURN(o.frame_work_ms, a.Double("--frame-work-ms", o.frame_work_ms, 0.0, o.frame_period_ms));
+  VALET_ASSIGN_OR_RETURN(o.frame_work_ms,
+                         a.Double("--frame-work-ms", o.frame_work_ms, 0.0, o.frame_period_ms));
   VALET_ASSIGN_OR_RETURN(int64_t ui_threads, a.Int("--ui-threads", o.ui_threads, 1, 16));
   o.ui_threads = static_cast<int>(ui_threads);
   VALET_ASSIGN_OR_RETURN(int64_t threads, a.Int("--threads", 0, 0, 256));
@@ -80,8 +85,9 @@ Result<JankOptions> ReadOptions(const Args& a, const std::string& scratch, int64
 int RunBenchJank(std::span<char* const> argv) {
   constexpr const char* kCommand = "bench-jank";
   Args args;
-  if (auto code = ParseCommandLine(kCommand, "[-m MODEL] [--arms LIST] [--seconds S] [--runs N] [flags]", kFlags, argv,
-                                   &args)) {
+  if (auto code =
+          ParseCommandLine(kCommand, "[-m MODEL] [--arms LIST] [--seconds S] [--runs N] [flags]",
+                           kFlags, argv, &args)) {
     return *code;
   }
   Result<std::string> scratch = MakeScratchDirectory("valet-jank-");
@@ -97,8 +103,8 @@ int RunBenchJank(std::span<char* const> argv) {
   for (int64_t r = 0; failed.ok() && r < runs; ++r) {
     for (size_t k = 0; failed.ok() && k < samples.size(); ++k) {
       const size_t i = (k + static_cast<size_t>(r)) % samples.size();
-      std::fprintf(stderr, "run %lld/%lld: %s\n", static_cast<long long>(r + 1), static_cast<long long>(runs),
-                   options->arms[i].c_str());
+      std::fprintf(stderr, "run %lld/%lld: %s\n", static_cast<long long>(r + 1),
+                   static_cast<long long>(runs), options->arms[i].c_str());
       Result<JankSample> s = RunJankArm(*options, options->arms[i]);
       if (s.ok()) samples[i].push_back(std::move(*s));
       failed = s.status();
@@ -108,9 +114,11 @@ int RunBenchJank(std::span<char* const> argv) {
   std::filesystem::remove_all(*scratch, ec);
   if (!failed.ok()) return Fail(kCommand, failed);
   std::vector<JankArm> arms;
-  for (size_t i = 0; i < samples.size(); ++i) arms.push_back(SummarizeJankArm(options->arms[i], samples[i]));
-  std::printf("\n%s\nmodel %s | %s | %s; after: %s\n", JankMarkdown(arms, *options).c_str(), options->model_path.c_str(),
-              CpuName().c_str(), load_before.c_str(), LoadAverage().c_str());
+  for (size_t i = 0; i < samples.size(); ++i)
+    arms.push_back(SummarizeJankArm(options->arms[i], samples[i]));
+  std::printf("\n%s\nmodel %s | %s | %s; after: %s\n", JankMarkdown(arms, *options).c_str(),
+              options->model_path.c_str(), CpuName().c_str(), load_before.c_str(),
+              LoadAverage().c_str());
   if (!json.empty()) {
     std::ofstream out(json, std::ios::binary);
     out << JankJson(arms, *options);

@@ -30,9 +30,12 @@ bool Exists(const std::string& path) {
 
 const char* CoreClassName(CoreClass cores) {
   switch (cores) {
-    case CoreClass::kAll: return "all";
-    case CoreClass::kPerformance: return "performance";
-    case CoreClass::kEfficiency: return "efficiency";
+    case CoreClass::kAll:
+      return "all";
+    case CoreClass::kPerformance:
+      return "performance";
+    case CoreClass::kEfficiency:
+      return "efficiency";
   }
   return "unknown";
 }
@@ -46,9 +49,12 @@ Result<CoreClass> CoreClassFromName(const char* name) {
 
 const char* SchedPolicyName(SchedPolicy policy) {
   switch (policy) {
-    case SchedPolicy::kNormal: return "normal";
-    case SchedPolicy::kBatch: return "batch";
-    case SchedPolicy::kIdle: return "idle";
+    case SchedPolicy::kNormal:
+      return "normal";
+    case SchedPolicy::kBatch:
+      return "batch";
+    case SchedPolicy::kIdle:
+      return "idle";
   }
   return "unknown";
 }
@@ -83,13 +89,15 @@ CpuTopology CpuTopology::FromCapacities(std::vector<uint64_t> capacity) {
 }
 
 bool CpuTopology::heterogeneous() const {
-  return std::adjacent_find(capacity_.begin(), capacity_.end(), std::not_equal_to<>()) != capacity_.end();
+  return std::adjacent_find(capacity_.begin(), capacity_.end(), std::not_equal_to<>()) !=
+         capacity_.end();
 }
 
 std::vector<int> CpuTopology::Cores(CoreClass cores) const {
   std::vector<int> out;
   const bool all = cores == CoreClass::kAll || !heterogeneous();
-  const uint64_t slowest = capacity_.empty() ? 0 : *std::min_element(capacity_.begin(), capacity_.end());
+  const uint64_t slowest =
+      capacity_.empty() ? 0 : *std::min_element(capacity_.begin(), capacity_.end());
   for (int cpu = 0; cpu < n_cpus(); ++cpu) {
     const bool is_slowest = capacity(cpu) == slowest;
     if (all || (cores == CoreClass::kEfficiency) == is_slowest) out.push_back(cpu);

@@ -17,9 +17,9 @@ namespace valet {
 
 struct ThreadLanes::Lane {
   std::unique_ptr<ThreadPool> pool;
-  Priority priority;       // what its threads (kSwitch: and the caller) are set to now
-  std::vector<int> cpus;   // the cores they are confined to now
-  int caller_tid = 0;      // the caller placed with them (app lane)
+  Priority priority;      // what its threads (kSwitch: and the caller) are set to now
+  std::vector<int> cpus;  // the cores they are confined to now
+  int caller_tid = 0;     // the caller placed with them (app lane)
   // A lane below the app's priority (kPoolPerPriority): the thread that runs
   // the steps handed to it.
   std::thread lead;
@@ -43,19 +43,23 @@ int NiceOf(int tid) {
 
 int PolicyOf(SchedPolicy policy) {
   switch (policy) {
-    case SchedPolicy::kNormal: return SCHED_OTHER;
-    case SchedPolicy::kBatch: return SCHED_BATCH;
-    case SchedPolicy::kIdle: return SCHED_IDLE;
+    case SchedPolicy::kNormal:
+      return SCHED_OTHER;
+    case SchedPolicy::kBatch:
+      return SCHED_BATCH;
+    case SchedPolicy::kIdle:
+      return SCHED_IDLE;
   }
   return SCHED_OTHER;
 }
 
-// The policy first: leaving SCHED_IDLE is what needs the privilege, and a
-// nice value set under SCHED_IDLE would not matter until it is left.
+// Both, even when one is refused: a device that forbids SCHED_IDLE still
+// gets the nice value.
 bool SetPriority(int tid, const ThreadLanes::Priority& p) {
   const sched_param param{};
-  if (sched_setscheduler(tid, PolicyOf(p.policy), &param) != 0) return false;
-  return setpriority(PRIO_PROCESS, static_cast<id_t>(tid), p.nice) == 0;
+  const bool policy_set = sched_setscheduler(tid, PolicyOf(p.policy), &param) == 0;
+  const bool nice_set = setpriority(PRIO_PROCESS, static_cast<id_t>(tid), p.nice) == 0;
+  return policy_set && nice_set;
 }
 
 bool SetCores(int tid, const std::vector<int>& cpus) {
@@ -86,10 +90,11 @@ std::vector<int> AllowedCores() { return {}; }
 // step, so it is logged once per kind and the step runs where it is.
 void WarnOnce(std::atomic<bool>& warned, const char* what) {
   if (!warned.exchange(true)) {
-    LogWarn(std::string("could not set the compute threads' ") + what + ": " + std::strerror(errno));
+    LogWarn(std::string("could not set the compute threads' ") + what + ": " +
+            std::strerror(errno));
   }
 }
-std::atomic<bool> g_nice_warned{false};
+std::atomic<bool> g_priority_warned{false};
 std::atomic<bool> g_cores_warned{false};
 
 }  // namespace
@@ -140,12 +145,14 @@ Status ThreadLanes::Configure(const StepThreads& threads) {
   if (threads.nice < 0 || threads.nice > kMaxStepNice) {
     return InvalidArgument("nice must be between 0 and " + std::to_string(kMaxStepNice));
   }
-  target_ = Priority{threads.nice == 0 ? app_nice_ : std::max(threads.nice, app_nice_), threads.policy};
+  target_ =
+      Priority{threads.nice == 0 ? app_nice_ : std::max(threads.nice, app_nice_), threads.policy};
   target_cpus_.clear();
   for (int cpu : topology_.Cores(threads.cores)) {
     if (std::binary_search(allowed_.begin(), allowed_.end(), cpu)) target_cpus_.push_back(cpu);
   }
-  if (target_cpus_.empty()) target_cpus_ = allowed_;  // a topology that names no usable core constrains nothing
+  if (target_cpus_.empty())
+    target_cpus_ = allowed_;  // a topology that names no usable core constrains nothing
   target_n_ = threads.n_threads == 0 ? n_threads_ : std::min(threads.n_threads, n_threads_);
   if (!target_cpus_.empty()) target_n_ = std::min(target_n_, static_cast<int>(target_cpus_.size()));
   return Status::Ok();
@@ -160,7 +167,8 @@ ThreadLanes::Lane& ThreadLanes::LaneFor(const Priority& priority) {
   lane.priority = Priority{app_nice_, SchedPolicy::kNormal};
   lane.cpus = allowed_;
   lane.lead = std::thread([&lane] {
-    lane.published_tid.store(ThreadPool::CurrentTid() == 0 ? -1 : ThreadPool::CurrentTid(), std::memory_order_release);
+    lane.published_tid.store(ThreadPool::CurrentTid() == 0 ? -1 : ThreadPool::CurrentTid(),
+                             std::memory_order_release);
     lane.published_tid.notify_one();
     std::unique_lock<std::mutex> lock(lane.mu);
     for (;;) {
@@ -197,7 +205,7 @@ void ThreadLanes::Place(Lane& lane, int caller_tid) {
   for (size_t i = 0; i <= workers.size(); ++i) {
     const int tid = i < workers.size() ? workers[i] : lead;
     if (tid <= 0) continue;
-    if (renice && !SetPriority(tid, target_)) WarnOnce(g_nice_warned, "priority");
+    if (renice && !SetPriority(tid, target_)) WarnOnce(g_priority_warned, "priority");
     if (move && !SetCores(tid, target_cpus_)) WarnOnce(g_cores_warned, "cores");
   }
   lane.priority = target_;

@@ -5,13 +5,14 @@
 //
 // Linux lets a thread lower its priority (raise its nice value, enter
 // SCHED_IDLE) but going back needs CAP_SYS_NICE or a permissive RLIMIT_NICE,
-// which an app's process rarely has. So there are two ways to run a step at a priority:
-//  * kSwitch, where lowering is allowed: one pool, the caller among its
-//    threads; a change of priority re-nices them (a few system calls when the
+// which an app's process rarely has. So a step below the app's priority runs
+// in one of two ways:
+//  * kSwitch, where going back is allowed: one pool, the caller among its
+//    threads; a change of priority resets them (a few system calls when the
 //    batch's top tier changes, nothing otherwise);
 //  * kPoolPerPriority, where it is refused: the app-priority lane is the
 //    caller and its pool as before; each lower priority has a lane of its own
-//    (a lead thread and its pool, re-niced once when created, never back), and
+//    (a lead thread and its pool, set once when created, never back), and
 //    a step at that priority is handed to the lead while the caller blocks (a
 //    wake-up per step, no spinning).
 // kAuto probes once, on a throwaway thread, and picks. Cores are set with
@@ -68,7 +69,6 @@ class ThreadLanes {
   // The kernel thread ids that computed the last Run (lead or caller first),
   // for tests that read their priority and cores back.
   const std::vector<int>& last_step_tids() const { return last_tids_; }
-  const CpuTopology& topology() const { return topology_; }
 
   // Whether a thread of this process may go back to the app's priority
   // after lowering it (a lower nice value again, SCHED_OTHER after SCHED_IDLE).

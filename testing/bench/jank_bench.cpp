@@ -6,11 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "common/json.h"
@@ -25,6 +25,10 @@ using Clock = std::chrono::steady_clock;
 constexpr const char* kArmNames[] = {"idle", "plain", "valet"};
 constexpr double kWarmupSeconds = 1.0;
 constexpr int kTasksPerBackgroundTier = 2;
+
+Clock::duration Seconds(double s) {
+  return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
+}
 
 double ThreadCpuSeconds() {
   timespec ts{};
@@ -110,9 +114,7 @@ Frames RunFrames(const JankOptions& options, Clock::time_point start, Clock::tim
   const double period_s = options.frame_period_ms / 1e3;
   FrameCrew crew(options.ui_threads - 1, options.frame_work_ms / 1e3);
   Frames f;
-  const auto vsync = [&](int64_t k) {
-    return start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(static_cast<double>(k) * period_s));
-  };
+  const auto vsync = [&](int64_t k) { return start + Seconds(static_cast<double>(k) * period_s); };
   for (int64_t k = 0; vsync(k + 1) <= end;) {
     std::this_thread::sleep_until(vsync(k));
     crew.Draw();
@@ -132,7 +134,8 @@ std::string Document(const EngineInterface& engine, int64_t n) {
   const size_t limit = static_cast<size_t>(engine.context_length() / 4);
   std::string doc = "Index note " + std::to_string(n) + ".";
   for (int i = 0; i < 64; ++i) {
-    const std::string longer = doc + " Item " + std::to_string(n * 31 + i) + " moved to room " + std::to_string(i) + ".";
+    const std::string longer =
+        doc + " Item " + std::to_string(n * 31 + i) + " moved to room " + std::to_string(i) + ".";
     if (engine.Tokenize(longer, true).size() > limit) break;
     doc = longer;
   }
@@ -203,7 +206,9 @@ Result<SchedulerOptions> ArmSchedulerOptions(const JankOptions& options, const s
 Result<double> ChatTurn(Scheduler& scheduler) {
   TaskRequest r;
   r.tier = Tier::kForegroundChat;
-  r.messages = {{"user", "Where did the meeting about the quarterly numbers move to, and when does it start?"}};
+  r.messages = {
+      {"user",
+       "Where did the meeting about the quarterly numbers move to, and when does it start?"}};
   r.max_tokens = 16;
   auto first = std::make_shared<std::promise<void>>();
   auto once = std::make_shared<std::atomic<bool>>(false);
@@ -239,18 +244,18 @@ Result<JankSample> RunJankArm(const JankOptions& options, const std::string& arm
   eo.store.warn = [](std::string_view) {};
   VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> engine, RealEngine::Open(eo));
   VALET_ASSIGN_OR_RETURN(SchedulerOptions so, ArmSchedulerOptions(options, arm));
-  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler, Scheduler::Create(*engine, std::move(so)));
+  VALET_ASSIGN_OR_RETURN(std::unique_ptr<Scheduler> scheduler,
+                         Scheduler::Create(*engine, std::move(so)));
   BackgroundLoad load(*scheduler, *engine);
   if (arm != "idle") VALET_RETURN_IF_ERROR(load.Start());
 
-  const auto start = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kWarmupSeconds));
-  const auto end = start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(options.seconds));
+  const auto start = Clock::now() + Seconds(kWarmupSeconds);
+  const auto end = start + Seconds(options.seconds);
   Frames frames;
   std::thread ui([&] { frames = RunFrames(options, start, end); });
   std::this_thread::sleep_until(start);
   const int64_t bg0 = BackgroundGenerated(*scheduler);
-  std::this_thread::sleep_until(start + std::chrono::duration_cast<Clock::duration>(
-                                            std::chrono::duration<double>(options.chat_at * options.seconds)));
+  std::this_thread::sleep_until(start + Seconds(options.chat_at * options.seconds));
   Result<double> ttft = ChatTurn(*scheduler);
   ui.join();
   const int64_t bg1 = BackgroundGenerated(*scheduler);
@@ -258,7 +263,12 @@ Result<JankSample> RunJankArm(const JankOptions& options, const std::string& arm
   VALET_RETURN_IF_ERROR(scheduler->Stop("bench-jank: arm over"));
   VALET_RETURN_IF_ERROR(ttft.status());
 
-  return JankSample{std::move(frames.latencies_s), frames.vsyncs, frames.missed, bg1 - bg0, options.seconds, *ttft};
+  return JankSample{std::move(frames.latencies_s),
+                    frames.vsyncs,
+                    frames.missed,
+                    bg1 - bg0,
+                    options.seconds,
+                    *ttft};
 }
 
 JankArm SummarizeJankArm(const std::string& arm, const std::vector<JankSample>& runs) {
@@ -287,14 +297,16 @@ std::string JankMarkdown(const std::vector<JankArm>& arms, const JankOptions& op
   std::string out;
   char line[256];
   std::snprintf(line, sizeof(line),
-                "a frame every %.1f ms, %.1f ms of CPU on each of %d UI threads, %d x %.0f s per arm, interleaved\n\n",
-                options.frame_period_ms, options.frame_work_ms, options.ui_threads, arms.empty() ? 0 : arms[0].runs,
-                options.seconds);
+                "a frame every %.1f ms, %.1f ms of CPU on each of %d UI threads, %d x %.0f s per "
+                "arm, interleaved\n\n",
+                options.frame_period_ms, options.frame_work_ms, options.ui_threads,
+                arms.empty() ? 0 : arms[0].runs, options.seconds);
   out += line;
   out += "| arm | vsyncs | missed | frame p50 | frame p99 | background tok/s | chat TTFT |\n";
   out += "|---|---:|---:|---:|---:|---:|---:|\n";
   for (const JankArm& a : arms) {
-    std::snprintf(line, sizeof(line), "| %s | %lld | %.2f%% | %.1f ms | %.1f ms | %.1f | %.0f ms |\n", a.name.c_str(),
+    std::snprintf(line, sizeof(line),
+                  "| %s | %lld | %.2f%% | %.1f ms | %.1f ms | %.1f | %.0f ms |\n", a.name.c_str(),
                   static_cast<long long>(a.frames), 100.0 * a.missed_rate(), a.frame_latency_ms.p50,
                   a.frame_latency_ms.p99, a.bg_tokens_per_s, a.chat_ttft_ms);
     out += line;
@@ -306,13 +318,14 @@ std::string JankJson(const std::vector<JankArm>& arms, const JankOptions& option
   Json by_arm = Json::object();
   for (const JankArm& a : arms) {
     const Percentiles& p = a.frame_latency_ms;
-    by_arm[a.name] = Json{{"runs", a.runs},
-                          {"vsyncs", a.frames},
-                          {"missed_frames", a.missed},
-                          {"missed_frame_rate", a.missed_rate()},
-                          {"frame_latency_ms", Json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}}},
-                          {"bg_tokens_per_s", a.bg_tokens_per_s},
-                          {"chat_ttft_ms", a.chat_ttft_ms}};
+    by_arm[a.name] = Json{
+        {"runs", a.runs},
+        {"vsyncs", a.frames},
+        {"missed_frames", a.missed},
+        {"missed_frame_rate", a.missed_rate()},
+        {"frame_latency_ms", Json{{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}}},
+        {"bg_tokens_per_s", a.bg_tokens_per_s},
+        {"chat_ttft_ms", a.chat_ttft_ms}};
   }
   Json root{{"frame_period_ms", options.frame_period_ms},
             {"frame_work_ms", options.frame_work_ms},

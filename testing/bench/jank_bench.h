@@ -22,12 +22,12 @@ namespace valet::testing {
 
 struct JankOptions {
   std::string model_path;
-  int n_threads = 0;                 // 0: every core
-  double seconds = 20.0;             // frames per arm, after a second of warm-up
+  int n_threads = 0;      // 0: every core
+  double seconds = 20.0;  // frames per arm, after a second of warm-up
   double frame_period_ms = 1000.0 / 60.0;
-  double frame_work_ms = 10.0;       // CPU time each frame takes on each UI thread: a heavy frame
-  int ui_threads = 2;                // the UI thread and its RenderThread, working at once
-  double chat_at = 0.5;              // when the chat turn arrives, as a fraction of the run
+  double frame_work_ms = 10.0;  // CPU time each frame takes on each UI thread: a heavy frame
+  int ui_threads = 2;           // the UI thread and its RenderThread, working at once
+  double chat_at = 0.5;         // when the chat turn arrives, as a fraction of the run
   std::vector<std::string> arms = {"idle", "plain", "valet"};
   PriorityMode priority_mode = PriorityMode::kAuto;
   // The valet arm's budget table (the plain arm's is the same at the app's
@@ -55,7 +55,9 @@ struct JankArm {
   double bg_tokens_per_s = 0.0;  // background tokens generated per second of frames
   double chat_ttft_ms = -1.0;
   int runs = 0;
-  double missed_rate() const { return frames == 0 ? 0.0 : static_cast<double>(missed) / static_cast<double>(frames); }
+  double missed_rate() const {
+    return frames == 0 ? 0.0 : static_cast<double>(missed) / static_cast<double>(frames);
+  }
 };
 
 // InvalidArgument for an unknown arm name.

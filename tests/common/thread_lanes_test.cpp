@@ -80,7 +80,8 @@ std::vector<Seen> RunStep(ThreadLanes& lanes) {
     seen.resize(static_cast<size_t>(lanes.pool().active()));
     lanes.pool().Run([&](int ith, int) {
       const int tid = ThreadPool::CurrentTid();
-      seen[static_cast<size_t>(ith)] = Seen{tid, NiceOf(tid), sched_getscheduler(tid), CoresOf(tid)};
+      seen[static_cast<size_t>(ith)] =
+          Seen{tid, NiceOf(tid), sched_getscheduler(tid), CoresOf(tid)};
     });
   });
   return seen;
@@ -100,8 +101,10 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
   ASSERT_LT(app_nice, kBackgroundNice);
 
   ThreadLanes lanes(ThreadLanesOptions{2, mode, phone.sysfs->root()});
-  for (SchedPolicy policy : {SchedPolicy::kIdle, SchedPolicy::kNormal, SchedPolicy::kBatch, SchedPolicy::kIdle}) {
-    ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, policy}).ok());
+  for (SchedPolicy policy :
+       {SchedPolicy::kIdle, SchedPolicy::kNormal, SchedPolicy::kBatch, SchedPolicy::kIdle}) {
+    ASSERT_TRUE(
+        lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, policy}).ok());
     std::vector<Seen> bg = RunStep(lanes);
     ASSERT_EQ(bg.size(), 1u);  // one little core: one thread
     EXPECT_EQ(bg[0].nice, kBackgroundNice);
@@ -133,8 +136,9 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
 INSTANTIATE_TEST_SUITE_P(Modes, ThreadLanesTest,
                          ::testing::Values(PriorityMode::kSwitch, PriorityMode::kPoolPerPriority),
                          [](const ::testing::TestParamInfo<PriorityMode>& info) {
-                           return info.param == PriorityMode::kSwitch ? std::string("Switch")
-                                                                      : std::string("PoolPerPriority");
+                           return info.param == PriorityMode::kSwitch
+                                      ? std::string("Switch")
+                                      : std::string("PoolPerPriority");
                          });
 
 // Capabilities are per thread: this one loses CAP_SYS_NICE (a no-op where the
@@ -160,7 +164,10 @@ TEST(ThreadLanesAutoTest, KeepsAPoolPerPriorityWhereLoweringIsRefused) {
     const int app_nice = NiceOf(self);
     ThreadLanes lanes(ThreadLanesOptions{2, PriorityMode::kAuto, "/nonexistent-sysfs"});
     for (int round = 0; round < 2; ++round) {
-      ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency, SchedPolicy::kIdle}).ok());
+      ASSERT_TRUE(lanes
+                      .Configure(StepThreads{0, kBackgroundNice, CoreClass::kEfficiency,
+                                             SchedPolicy::kIdle})
+                      .ok());
       for (const Seen& s : RunStep(lanes)) {
         EXPECT_EQ(s.nice, std::max(app_nice, kBackgroundNice));
         EXPECT_EQ(s.policy, SCHED_IDLE);
@@ -181,11 +188,14 @@ TEST(ThreadLanesAutoTest, KeepsAPoolPerPriorityWhereLoweringIsRefused) {
 }
 
 TEST(ThreadLanesAutoTest, SwitchesOnePoolWhereLoweringIsAllowed) {
-  if (!ThreadLanes::CanRestorePriority()) GTEST_SKIP() << "this process may not go back to its priority";
+  if (!ThreadLanes::CanRestorePriority())
+    GTEST_SKIP() << "this process may not go back to its priority";
   const int app_nice = NiceOf(ThreadPool::CurrentTid());
   ThreadLanes lanes(ThreadLanesOptions{2, PriorityMode::kAuto, "/nonexistent-sysfs"});
-  EXPECT_EQ(lanes.mode(), PriorityMode::kAuto);  // decided at the first step below the app's priority
-  ASSERT_TRUE(lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll, SchedPolicy::kIdle}).ok());
+  EXPECT_EQ(lanes.mode(),
+            PriorityMode::kAuto);  // decided at the first step below the app's priority
+  ASSERT_TRUE(
+      lanes.Configure(StepThreads{0, kBackgroundNice, CoreClass::kAll, SchedPolicy::kIdle}).ok());
   EXPECT_EQ(RunStep(lanes)[0].tid, ThreadPool::CurrentTid());
   EXPECT_EQ(lanes.mode(), PriorityMode::kSwitch);
   ASSERT_TRUE(lanes.Configure(StepThreads{}).ok());

@@ -52,7 +52,8 @@ class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
     allowed_ = CoresOf(0);
     if (allowed_.size() < 2) GTEST_SKIP() << "one core: nothing to confine steps to";
     if (GetParam() == PriorityMode::kSwitch && !ThreadLanes::CanRestorePriority()) {
-      GTEST_SKIP() << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
+      GTEST_SKIP()
+          << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
     }
     std::vector<uint64_t> capacity(static_cast<size_t>(allowed_.back()) + 1, 1024);
     capacity[static_cast<size_t>(allowed_[0])] = 400;  // the little core
@@ -139,8 +140,9 @@ TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
 INSTANTIATE_TEST_SUITE_P(Modes, StepThreadsTest,
                          ::testing::Values(PriorityMode::kSwitch, PriorityMode::kPoolPerPriority),
                          [](const ::testing::TestParamInfo<PriorityMode>& info) {
-                           return info.param == PriorityMode::kSwitch ? std::string("Switch")
-                                                                      : std::string("PoolPerPriority");
+                           return info.param == PriorityMode::kSwitch
+                                      ? std::string("Switch")
+                                      : std::string("PoolPerPriority");
                          });
 
 #endif  // __linux__

@@ -22,8 +22,10 @@ class FakeSysfs {
     root_ = std::filesystem::temp_directory_path() /
             ("valet-sysfs-" + std::to_string(getpid()) + "-" + std::to_string(serial++));
     for (size_t cpu = 0; cpu < capacity.size(); ++cpu) {
-      const std::filesystem::path dir = root_ / "devices/system/cpu" / ("cpu" + std::to_string(cpu));
-      const std::filesystem::path file = cpufreq ? dir / "cpufreq/cpuinfo_max_freq" : dir / "cpu_capacity";
+      const std::filesystem::path dir =
+          root_ / "devices/system/cpu" / ("cpu" + std::to_string(cpu));
+      const std::filesystem::path file =
+          cpufreq ? dir / "cpufreq/cpuinfo_max_freq" : dir / "cpu_capacity";
       std::filesystem::create_directories(file.parent_path());
       std::ofstream(file) << capacity[cpu] << "\n";
     }
