@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 
@@ -27,44 +26,6 @@ bool Exists(const std::string& path) {
 }
 
 }  // namespace
-
-const char* CoreClassName(CoreClass cores) {
-  switch (cores) {
-    case CoreClass::kAll:
-      return "all";
-    case CoreClass::kPerformance:
-      return "performance";
-    case CoreClass::kEfficiency:
-      return "efficiency";
-  }
-  return "unknown";
-}
-
-Result<CoreClass> CoreClassFromName(const char* name) {
-  for (CoreClass c : {CoreClass::kAll, CoreClass::kPerformance, CoreClass::kEfficiency}) {
-    if (std::strcmp(name, CoreClassName(c)) == 0) return c;
-  }
-  return InvalidArgument(std::string("cores must be all, performance or efficiency, not ") + name);
-}
-
-const char* SchedPolicyName(SchedPolicy policy) {
-  switch (policy) {
-    case SchedPolicy::kNormal:
-      return "normal";
-    case SchedPolicy::kBatch:
-      return "batch";
-    case SchedPolicy::kIdle:
-      return "idle";
-  }
-  return "unknown";
-}
-
-Result<SchedPolicy> SchedPolicyFromName(const char* name) {
-  for (SchedPolicy p : {SchedPolicy::kNormal, SchedPolicy::kBatch, SchedPolicy::kIdle}) {
-    if (std::strcmp(name, SchedPolicyName(p)) == 0) return p;
-  }
-  return InvalidArgument(std::string("policy must be normal, batch or idle, not ") + name);
-}
 
 CpuTopology CpuTopology::Read(const std::string& sysfs_root) {
   const std::string base = sysfs_root + "/devices/system/cpu/cpu";

@@ -22,49 +22,12 @@
 #include <thread>
 #include <vector>
 
-#include "support/fake_sysfs.h"
+#include "support/fake_phone.h"
 
 namespace valet {
 namespace {
 
 #if defined(__linux__)
-
-int NiceOf(int tid) {
-  errno = 0;
-  return getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
-}
-
-std::vector<int> CoresOf(int tid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
-  }
-  return out;
-}
-
-// Two of the cores this process may use as a phone would describe them: the
-// first a little core, every other one big.
-struct Phone {
-  std::vector<int> allowed;
-  int little = -1;
-  std::vector<int> big;
-  std::unique_ptr<FakeSysfs> sysfs;
-};
-
-Phone MakePhone() {
-  Phone p;
-  p.allowed = CoresOf(0);
-  if (p.allowed.size() < 2) return p;
-  p.little = p.allowed[0];
-  p.big.assign(p.allowed.begin() + 1, p.allowed.end());
-  std::vector<uint64_t> capacity(static_cast<size_t>(p.allowed.back()) + 1, 1024);
-  capacity[static_cast<size_t>(p.little)] = 400;
-  p.sysfs = std::make_unique<FakeSysfs>(capacity);
-  return p;
-}
 
 struct Seen {
   int tid = 0;
@@ -94,7 +57,7 @@ TEST_P(ThreadLanesTest, EachStepRunsAtItsPriorityOnItsCores) {
   if (mode == PriorityMode::kSwitch && !ThreadLanes::CanRestorePriority()) {
     GTEST_SKIP() << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
   }
-  Phone phone = MakePhone();
+  FakePhone phone = MakeFakePhone();
   if (phone.little < 0) GTEST_SKIP() << "one core: nothing to confine steps to";
   const int self = ThreadPool::CurrentTid();
   const int app_nice = NiceOf(self);

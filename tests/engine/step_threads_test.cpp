@@ -7,11 +7,9 @@
 
 #if defined(__linux__)
 #include <sched.h>
-#include <sys/resource.h>
 #include <unistd.h>
 #endif
 
-#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -19,7 +17,7 @@
 #include <vector>
 
 #include "engine/real_engine.h"
-#include "support/fake_sysfs.h"
+#include "support/fake_phone.h"
 #include "testing/model/synthetic_model.h"
 
 namespace valet {
@@ -30,34 +28,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-int NiceOf(int tid) {
-  errno = 0;
-  return getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
-}
-
-std::vector<int> CoresOf(int tid) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> out;
-  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) out.push_back(cpu);
-  }
-  return out;
-}
-
 class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
  protected:
   void SetUp() override {
-    allowed_ = CoresOf(0);
-    if (allowed_.size() < 2) GTEST_SKIP() << "one core: nothing to confine steps to";
+    phone_ = MakeFakePhone();
+    if (phone_.little < 0) GTEST_SKIP() << "one core: nothing to confine steps to";
     if (GetParam() == PriorityMode::kSwitch && !ThreadLanes::CanRestorePriority()) {
       GTEST_SKIP()
           << "this process may not go back to its priority (no CAP_SYS_NICE, RLIMIT_NICE 0)";
     }
-    std::vector<uint64_t> capacity(static_cast<size_t>(allowed_.back()) + 1, 1024);
-    capacity[static_cast<size_t>(allowed_[0])] = 400;  // the little core
-    sysfs_ = std::make_unique<FakeSysfs>(capacity);
     dir_ = fs::temp_directory_path() / ("valet-step-threads-" + std::to_string(getpid()));
     fs::create_directories(dir_);
     SynthModelOptions m;
@@ -69,7 +48,7 @@ class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
     o.engine.n_ctx = 128;
     o.engine.kv_capacity_bytes = 4u << 20;
     o.engine.priority_mode = GetParam();
-    o.engine.sysfs_root = sysfs_->root();
+    o.engine.sysfs_root = phone_.sysfs->root();
     o.calibrate = false;
     o.keep_logits = true;
     Result<std::unique_ptr<RealEngine>> e = RealEngine::Open(o);
@@ -98,8 +77,7 @@ class StepThreadsTest : public ::testing::TestWithParam<PriorityMode> {
     return std::vector<float>(logits.begin(), logits.end());
   }
 
-  std::vector<int> allowed_;
-  std::unique_ptr<FakeSysfs> sysfs_;
+  FakePhone phone_;
   fs::path dir_;
   std::unique_ptr<RealEngine> engine_;
 };
@@ -109,7 +87,6 @@ TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
   const int app_nice = NiceOf(self);
   ASSERT_LT(app_nice, kBackgroundNice);
   const std::vector<int32_t> prompt = {1, 17, 42, 99, 7, 250, 31, 64};
-  const std::vector<int> big(allowed_.begin() + 1, allowed_.end());
 
   const std::vector<float> fg = Prefill(StepThreads{0, 0, CoreClass::kPerformance}, prompt);
   std::vector<int> tids = engine_->lanes().last_step_tids();
@@ -117,7 +94,7 @@ TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
   EXPECT_EQ(tids.front(), self);
   for (int tid : tids) {
     EXPECT_EQ(NiceOf(tid), app_nice);
-    EXPECT_EQ(CoresOf(tid), big);
+    EXPECT_EQ(CoresOf(tid), phone_.big);
   }
 
   const std::vector<float> bg =
@@ -127,14 +104,14 @@ TEST_P(StepThreadsTest, BackgroundStepsYieldAndKeepToTheLittleCores) {
   EXPECT_EQ(tids.front() == self, GetParam() == PriorityMode::kSwitch);
   EXPECT_EQ(NiceOf(tids.front()), kBackgroundNice);
   EXPECT_EQ(sched_getscheduler(tids.front()), SCHED_IDLE);
-  EXPECT_EQ(CoresOf(tids.front()), std::vector<int>{allowed_[0]});
+  EXPECT_EQ(CoresOf(tids.front()), std::vector<int>{phone_.little});
   ASSERT_FALSE(fg.empty());
   EXPECT_EQ(fg, bg);  // bit for bit, on whichever thread and lane
 
   Prefill(StepThreads{0, 0, CoreClass::kAll}, prompt);
   EXPECT_EQ(NiceOf(self), app_nice);
   EXPECT_EQ(sched_getscheduler(self), SCHED_OTHER);
-  EXPECT_EQ(CoresOf(self), allowed_);
+  EXPECT_EQ(CoresOf(self), phone_.allowed);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, StepThreadsTest,
