@@ -1,10 +1,17 @@
 #include "constrain/grammar_cache.h"
 
+#include "constrain/constraint_grammar.h"
+
 namespace valet {
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::GetGbnf(std::string_view text,
                                                                      std::shared_ptr<const TokenTrie> trie) {
-  Key key{trie.get(), std::string(text)};
+  return Get(Constraint{ConstraintKind::kGrammar, std::string(text)}, std::move(trie));
+}
+
+Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Constraint& constraint,
+                                                                 std::shared_ptr<const TokenTrie> trie) {
+  Key key{trie.get(), constraint.kind, constraint.max_whitespace, constraint.text};
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = entries_.find(key);
@@ -16,7 +23,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::GetGbnf(std::string
   // Parsed outside the lock: a large grammar must not stall other requests'
   // hits. Two threads missing at once both parse; the second insert keeps the
   // first result.
-  VALET_ASSIGN_OR_RETURN(Grammar grammar, ParseGbnf(text, grammar_limits_));
+  VALET_ASSIGN_OR_RETURN(ConstraintGrammar source, ConstraintToGbnf(constraint, grammar_limits_));
+  VALET_ASSIGN_OR_RETURN(Grammar grammar, ParseGbnf(source.gbnf, source.limits));
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->grammar = std::make_shared<const Grammar>(std::move(grammar));
   compiled->trie = std::move(trie);

@@ -11,11 +11,13 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "constrain/gbnf_parser.h"
 #include "constrain/grammar_matcher.h"
 #include "constrain/token_trie.h"
+#include "valet/constraint.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -28,14 +30,18 @@ class GrammarCache {
         grammar_limits_(grammar_limits),
         matcher_limits_(matcher_limits) {}
 
-  // The compiled GBNF grammar for `trie`'s vocabulary, parsed on a miss.
+  // The compiled constraint for `trie`'s vocabulary, translated and parsed
+  // on a miss (constraint_grammar.h).
+  Result<std::shared_ptr<const CompiledGrammar>> Get(const Constraint& constraint,
+                                                     std::shared_ptr<const TokenTrie> trie);
+  // A GBNF grammar: Get with ConstraintKind::kGrammar.
   Result<std::shared_ptr<const CompiledGrammar>> GetGbnf(std::string_view text,
                                                          std::shared_ptr<const TokenTrie> trie);
 
   size_t size() const;
 
  private:
-  using Key = std::pair<const TokenTrie*, std::string>;
+  using Key = std::tuple<const TokenTrie*, ConstraintKind, uint32_t, std::string>;
   struct Entry {
     std::shared_ptr<const CompiledGrammar> compiled;
     std::list<Key>::iterator lru;  // position in lru_
