@@ -17,8 +17,14 @@ VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$VALET_ROOT/scripts/deps.sh"
 
 valet_install_test_deps
-# The pinned openai npm client that tests/server/node drives the server with.
-if command -v npm >/dev/null; then (cd "$VALET_ROOT/tests/server/node" && npm ci --no-audit --no-fund --silent); fi
+# The pinned npm packages the node tests use: the openai client that
+# tests/server/node drives the server with, ajv that tests/constrain/node
+# checks constrained outputs with.
+if command -v npm >/dev/null; then
+  for dir in tests/server/node tests/constrain/node; do
+    (cd "$VALET_ROOT/$dir" && npm ci --no-audit --no-fund --silent)
+  done
+fi
 jobs=$(nproc)
 # Each stage's wall time, so CI's budget can be read off its log.
 stage() { echo "== [${SECONDS}s] $*"; }

@@ -25,16 +25,21 @@ Result<ConstraintKind> ConstraintKindFromName(const char* name) {
                          "' (none, json_schema, json_object, grammar, regex)");
 }
 
-Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& c, const GrammarLimits& user_grammar_limits) {
+Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& c,
+                                           const GrammarLimits& user_grammar_limits) {
   if (c.max_whitespace > kMaxConstraintWhitespace) {
-    return OutOfRange("constraint: max_whitespace above " + std::to_string(kMaxConstraintWhitespace));
+    return OutOfRange("constraint: max_whitespace above " +
+                      std::to_string(kMaxConstraintWhitespace));
   }
   JsonSchemaOptions json;
   json.max_whitespace = c.max_whitespace;
   switch (c.kind) {
-    case ConstraintKind::kNone: return InvalidArgument("constraint: no constraint to compile");
-    case ConstraintKind::kGrammar: return ConstraintGrammar{c.text, user_grammar_limits};
-    case ConstraintKind::kJsonObject: return ConstraintGrammar{JsonObjectGbnf(json), JsonSchemaGrammarLimits(json)};
+    case ConstraintKind::kNone:
+      return InvalidArgument("constraint: no constraint to compile");
+    case ConstraintKind::kGrammar:
+      return ConstraintGrammar{c.text, user_grammar_limits};
+    case ConstraintKind::kJsonObject:
+      return ConstraintGrammar{JsonObjectGbnf(json), JsonSchemaGrammarLimits(json)};
     case ConstraintKind::kJsonSchema: {
       VALET_ASSIGN_OR_RETURN(std::string gbnf, JsonSchemaToGbnf(c.text, json));
       return ConstraintGrammar{std::move(gbnf), JsonSchemaGrammarLimits(json)};

@@ -17,6 +17,7 @@ struct ConstraintGrammar {
 
 // InvalidArgument/Unsupported/OutOfRange naming what is wrong with the
 // constraint (the schema keyword and its path, the regex construct, ...).
-Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& constraint, const GrammarLimits& user_grammar_limits = {});
+Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& constraint,
+                                           const GrammarLimits& user_grammar_limits = {});
 
 }  // namespace valet

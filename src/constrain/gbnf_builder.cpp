@@ -62,7 +62,8 @@ namespace {
 
 bool IsPlain(unsigned char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c >= 0x80 ||
-         (c >= 0x20 && c < 0x7F && c != '"' && c != '\\' && c != '[' && c != ']' && c != '-' && c != '^');
+         (c >= 0x20 && c < 0x7F && c != '"' && c != '\\' && c != '[' && c != ']' && c != '-' &&
+          c != '^');
 }
 
 void AppendCodePoint(std::string& out, uint32_t cp) {
@@ -81,7 +82,9 @@ void AppendCodePoint(std::string& out, uint32_t cp) {
   }
 }
 
-bool AllSame(std::string_view s, char c) { return s.find_first_not_of(c) == std::string_view::npos; }
+bool AllSame(std::string_view s, char c) {
+  return s.find_first_not_of(c) == std::string_view::npos;
+}
 
 std::string Digits(char lo, char hi) {
   if (lo == hi) return std::string("\"") + lo + "\"";
@@ -109,11 +112,14 @@ std::string EqualLengthRange(std::string_view x, std::string_view y) {
   if (low_full) {
     mid_lo = x[0];
   } else {
-    alts.push_back(Digits(x[0], x[0]) + " " + EqualLengthRange(x.substr(1), std::string(rest, '9')));
+    alts.push_back(Digits(x[0], x[0]) + " " +
+                   EqualLengthRange(x.substr(1), std::string(rest, '9')));
   }
   if (high_full) mid_hi = y[0];
   if (mid_lo <= mid_hi) alts.push_back(Digits(mid_lo, mid_hi) + AnyDigits(rest));
-  if (!high_full) alts.push_back(Digits(y[0], y[0]) + " " + EqualLengthRange(std::string(rest, '0'), y.substr(1)));
+  if (!high_full)
+    alts.push_back(Digits(y[0], y[0]) + " " +
+                   EqualLengthRange(std::string(rest, '0'), y.substr(1)));
   std::string out = "(";
   for (size_t i = 0; i < alts.size(); ++i) out += (i ? " | " : "") + alts[i];
   return out + ")";
@@ -137,7 +143,9 @@ std::string MagnitudeRange(uint64_t a, bool has_b, uint64_t b) {
   return out + ")";
 }
 
-uint64_t Magnitude(int64_t v) { return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v); }
+uint64_t Magnitude(int64_t v) {
+  return v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+}
 
 }  // namespace
 
@@ -180,7 +188,8 @@ std::string GbnfIntRange(IntBound lo, IntBound hi) {
   // Negative integers: "-" and a magnitude in [max(1, -hi), -lo].
   if (!lo.bounded || lo.value < 0) {
     const uint64_t min_mag = hi.bounded && hi.value < 0 ? Magnitude(hi.value) : 1;
-    alts.push_back(Concat({"\"-\" ", MagnitudeRange(min_mag, lo.bounded, lo.bounded ? Magnitude(lo.value) : 0)}));
+    alts.push_back(Concat(
+        {"\"-\" ", MagnitudeRange(min_mag, lo.bounded, lo.bounded ? Magnitude(lo.value) : 0)}));
   }
   // Non-negative integers in [max(0, lo), hi].
   if (!hi.bounded || hi.value >= 0) {

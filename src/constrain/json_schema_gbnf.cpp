@@ -18,22 +18,39 @@ namespace {
 enum Kind : uint8_t {
   kNull = 1,
   kBool = 2,
-  kInt = 4,     // numbers without a fraction
-  kFrac = 8,    // numbers with one
+  kInt = 4,   // numbers without a fraction
+  kFrac = 8,  // numbers with one
   kString = 16,
   kArray = 32,
   kObject = 64,
   kAnyKind = 127,
 };
 
-constexpr std::string_view kAnnotations[] = {"title",   "description", "$schema",  "$id",       "$comment",
-                                             "examples", "default",     "deprecated", "readOnly", "writeOnly",
-                                             "$defs",    "definitions"};
-constexpr std::string_view kKeywords[] = {
-    "type",     "properties", "required",  "additionalProperties", "items",   "prefixItems", "enum",
-    "const",    "anyOf",      "oneOf",     "allOf",                "$ref",    "minItems",    "maxItems",
-    "minLength", "maxLength", "pattern",   "format",               "minimum", "maximum",     "exclusiveMinimum",
-    "exclusiveMaximum"};
+constexpr std::string_view kAnnotations[] = {"title",    "description", "$schema", "$id",
+                                             "$comment", "examples",    "default", "deprecated",
+                                             "readOnly", "writeOnly",   "$defs",   "definitions"};
+constexpr std::string_view kKeywords[] = {"type",
+                                          "properties",
+                                          "required",
+                                          "additionalProperties",
+                                          "items",
+                                          "prefixItems",
+                                          "enum",
+                                          "const",
+                                          "anyOf",
+                                          "oneOf",
+                                          "allOf",
+                                          "$ref",
+                                          "minItems",
+                                          "maxItems",
+                                          "minLength",
+                                          "maxLength",
+                                          "pattern",
+                                          "format",
+                                          "minimum",
+                                          "maximum",
+                                          "exclusiveMinimum",
+                                          "exclusiveMaximum"};
 
 template <size_t N>
 bool OneOf(std::string_view key, const std::string_view (&set)[N]) {
@@ -46,8 +63,10 @@ std::string RuleBase(std::string_view text) {
   for (char c : text) {
     if (out.size() >= 24) break;
     const bool word = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-    if (word) out += c;
-    else if (!out.empty() && out.back() != '-') out += '-';
+    if (word)
+      out += c;
+    else if (!out.empty() && out.back() != '-')
+      out += '-';
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "item" : out;
@@ -118,7 +137,8 @@ class SchemaCompiler {
   Result<std::string> Array(const Json& node, const std::string& path);
   Result<std::string> String(const Json& node, const std::string& path);
   Result<std::string> Number(const Json& node, const std::string& path, bool integer);
-  Result<uint32_t> Count(const Json& node, const char* key, const std::string& path, uint32_t fallback) const;
+  Result<uint32_t> Count(const Json& node, const char* key, const std::string& path,
+                         uint32_t fallback) const;
 
   const Json& root_;
   const JsonSchemaOptions& options_;
@@ -128,7 +148,8 @@ class SchemaCompiler {
   std::deque<Pending> pending_;
 };
 
-Result<std::string> SchemaCompiler::RuleFor(const Json& node, std::string path, std::string_view base) {
+Result<std::string> SchemaCompiler::RuleFor(const Json& node, std::string path,
+                                            std::string_view base) {
   if (auto it = rules_.find(&node); it != rules_.end()) return it->second;
   if (rules_.size() >= options_.max_subschemas) {
     return OutOfRange("json schema: more than " + std::to_string(options_.max_subschemas) +
@@ -159,8 +180,10 @@ Status SchemaCompiler::CheckKeywords(const Json& node, const std::string& path) 
 Result<const Json*> SchemaCompiler::Resolve(const Json& ref, const std::string& path) const {
   if (!ref.is_string()) return Error(path, "'$ref' is not a string");
   const std::string& text = ref.get_ref<const std::string&>();
-  if (text.empty() || text[0] != '#') return Unsupported(path, "'$ref' to another document ('" + text + "')");
-  if (text.size() > 1 && text[1] != '/') return Unsupported(path, "'$ref' by anchor ('" + text + "')");
+  if (text.empty() || text[0] != '#')
+    return Unsupported(path, "'$ref' to another document ('" + text + "')");
+  if (text.size() > 1 && text[1] != '/')
+    return Unsupported(path, "'$ref' by anchor ('" + text + "')");
   const Json* at = &root_;
   size_t pos = 1;
   while (pos < text.size()) {
@@ -201,7 +224,8 @@ Result<std::string> SchemaCompiler::Compile(const Json& node, const std::string&
   const Json* type = FindMember(node, "type");
   if (type == nullptr) {
     // No type: the keywords present say which kind is meant; none, any value.
-    if (node.contains("properties") || node.contains("required") || node.contains("additionalProperties")) {
+    if (node.contains("properties") || node.contains("required") ||
+        node.contains("additionalProperties")) {
       return Object(node, path);
     }
     if (node.contains("items") || node.contains("prefixItems") || node.contains("minItems") ||
@@ -219,11 +243,13 @@ Result<std::string> SchemaCompiler::Compile(const Json& node, const std::string&
     return terms_.AnyValue();
   }
   if (type->is_string()) return Typed(node, path, type->get_ref<const std::string&>());
-  if (!type->is_array() || type->empty()) return Error(path, "'type' is a string or a non-empty array");
+  if (!type->is_array() || type->empty())
+    return Error(path, "'type' is a string or a non-empty array");
   std::string out = "(";
   for (size_t i = 0; i < type->size(); ++i) {
     if (!(*type)[i].is_string()) return Error(path, "'type' lists a non-string");
-    VALET_ASSIGN_OR_RETURN(std::string alt, Typed(node, path, (*type)[i].get_ref<const std::string&>()));
+    VALET_ASSIGN_OR_RETURN(std::string alt,
+                           Typed(node, path, (*type)[i].get_ref<const std::string&>()));
     out += (i ? " | " : "") + alt;
   }
   return out + ")";
@@ -259,16 +285,19 @@ Result<std::string> SchemaCompiler::Values(const Json& node, const std::string& 
   return out + ")";
 }
 
-Result<std::string> SchemaCompiler::Alternatives(const Json& node, const std::string& path, const char* key) {
+Result<std::string> SchemaCompiler::Alternatives(const Json& node, const std::string& path,
+                                                 const char* key) {
   for (const auto& [k, value] : node.items()) {
     if (k != key && !OneOf(k, kAnnotations)) {
       return Unsupported(path, "'" + k + "' beside '" + key + "' is not supported");
     }
   }
   const Json& branches = node[key];
-  if (!branches.is_array() || branches.empty()) return Error(path, std::string("'") + key + "' is not a non-empty array");
+  if (!branches.is_array() || branches.empty())
+    return Error(path, std::string("'") + key + "' is not a non-empty array");
   if (std::string_view(key) == "allOf") {
-    if (branches.size() != 1) return Unsupported(path, "'allOf' with more than one schema is not supported");
+    if (branches.size() != 1)
+      return Unsupported(path, "'allOf' with more than one schema is not supported");
     return RuleFor(branches[0], path + "/allOf/0", "all");
   }
   if (std::string_view(key) == "oneOf") VALET_RETURN_IF_ERROR(CheckDisjoint(branches, path));
@@ -285,7 +314,8 @@ Result<std::string> SchemaCompiler::Alternatives(const Json& node, const std::st
 Result<uint8_t> SchemaCompiler::Kinds(const Json& node, const std::string& path) const {
   const Json* at = &node;
   for (int hops = 0; hops < 64; ++hops) {
-    if (!at->is_object()) return at->is_boolean() && !at->get<bool>() ? uint8_t{0} : uint8_t{kAnyKind};
+    if (!at->is_object())
+      return at->is_boolean() && !at->get<bool>() ? uint8_t{0} : uint8_t{kAnyKind};
     const Json* ref = FindMember(*at, "$ref");
     if (ref == nullptr) break;
     VALET_ASSIGN_OR_RETURN(at, Resolve(*ref, path));
@@ -296,7 +326,8 @@ Result<uint8_t> SchemaCompiler::Kinds(const Json& node, const std::string& path)
     kinds = 0;
     if (type->is_string()) kinds = KindsOfType(type->get_ref<const std::string&>());
     if (type->is_array()) {
-      for (const Json& t : *type) kinds |= t.is_string() ? KindsOfType(t.get_ref<const std::string&>()) : 0;
+      for (const Json& t : *type)
+        kinds |= t.is_string() ? KindsOfType(t.get_ref<const std::string&>()) : 0;
     }
   }
   if (const Json* e = FindMember(*at, "enum"); e != nullptr && e->is_array()) {
@@ -330,7 +361,8 @@ Status SchemaCompiler::CheckDisjoint(const Json& branches, const std::string& pa
       const Json* p = r.is_string() ? FindMember(*props, r.get_ref<const std::string&>()) : nullptr;
       if (p == nullptr || !p->is_object()) continue;
       std::vector<std::string>& vals = values_by_property[r.get<std::string>()];
-      if (const Json* c = FindMember(*p, "const")) vals.push_back(DumpJson(*c));
+      if (const Json* c = FindMember(*p, "const"))
+        vals.push_back(DumpJson(*c));
       else if (const Json* e = FindMember(*p, "enum"); e != nullptr && e->is_array()) {
         for (const Json& v : *e) vals.push_back(DumpJson(v));
       } else {
@@ -344,11 +376,14 @@ Status SchemaCompiler::CheckDisjoint(const Json& branches, const std::string& pa
     std::sort(vals.begin(), vals.end());
     if (std::adjacent_find(vals.begin(), vals.end()) == vals.end()) return Status::Ok();
   }
-  return Unsupported(path, "'oneOf' whose branches may match the same value (use 'anyOf', or tell them apart "
-                           "by type or by a required property's const)");
+  return Unsupported(
+      path,
+      "'oneOf' whose branches may match the same value (use 'anyOf', or tell them apart "
+      "by type or by a required property's const)");
 }
 
-Result<std::string> SchemaCompiler::Typed(const Json& node, const std::string& path, std::string_view type) {
+Result<std::string> SchemaCompiler::Typed(const Json& node, const std::string& path,
+                                          std::string_view type) {
   if (type == "null") return std::string("\"null\"");
   if (type == "boolean") return std::string("(\"true\" | \"false\")");
   if (type == "integer") return Number(node, path, true);
@@ -364,15 +399,16 @@ Result<uint32_t> SchemaCompiler::Count(const Json& node, const char* key, const 
   const Json* v = FindMember(node, key);
   if (v == nullptr) return fallback;
   if (!v->is_number_integer() && !v->is_number_unsigned()) {
-    if (!(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() && v->get<double>() >= 0)) {
+    if (!(v->is_number_float() && std::floor(v->get<double>()) == v->get<double>() &&
+          v->get<double>() >= 0)) {
       return Error(path, std::string("'") + key + "' is not a non-negative integer");
     }
   }
   const double d = v->get<double>();
   if (d < 0) return Error(path, std::string("'") + key + "' is negative");
   if (d > options_.max_length) {
-    return OutOfRange("json schema: '" + std::string(key) + "' above " + std::to_string(options_.max_length) +
-                      " (max_length) at " + path);
+    return OutOfRange("json schema: '" + std::string(key) + "' above " +
+                      std::to_string(options_.max_length) + " (max_length) at " + path);
   }
   return static_cast<uint32_t>(d);
 }
@@ -382,18 +418,22 @@ Result<std::string> SchemaCompiler::Object(const Json& node, const std::string& 
   const Json* required = FindMember(node, "required");
   const Json* additional = FindMember(node, "additionalProperties");
   if (props != nullptr && !props->is_object()) return Error(path, "'properties' is not an object");
-  if (required != nullptr && !required->is_array()) return Error(path, "'required' is not an array");
+  if (required != nullptr && !required->is_array())
+    return Error(path, "'required' is not an array");
   if (additional != nullptr && !additional->is_boolean() && !additional->is_object()) {
     return Error(path, "'additionalProperties' is not a schema");
   }
   const bool map_of = additional != nullptr && additional->is_object();
   if (map_of && props != nullptr && !props->empty()) {
-    return Unsupported(path, "'additionalProperties' as a schema beside 'properties' is not supported");
+    return Unsupported(path,
+                       "'additionalProperties' as a schema beside 'properties' is not supported");
   }
   if (map_of) {
-    VALET_ASSIGN_OR_RETURN(std::string value, RuleFor(*additional, path + "/additionalProperties", "value"));
+    VALET_ASSIGN_OR_RETURN(std::string value,
+                           RuleFor(*additional, path + "/additionalProperties", "value"));
     if (required != nullptr && !required->empty()) {
-      return Unsupported(path, "'required' with a map ('additionalProperties' schema) is not supported");
+      return Unsupported(path,
+                         "'required' with a map ('additionalProperties' schema) is not supported");
     }
     return terms_.Map(value);
   }
@@ -401,7 +441,8 @@ Result<std::string> SchemaCompiler::Object(const Json& node, const std::string& 
     if (required != nullptr && !required->empty()) {
       return Error(path, "'required' names properties that 'properties' does not define");
     }
-    if (additional != nullptr && additional->is_boolean() && !additional->get<bool>()) return terms_.EmptyObject();
+    if (additional != nullptr && additional->is_boolean() && !additional->get<bool>())
+      return terms_.EmptyObject();
     return terms_.AnyObject();
   }
   std::vector<JsonTerms::Property> list;
@@ -418,7 +459,8 @@ Result<std::string> SchemaCompiler::Object(const Json& node, const std::string& 
         ++i;
       }
       if (i == list.size()) {
-        return Unsupported(path, "required property '" + r.get<std::string>() + "' is not in 'properties'");
+        return Unsupported(
+            path, "required property '" + r.get<std::string>() + "' is not in 'properties'");
       }
       list[i].required = true;
     }
@@ -440,8 +482,9 @@ Result<std::string> SchemaCompiler::Array(const Json& node, const std::string& p
   std::vector<std::string> fixed;
   if (prefix != nullptr) {
     for (size_t i = 0; i < prefix->size(); ++i) {
-      VALET_ASSIGN_OR_RETURN(std::string rule,
-                             RuleFor((*prefix)[i], path + "/prefixItems/" + std::to_string(i), "item"));
+      VALET_ASSIGN_OR_RETURN(
+          std::string rule,
+          RuleFor((*prefix)[i], path + "/prefixItems/" + std::to_string(i), "item"));
       fixed.push_back(std::move(rule));
     }
   }
@@ -451,7 +494,8 @@ Result<std::string> SchemaCompiler::Array(const Json& node, const std::string& p
   } else if (!(items->is_boolean() && !items->get<bool>())) {
     VALET_ASSIGN_OR_RETURN(rest, RuleFor(*items, path + "/items", "item"));
   }
-  if (rest.empty() && min_items > fixed.size()) return Error(path, "'minItems' above the items allowed");
+  if (rest.empty() && min_items > fixed.size())
+    return Error(path, "'minItems' above the items allowed");
   JsonTerms::ArrayShape shape{std::move(fixed), std::move(rest), min_items, bounded, max_items};
   return terms_.Array(shape);
 }
@@ -461,7 +505,8 @@ Result<std::string> SchemaCompiler::String(const Json& node, const std::string& 
   const Json* pattern = FindMember(node, "pattern");
   const bool has_length = node.contains("minLength") || node.contains("maxLength");
   if ((format != nullptr) + (pattern != nullptr) + has_length > 1) {
-    return Unsupported(path, "'format', 'pattern' and 'minLength'/'maxLength' together are not supported");
+    return Unsupported(
+        path, "'format', 'pattern' and 'minLength'/'maxLength' together are not supported");
   }
   if (format != nullptr) {
     if (!format->is_string()) return Error(path, "'format' is not a string");
@@ -475,7 +520,9 @@ Result<std::string> SchemaCompiler::String(const Json& node, const std::string& 
     ro.text = RegexText::kJsonString;
     ro.anchoring = RegexAnchoring::kSearch;
     Result<std::string> re = RegexToGbnf(pattern->get_ref<const std::string&>(), ro, b_);
-    if (!re.ok()) return Status(re.status().code(), "json schema: 'pattern': " + re.status().message() + " at " + path);
+    if (!re.ok())
+      return Status(re.status().code(),
+                    "json schema: 'pattern': " + re.status().message() + " at " + path);
     return "\"\\\"\" " + re.value() + " \"\\\"\"";
   }
   VALET_ASSIGN_OR_RETURN(const uint32_t min_length, Count(node, "minLength", path, 0));
@@ -485,25 +532,30 @@ Result<std::string> SchemaCompiler::String(const Json& node, const std::string& 
   return terms_.String(min_length, bounded, max_length);
 }
 
-Result<std::string> SchemaCompiler::Number(const Json& node, const std::string& path, bool integer) {
+Result<std::string> SchemaCompiler::Number(const Json& node, const std::string& path,
+                                           bool integer) {
   struct BoundKeyword {
     const char* key;
     bool lower;
     bool exclusive;
   };
-  static constexpr BoundKeyword kBounds[] = {
-      {"minimum", true, false}, {"maximum", false, false},
-      {"exclusiveMinimum", true, true}, {"exclusiveMaximum", false, true}};
+  static constexpr BoundKeyword kBounds[] = {{"minimum", true, false},
+                                             {"maximum", false, false},
+                                             {"exclusiveMinimum", true, true},
+                                             {"exclusiveMaximum", false, true}};
   NumberBounds bounds;
   for (const BoundKeyword& k : kBounds) {
     const Json* v = FindMember(node, k.key);
     if (v == nullptr) continue;
     if (!v->is_number()) return Error(path, std::string("'") + k.key + "' is not a number");
     Status s = bounds.Add(v->get<double>(), k.lower, k.exclusive, integer);
-    if (!s.ok()) return Status(s.code(), "json schema: '" + std::string(k.key) + "' " + s.message() + " at " + path);
+    if (!s.ok())
+      return Status(s.code(),
+                    "json schema: '" + std::string(k.key) + "' " + s.message() + " at " + path);
   }
   Result<std::string> out = integer ? terms_.Integer(bounds) : terms_.Number(bounds);
-  if (!out.ok()) return Status(out.status().code(), "json schema: " + out.status().message() + " at " + path);
+  if (!out.ok())
+    return Status(out.status().code(), "json schema: " + out.status().message() + " at " + path);
   return out;
 }
 
@@ -521,9 +573,11 @@ Result<std::string> ParsedJsonSchemaToGbnf(const Json& schema, const JsonSchemaO
   return SchemaCompiler(schema, options).Run();
 }
 
-Result<std::string> JsonSchemaToGbnf(std::string_view schema_text, const JsonSchemaOptions& options) {
+Result<std::string> JsonSchemaToGbnf(std::string_view schema_text,
+                                     const JsonSchemaOptions& options) {
   if (schema_text.size() > options.max_schema_bytes) {
-    return OutOfRange("json schema: larger than " + std::to_string(options.max_schema_bytes) + " bytes");
+    return OutOfRange("json schema: larger than " + std::to_string(options.max_schema_bytes) +
+                      " bytes");
   }
   Result<Json> schema = ParseJson(schema_text, options.max_depth);
   if (!schema.ok()) return InvalidArgument("json schema: " + schema.status().message());

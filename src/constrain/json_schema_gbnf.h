@@ -28,18 +28,20 @@ struct JsonSchemaOptions {
   // this many spaces, tabs or newlines may sit between any two tokens.
   uint32_t max_whitespace = 0;
   size_t max_schema_bytes = 256 * 1024;
-  int max_depth = 32;                // nesting of the schema document itself
-  uint32_t max_subschemas = 2048;    // schemas compiled, each into a rule
-  uint32_t max_length = 5000;        // largest maxLength / maxItems / minItems accepted
+  int max_depth = 32;              // nesting of the schema document itself
+  uint32_t max_subschemas = 2048;  // schemas compiled, each into a rule
+  uint32_t max_length = 5000;      // largest maxLength / maxItems / minItems accepted
 };
 
 // The grammar limits a schema's grammar is parsed with: lengths up to
 // max_length expand into that many rules.
 GrammarLimits JsonSchemaGrammarLimits(const JsonSchemaOptions& options);
 
-Result<std::string> JsonSchemaToGbnf(std::string_view schema_text, const JsonSchemaOptions& options = {});
+Result<std::string> JsonSchemaToGbnf(std::string_view schema_text,
+                                     const JsonSchemaOptions& options = {});
 // An already parsed schema (a tool's parameters inside a request).
-Result<std::string> ParsedJsonSchemaToGbnf(const Json& schema, const JsonSchemaOptions& options = {});
+Result<std::string> ParsedJsonSchemaToGbnf(const Json& schema,
+                                           const JsonSchemaOptions& options = {});
 
 // `{"type": "json_object"}`: any JSON object.
 std::string JsonObjectGbnf(const JsonSchemaOptions& options = {});

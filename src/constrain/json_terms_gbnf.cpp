@@ -11,7 +11,7 @@ namespace {
 // Numbers the schema leaves unbounded are generated with at most this many
 // digits before the point (and after it): a model cannot run on forever.
 constexpr int64_t kFreeMagnitude = 9'999'999'999'999'999;  // 16 digits
-constexpr double kLargestBound = 9.0e15;                    // exactly representable integers only
+constexpr double kLargestBound = 9.0e15;                   // exactly representable integers only
 
 std::string Repeat(const std::string& item, uint32_t min, bool bounded, uint32_t max) {
   if (bounded && max == 0) return "";
@@ -27,7 +27,8 @@ std::string Repeat(const std::string& item, uint32_t min, bool bounded, uint32_t
 }  // namespace
 
 Status NumberBounds::Add(double value, bool lower, bool exclusive, bool integer) {
-  if (!std::isfinite(value) || std::fabs(value) > kLargestBound) return OutOfRange("is out of range");
+  if (!std::isfinite(value) || std::fabs(value) > kLargestBound)
+    return OutOfRange("is out of range");
   int64_t v = 0;
   if (integer) {
     // Rounded inwards: x >= 1.5 is x >= 2 for an integer, x > 3 is x >= 4.
@@ -35,8 +36,10 @@ Status NumberBounds::Add(double value, bool lower, bool exclusive, bool integer)
                            : (exclusive ? std::ceil(value) - 1 : std::floor(value));
     v = static_cast<int64_t>(r);
   } else {
-    if (exclusive) return Unsupported("on a number is not supported (use minimum/maximum, or type integer)");
-    if (std::floor(value) != value) return Unsupported("with a fraction on a number is not supported");
+    if (exclusive)
+      return Unsupported("on a number is not supported (use minimum/maximum, or type integer)");
+    if (std::floor(value) != value)
+      return Unsupported("with a fraction on a number is not supported");
     v = static_cast<int64_t>(value);
   }
   if (lower) {
@@ -82,11 +85,16 @@ std::string JsonTerms::AnyValue() {
   if (b_.Has("json-value")) return "json-value";
   const std::string name = b_.Reserve("json-value");
   const std::string string = b_.Shared("json-string", String(0, false, 0));
-  const std::string number = b_.Shared("json-number", Seq({"\"-\"?", "(\"0\" | [1-9] [0-9]{0,15})", Fraction() + "?",
-                                                          "([eE] [-+]? [0-9]{1,3})?"}));
-  b_.Shared("json-array", Seq({"\"[\"", "~", Concat({"(", Seq({name, Repeat(Seq({"~", "\",\"", "~", name}), 0, false, 0)}), ")?"}),
-                               "~", "\"]\""}));
-  b_.Define(name, "json-object | json-array | " + string + " | " + number + " | \"true\" | \"false\" | \"null\"");
+  const std::string number = b_.Shared(
+      "json-number",
+      Seq({"\"-\"?", "(\"0\" | [1-9] [0-9]{0,15})", Fraction() + "?", "([eE] [-+]? [0-9]{1,3})?"}));
+  b_.Shared(
+      "json-array",
+      Seq({"\"[\"", "~",
+           Concat({"(", Seq({name, Repeat(Seq({"~", "\",\"", "~", name}), 0, false, 0)}), ")?"}),
+           "~", "\"]\""}));
+  b_.Define(name, "json-object | json-array | " + string + " | " + number +
+                      " | \"true\" | \"false\" | \"null\"");
   AnyObject();
   return name;
 }
@@ -94,7 +102,9 @@ std::string JsonTerms::AnyValue() {
 std::string JsonTerms::Map(const std::string& value_rule) {
   AnyValue();  // json-string
   const std::string kv = Seq({"json-string", "~", "\":\"", "~", value_rule});
-  return Seq({"\"{\"", "~", Concat({"(", Seq({kv, Repeat(Seq({"~", "\",\"", "~", kv}), 0, false, 0)}), ")?"}), "~", "\"}\""});
+  return Seq({"\"{\"", "~",
+              Concat({"(", Seq({kv, Repeat(Seq({"~", "\",\"", "~", kv}), 0, false, 0)}), ")?"}),
+              "~", "\"}\""});
 }
 
 std::string JsonTerms::AnyObject() {
@@ -162,7 +172,8 @@ std::string JsonTerms::Array(const ArrayShape& shape) {
 }
 
 Result<std::string> JsonTerms::Integer(const NumberBounds& bounds) {
-  const int64_t lo = bounds.has_lo ? bounds.lo : std::min(-kFreeMagnitude, bounds.has_hi ? bounds.hi : 0);
+  const int64_t lo =
+      bounds.has_lo ? bounds.lo : std::min(-kFreeMagnitude, bounds.has_hi ? bounds.hi : 0);
   const int64_t hi = bounds.has_hi ? bounds.hi : std::max(kFreeMagnitude, lo);
   if (lo > hi) return InvalidArgument("no integer lies within the bounds");
   return GbnfIntRange({true, lo}, {true, hi});
@@ -176,7 +187,8 @@ Result<std::string> JsonTerms::Number(const NumberBounds& bounds) {
     AnyValue();
     return std::string("json-number");
   }
-  if (bounds.has_lo && bounds.has_hi && bounds.lo > bounds.hi) return InvalidArgument("no number lies within the bounds");
+  if (bounds.has_lo && bounds.has_hi && bounds.lo > bounds.hi)
+    return InvalidArgument("no number lies within the bounds");
   const std::string zero_frac = "(\".\" \"0\"{1,16})?";
   std::vector<std::string> alts;
   if (!bounds.has_hi || bounds.hi >= 0) {  // I.F >= 0
@@ -199,17 +211,21 @@ Result<std::string> JsonTerms::Number(const NumberBounds& bounds) {
 Result<std::string> JsonTerms::Format(std::string_view format) {
   const std::string q = "\"\\\"\"";
   if (format == "date" || format == "date-time") {
-    const std::string leap = b_.Shared(
-        "leap-year", "[0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | ([02468] [048] | [13579] [26]) \"00\"");
+    const std::string leap = b_.Shared("leap-year",
+                                       "[0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | "
+                                       "([02468] [048] | [13579] [26]) \"00\"");
     const std::string date = b_.Shared(
-        "date", "[0-9]{4} \"-\" ((\"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\") \"-\" "
-                "(\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | (\"04\" | \"06\" | \"09\" | \"11\") \"-\" "
-                "(\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])) | " +
-                    leap + " \"-02-29\"");
+        "date",
+        "[0-9]{4} \"-\" ((\"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\") \"-\" "
+        "(\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | (\"04\" | \"06\" | \"09\" | \"11\") \"-\" "
+        "(\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])) "
+        "| " +
+            leap + " \"-02-29\"");
     if (format == "date") return Seq({q, date, q});
     const std::string time = b_.Shared(
-        "time", "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
-                "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])");
+        "time",
+        "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
+        "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])");
     return Seq({q, date, "\"T\"", time, q});
   }
   if (format == "time") {
@@ -217,14 +233,19 @@ Result<std::string> JsonTerms::Format(std::string_view format) {
     return Seq({q, "time", q});
   }
   if (format == "uuid") {
-    return Seq({q, "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}", q});
+    return Seq(
+        {q, "[0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{12}",
+         q});
   }
   if (format == "email") {
     const std::string atom = b_.Shared("email-atom", "[a-zA-Z0-9!#$%&'*+/=?\\^_`{|}~\\-]{1,16}");
-    const std::string label = b_.Shared("email-label", "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,20} [a-zA-Z0-9])?");
-    return Seq({q, atom, "(\".\" " + atom + "){0,3}", "\"@\"", label, "(\".\" " + label + "){1,4}", q});
+    const std::string label =
+        b_.Shared("email-label", "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,20} [a-zA-Z0-9])?");
+    return Seq(
+        {q, atom, "(\".\" " + atom + "){0,3}", "\"@\"", label, "(\".\" " + label + "){1,4}", q});
   }
-  return Unsupported("format '" + std::string(format) + "' is not supported (date, date-time, time, uuid, email)");
+  return Unsupported("format '" + std::string(format) +
+                     "' is not supported (date, date-time, time, uuid, email)");
 }
 
 }  // namespace valet

@@ -11,8 +11,9 @@ using Ranges = std::vector<CodePointRange>;
 const Ranges kDigit = {{'0', '9'}};
 const Ranges kWord = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
 // ECMAScript's \s: the ASCII spaces and Unicode's space separators.
-const Ranges kSpace = {{0x09, 0x0D}, {0x20, 0x20}, {0xA0, 0xA0}, {0x1680, 0x1680}, {0x2000, 0x200A},
-                       {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
+const Ranges kSpace = {{0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680},
+                       {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F},
+                       {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 // `.` without the s flag: anything but line terminators.
 const Ranges kLineTerminators = {{0x0A, 0x0A}, {0x0D, 0x0D}, {0x2028, 0x2029}};
 
@@ -25,13 +26,20 @@ void Append(Ranges& into, const Ranges& from, bool negate) {
 // JSON.stringify writes it (lowercase hex).
 std::string JsonEscape(uint32_t c) {
   switch (c) {
-    case '"': return "\\\"";
-    case '\\': return "\\\\";
-    case 0x08: return "\\b";
-    case 0x0C: return "\\f";
-    case 0x0A: return "\\n";
-    case 0x0D: return "\\r";
-    case 0x09: return "\\t";
+    case '"':
+      return "\\\"";
+    case '\\':
+      return "\\\\";
+    case 0x08:
+      return "\\b";
+    case 0x0C:
+      return "\\f";
+    case 0x0A:
+      return "\\n";
+    case 0x0D:
+      return "\\r";
+    case 0x09:
+      return "\\t";
     default: {
       static constexpr char kHex[] = "0123456789abcdef";
       return std::string("\\u00") + kHex[c >> 4] + kHex[c & 15];
@@ -87,7 +95,8 @@ class RegexTranslator {
 
 Result<std::string> RegexTranslator::Run() {
   if (p_.size() > options_.max_pattern_bytes) {
-    return OutOfRange("regex: longer than " + std::to_string(options_.max_pattern_bytes) + " bytes");
+    return OutOfRange("regex: longer than " + std::to_string(options_.max_pattern_bytes) +
+                      " bytes");
   }
   if (!AtEnd() && Peek() == '^') {
     anchored_start_ = true;
@@ -102,7 +111,8 @@ Result<std::string> RegexTranslator::Run() {
 }
 
 std::string RegexTranslator::AnyChars() {
-  const std::string name = options_.text == RegexText::kJsonString ? "regex-any-json-char" : "regex-any-char";
+  const std::string name =
+      options_.text == RegexText::kJsonString ? "regex-any-json-char" : "regex-any-char";
   Result<std::string> any = CharSetGbnf(NormalizeRanges({}, true), options_.text, builder_);
   return builder_.Shared(name, any.value() + "*");
 }
@@ -125,7 +135,8 @@ Status RegexTranslator::FinishAlternative() {
 Status RegexTranslator::Step() {
   const char c = Peek();
   switch (c) {
-    case '(': return OpenGroup();
+    case '(':
+      return OpenGroup();
     case ')':
       if (depth_ == 0) return Error("unmatched ')'");
       --depth_;
@@ -146,14 +157,21 @@ Status RegexTranslator::Step() {
         ++pos_;
       }
       return Status::Ok();
-    case '*': case '+': case '?': case '{': return Quantifier();
-    case '^': return Error("'^' inside the pattern (only at the start of an alternative)");
+    case '*':
+    case '+':
+    case '?':
+    case '{':
+      return Quantifier();
+    case '^':
+      return Error("'^' inside the pattern (only at the start of an alternative)");
     case '$':
       ++pos_;
-      if (depth_ > 0 || (!AtEnd() && Peek() != '|')) return Error("'$' inside the pattern (only at the end)");
+      if (depth_ > 0 || (!AtEnd() && Peek() != '|'))
+        return Error("'$' inside the pattern (only at the end)");
       anchored_end_ = true;
       return Status::Ok();
-    case '[': return Class();
+    case '[':
+      return Class();
     case '.': {
       ++pos_;
       Ranges r;
@@ -166,7 +184,9 @@ Status RegexTranslator::Step() {
       VALET_RETURN_IF_ERROR(Escape(r, false));
       return Atom(r);
     }
-    case ']': case '}': return Error(std::string("unescaped '") + c + "'");
+    case ']':
+    case '}':
+      return Error(std::string("unescaped '") + c + "'");
     default: {
       VALET_ASSIGN_OR_RETURN(const uint32_t cp, ReadCodePoint());
       return Atom({{cp, cp}});
@@ -179,7 +199,8 @@ Status RegexTranslator::OpenGroup() {
   if (!AtEnd() && Peek() == '?') {
     if (p_.substr(pos_, 2) == "?:") {
       pos_ += 2;
-    } else if (p_.substr(pos_, 2) == "?<" && p_.substr(pos_, 3) != "?<=" && p_.substr(pos_, 3) != "?<!") {
+    } else if (p_.substr(pos_, 2) == "?<" && p_.substr(pos_, 3) != "?<=" &&
+               p_.substr(pos_, 3) != "?<!") {
       const size_t close = p_.find('>', pos_);
       if (close == std::string_view::npos) return Error("unterminated group name");
       pos_ = close + 1;
@@ -237,7 +258,8 @@ Status RegexTranslator::Quantifier() {
 }
 
 Status RegexTranslator::Atom(const Ranges& ranges) {
-  VALET_ASSIGN_OR_RETURN(std::string expr, CharSetGbnf(NormalizeRanges(ranges, false), options_.text, builder_));
+  VALET_ASSIGN_OR_RETURN(std::string expr,
+                         CharSetGbnf(NormalizeRanges(ranges, false), options_.text, builder_));
   if (!out_.empty() && out_.back() != '(') out_ += ' ';
   out_ += expr;
   can_quantify_ = true;
@@ -255,7 +277,8 @@ Result<uint32_t> RegexTranslator::ReadCodePoint() {
     cp = (cp << 6) | (k & 0x3F);
   }
   static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) return Error("invalid UTF-8");
+  if (cp < kMinForLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF))
+    return Error("invalid UTF-8");
   pos_ += static_cast<size_t>(n);
   return cp;
 }
@@ -265,25 +288,50 @@ Status RegexTranslator::Escape(Ranges& ranges, bool in_class) {
   const char e = Peek();
   ++pos_;
   switch (e) {
-    case 'd': Append(ranges, kDigit, false); return Status::Ok();
-    case 'D': Append(ranges, kDigit, true); return Status::Ok();
-    case 'w': Append(ranges, kWord, false); return Status::Ok();
-    case 'W': Append(ranges, kWord, true); return Status::Ok();
-    case 's': Append(ranges, kSpace, false); return Status::Ok();
-    case 'S': Append(ranges, kSpace, true); return Status::Ok();
-    case 'n': ranges.push_back({0x0A, 0x0A}); return Status::Ok();
-    case 'r': ranges.push_back({0x0D, 0x0D}); return Status::Ok();
-    case 't': ranges.push_back({0x09, 0x09}); return Status::Ok();
-    case 'f': ranges.push_back({0x0C, 0x0C}); return Status::Ok();
-    case 'v': ranges.push_back({0x0B, 0x0B}); return Status::Ok();
-    case '0': ranges.push_back({0, 0}); return Status::Ok();
+    case 'd':
+      Append(ranges, kDigit, false);
+      return Status::Ok();
+    case 'D':
+      Append(ranges, kDigit, true);
+      return Status::Ok();
+    case 'w':
+      Append(ranges, kWord, false);
+      return Status::Ok();
+    case 'W':
+      Append(ranges, kWord, true);
+      return Status::Ok();
+    case 's':
+      Append(ranges, kSpace, false);
+      return Status::Ok();
+    case 'S':
+      Append(ranges, kSpace, true);
+      return Status::Ok();
+    case 'n':
+      ranges.push_back({0x0A, 0x0A});
+      return Status::Ok();
+    case 'r':
+      ranges.push_back({0x0D, 0x0D});
+      return Status::Ok();
+    case 't':
+      ranges.push_back({0x09, 0x09});
+      return Status::Ok();
+    case 'f':
+      ranges.push_back({0x0C, 0x0C});
+      return Status::Ok();
+    case 'v':
+      ranges.push_back({0x0B, 0x0B});
+      return Status::Ok();
+    case '0':
+      ranges.push_back({0, 0});
+      return Status::Ok();
     case 'b':
       if (in_class) {
         ranges.push_back({0x08, 0x08});
         return Status::Ok();
       }
       return Error("word boundary '\\b' is not supported");
-    case 'x': case 'u': {
+    case 'x':
+    case 'u': {
       const int digits = e == 'x' ? 2 : 4;
       uint32_t v = 0;
       for (int i = 0; i < digits; ++i) {
@@ -351,7 +399,8 @@ Status RegexTranslator::Class() {
 
 }  // namespace
 
-Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, RegexText text, GbnfBuilder& builder) {
+Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, RegexText text,
+                                GbnfBuilder& builder) {
   if (ranges.empty()) return InvalidArgument("regex: a character set that matches nothing");
   if (text == RegexText::kRaw) return GbnfClass(ranges);
   Ranges plain;
@@ -372,7 +421,8 @@ Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, Regex
   std::vector<std::string> alts;
   if (!plain.empty()) alts.push_back(GbnfClass(NormalizeRanges(std::move(plain), false)));
   if (escaped.size() == 34) {
-    alts.push_back(builder.Shared("json-escape", "\"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))"));
+    alts.push_back(builder.Shared(
+        "json-escape", "\"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))"));
   } else {
     for (uint32_t c : escaped) alts.push_back(GbnfLiteral(JsonEscape(c)));
   }
@@ -382,7 +432,8 @@ Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, Regex
   return out + ")";
 }
 
-Result<std::string> RegexToGbnf(std::string_view pattern, const RegexOptions& options, GbnfBuilder& builder) {
+Result<std::string> RegexToGbnf(std::string_view pattern, const RegexOptions& options,
+                                GbnfBuilder& builder) {
   return RegexTranslator(pattern, options, builder).Run();
 }
 

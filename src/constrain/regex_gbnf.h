@@ -41,12 +41,14 @@ struct RegexOptions {
 
 // A parenthesized GBNF expression for `pattern`; rules it needs are added to
 // `builder`. Errors name the construct and its byte offset.
-Result<std::string> RegexToGbnf(std::string_view pattern, const RegexOptions& options, GbnfBuilder& builder);
+Result<std::string> RegexToGbnf(std::string_view pattern, const RegexOptions& options,
+                                GbnfBuilder& builder);
 
 // The characters of `ranges` (normalized) as a GBNF expression: a class, or
 // in a JSON string the class of those that stand for themselves and the
 // escapes (as JSON.stringify writes them) of `"`, `\` and control characters.
 // InvalidArgument when the set is empty.
-Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, RegexText text, GbnfBuilder& builder);
+Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, RegexText text,
+                                GbnfBuilder& builder);
 
 }  // namespace valet

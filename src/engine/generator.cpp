@@ -19,15 +19,15 @@ double SecondsSince(std::chrono::steady_clock::time_point t0) {
 
 namespace {
 
-// A grammar's matcher over the engine's vocabulary, one per generation.
-class Constraint {
+// A constraint's matcher over the engine's vocabulary, one per generation.
+class ConstraintRun {
  public:
-  static Result<Constraint> Create(Engine& engine, const std::string& grammar) {
+  static Result<ConstraintRun> Create(Engine& engine, const Constraint& constraint) {
     VALET_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, TokenTrie::FromTokenizer(engine.tokenizer()));
     GrammarCache cache(1);
-    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, cache.GetGbnf(grammar, trie));
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, cache.Get(constraint, trie));
     VALET_ASSIGN_OR_RETURN(GrammarMatcher matcher, GrammarMatcher::Create(std::move(compiled)));
-    return Constraint(std::move(matcher));
+    return ConstraintRun(std::move(matcher));
   }
   // Refused tokens' logits to -inf.
   Status Mask(std::vector<float>& logits) {
@@ -37,7 +37,7 @@ class Constraint {
   Status Accept(int32_t token) { return matcher_.AcceptToken(token); }
 
  private:
-  explicit Constraint(GrammarMatcher matcher) : matcher_(std::move(matcher)) {}
+  explicit ConstraintRun(GrammarMatcher matcher) : matcher_(std::move(matcher)) {}
   GrammarMatcher matcher_;
   TokenMasker masker_;
   TokenMask mask_;
@@ -74,9 +74,9 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   stop_options.stop_strings = options.stop_strings;
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));
 
-  std::optional<Constraint> constraint;
-  if (!options.grammar.empty()) {
-    VALET_ASSIGN_OR_RETURN(constraint, Constraint::Create(engine, options.grammar));
+  std::optional<ConstraintRun> constraint;
+  if (options.constraint.active()) {
+    VALET_ASSIGN_OR_RETURN(constraint, ConstraintRun::Create(engine, options.constraint));
   }
 
   Generation g;

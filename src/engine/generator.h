@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "valet/constraint.h"
+
 #include "engine/engine.h"
 #include "sampling/sampler.h"
 #include "sampling/stop_condition.h"
@@ -25,10 +27,10 @@ struct GenerateOptions {
   // Byte ranges of the prompt where control-token texts are text (a chat's
   // message content, RenderedPrompt's ranges); sorted, disjoint.
   std::vector<ByteRange> prompt_literal;
-  // A GBNF grammar (docs/structured-output.md) every generated token must
-  // follow; generation ends at end-of-generation once the grammar can end.
-  // Empty: none.
-  std::string grammar;
+  // What the output must follow (a JSON Schema, any JSON object, a GBNF
+  // grammar or a regex; docs/structured-output.md): every token is masked to
+  // it, and generation ends at end-of-generation once the constraint can end.
+  Constraint constraint;
 };
 
 struct TopLogit {

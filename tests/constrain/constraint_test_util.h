@@ -23,7 +23,8 @@ inline std::shared_ptr<const CompiledGrammar> CompileConstraint(const Constraint
   return compiled;
 }
 
-inline std::shared_ptr<const CompiledGrammar> CompileSchema(const std::string& schema, uint32_t max_ws = 0) {
+inline std::shared_ptr<const CompiledGrammar> CompileSchema(const std::string& schema,
+                                                            uint32_t max_ws = 0) {
   return CompileConstraint({ConstraintKind::kJsonSchema, schema, max_ws});
 }
 

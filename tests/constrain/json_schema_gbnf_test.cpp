@@ -1,12 +1,13 @@
 // JSON Schema as grammars: each supported keyword accepts the instances the
 // schema admits (as compact JSON, properties in schema order) and refuses the
 // others; each unsupported keyword is refused by name with its path.
+#include "constrain/json_schema_gbnf.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "constrain/json_schema_gbnf.h"
 #include "constraint_test_util.h"
 
 namespace valet {
@@ -29,13 +30,19 @@ void Check(const Case& k, uint32_t max_ws = 0) {
   for (const char* s : k.invalid) EXPECT_FALSE(Matches(c, s)) << k.schema << " should refuse " << s;
 }
 
-std::string SchemaError(const std::string& schema) { return ConstraintError({ConstraintKind::kJsonSchema, schema}); }
+std::string SchemaError(const std::string& schema) {
+  return ConstraintError({ConstraintKind::kJsonSchema, schema});
+}
 
 TEST(JsonSchemaGbnf, Primitives) {
   Check({R"({"type":"null"})", {"null"}, {"nul", "0", "\"null\""}});
   Check({R"({"type":"boolean"})", {"true", "false"}, {"1", "True"}});
-  Check({R"({"type":"integer"})", {"0", "-7", "1234567890123456"}, {"01", "-0", "1.5", "1e3", "12345678901234567"}});
-  Check({R"({"type":"number"})", {"0", "-0.25", "3.14e-2", "10E+300"}, {".5", "1.", "--1", "1e", "0x10"}});
+  Check({R"({"type":"integer"})",
+         {"0", "-7", "1234567890123456"},
+         {"01", "-0", "1.5", "1e3", "12345678901234567"}});
+  Check({R"({"type":"number"})",
+         {"0", "-0.25", "3.14e-2", "10E+300"},
+         {".5", "1.", "--1", "1e", "0x10"}});
   Check({R"({"type":"string"})",
          {R"("")", R"("a b")", R"("quote \" backslash \\ nl \n ctl \u001f")", "\"\xC3\xA9\""},
          {R"(")", "\"raw\nnewline\"", R"("\x")", R"("\/")"}});
@@ -54,8 +61,12 @@ TEST(JsonSchemaGbnf, IntegerBounds) {
   Check({R"({"type":"integer","minimum":-12,"maximum":105})",
          {"-12", "-1", "0", "9", "10", "99", "100", "105"},
          {"-13", "-20", "106", "110", "1000", "-0"}});
-  Check({R"({"type":"integer","exclusiveMinimum":0.5,"exclusiveMaximum":3})", {"1", "2"}, {"0", "3"}});
-  Check({R"({"type":"integer","minimum":1000})", {"1000", "99999", "1234567890"}, {"999", "0", "-5"}});
+  Check({R"({"type":"integer","exclusiveMinimum":0.5,"exclusiveMaximum":3})",
+         {"1", "2"},
+         {"0", "3"}});
+  Check({R"({"type":"integer","minimum":1000})",
+         {"1000", "99999", "1234567890"},
+         {"999", "0", "-5"}});
   Check({R"({"type":"integer","maximum":-3})", {"-3", "-100"}, {"-2", "0", "5"}});
 }
 
@@ -71,7 +82,8 @@ TEST(JsonSchemaGbnf, NumberBounds) {
 TEST(JsonSchemaGbnf, ObjectsKeepSchemaOrderAndSkipOptionalProperties) {
   const Case k{R"({"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"string"},
                   "c":{"type":"boolean"}},"required":["b"],"additionalProperties":false})",
-               {R"({"b":"x"})", R"({"a":1,"b":"x"})", R"({"b":"x","c":true})", R"({"a":1,"b":"x","c":false})"},
+               {R"({"b":"x"})", R"({"a":1,"b":"x"})", R"({"b":"x","c":true})",
+                R"({"a":1,"b":"x","c":false})"},
                {R"({})", R"({"a":1})", R"({"b":"x","a":1})", R"({"b":"x",})", R"({,"b":"x"})",
                 R"({"b":"x","d":1})"}};
   Check(k);
@@ -92,9 +104,10 @@ TEST(JsonSchemaGbnf, Arrays) {
   Check({R"({"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}],"items":false})",
          {"[]", R"(["a"])", R"(["a",1])"},
          {R"(["a",1,2])", "[1]"}});
-  Check({R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"boolean"},"minItems":2})",
-         {R"(["a",true])", R"(["a",true,false])"},
-         {R"(["a"])", R"(["a",1])"}});
+  Check(
+      {R"({"type":"array","prefixItems":[{"type":"string"}],"items":{"type":"boolean"},"minItems":2})",
+       {R"(["a",true])", R"(["a",true,false])"},
+       {R"(["a"])", R"(["a",1])"}});
   Check({R"({"type":"array"})", {"[]", R"([1,"a",{}])"}, {"[,]"}});
 }
 
@@ -104,7 +117,9 @@ TEST(JsonSchemaGbnf, EnumConstAndCombinators) {
          {R"("blue")", "4", R"({"k":[2]})"}});
   Check({R"({"type":"string","enum":["a",1]})", {R"("a")"}, {"1"}});
   Check({R"({"const":"fixed \"q\""})", {R"("fixed \"q\"")"}, {R"("fixed")"}});
-  Check({R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":1}]})", {"5", R"("x")"}, {R"("xy")", "true"}});
+  Check({R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":1}]})",
+         {"5", R"("x")"},
+         {R"("xy")", "true"}});
   Check({R"({"oneOf":[{"type":"integer"},{"type":"boolean"}]})", {"5", "true"}, {"null"}});
   Check({R"({"oneOf":[{"type":"object","properties":{"kind":{"const":"a"},"x":{"type":"integer"}},
                         "required":["kind"],"additionalProperties":false},
@@ -125,14 +140,16 @@ TEST(JsonSchemaGbnf, RecursiveRefs) {
   Check({R"({"type":"array","items":{"anyOf":[{"type":"integer"},{"$ref":"#"}]}})",
          {"[]", "[1,[2,[]],3]"},
          {"[1,[\"a\"]]"}});
-  Check({R"({"definitions":{"a~b/c":{"type":"boolean"}},"$ref":"#/definitions/a~0b~1c"})", {"true"}, {"1"}});
+  Check({R"({"definitions":{"a~b/c":{"type":"boolean"}},"$ref":"#/definitions/a~0b~1c"})",
+         {"true"},
+         {"1"}});
 }
 
 TEST(JsonSchemaGbnf, Formats) {
   Check({R"({"type":"string","format":"date"})",
          {R"("2024-02-29")", R"("2023-12-31")", R"("2000-02-29")", R"("2023-04-30")"},
-         {R"("2023-02-29")", R"("1900-02-29")", R"("2023-04-31")", R"("2023-13-01")", R"("2023-00-10")",
-          R"("2023-1-01")"}});
+         {R"("2023-02-29")", R"("1900-02-29")", R"("2023-04-31")", R"("2023-13-01")",
+          R"("2023-00-10")", R"("2023-1-01")"}});
   Check({R"({"type":"string","format":"date-time"})",
          {R"("2024-01-05T23:59:59Z")", R"("2024-01-05T00:00:00.123+05:30")"},
          {R"("2024-01-05T24:00:00Z")", R"("2024-01-05T12:00:00")", R"("2024-01-05 12:00:00Z")"}});
@@ -146,7 +163,9 @@ TEST(JsonSchemaGbnf, Formats) {
 }
 
 TEST(JsonSchemaGbnf, PatternSearchesUnlessAnchored) {
-  Check({R"({"type":"string","pattern":"^[A-Z]{3}-\\d{2}$"})", {R"("ABC-12")"}, {R"("ABC-123")", R"("xABC-12")"}});
+  Check({R"({"type":"string","pattern":"^[A-Z]{3}-\\d{2}$"})",
+         {R"("ABC-12")"},
+         {R"("ABC-123")", R"("xABC-12")"}});
   Check({R"({"type":"string","pattern":"ab+"})",
          {R"("ab")", R"("xxabbby")", R"("\"ab\n")"},
          {R"("a")", R"("b")"}});
@@ -156,10 +175,13 @@ TEST(JsonSchemaGbnf, PatternSearchesUnlessAnchored) {
 }
 
 TEST(JsonSchemaGbnf, WhitespaceIsCompactByDefaultAndBoundedOtherwise) {
-  const char* schema = R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},
+  const char* schema =
+      R"({"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"}}},
                           "required":["a"]})";
   Check({schema, {R"({"a":[1,2]})"}, {R"({ "a":[1,2]})", R"({"a": [1,2]})"}});
-  Check({schema, {R"({"a":[1,2]})", "{ \"a\" :\n [ 1 , 2 ]\t}", "{\"a\":  [1]}"}, {"{\"a\":   [1]}"}}, 2);
+  Check(
+      {schema, {R"({"a":[1,2]})", "{ \"a\" :\n [ 1 , 2 ]\t}", "{\"a\":  [1]}"}, {"{\"a\":   [1]}"}},
+      2);
 }
 
 TEST(JsonSchemaGbnf, UnsupportedKeywordsAreRefusedByNameAndPath) {
@@ -175,7 +197,8 @@ TEST(JsonSchemaGbnf, UnsupportedKeywordsAreRefusedByNameAndPath) {
            {R"({"type":"object","minProperties":1})", "'minProperties'"},
            {R"({"if":{},"then":{}})", "'if'"},
            {R"({"type":"string","format":"uri"})", "format 'uri' is not supported"},
-           {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})", "'oneOf' whose branches may match"},
+           {R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
+            "'oneOf' whose branches may match"},
            {R"({"allOf":[{"type":"integer"},{"minimum":1}]})", "'allOf' with more than one"},
            {R"({"$ref":"http://example.com/s.json"})", "another document"},
            {R"({"$ref":"#/$defs/missing"})", "'$ref' to nothing"},
@@ -201,7 +224,8 @@ TEST(JsonSchemaGbnf, SizeAndNestingAreBoundedBeforeTheWalk) {
   for (int i = 0; i < 40; ++i) deep += "}";
   EXPECT_NE(SchemaError(deep).find("json schema:"), std::string::npos);
   std::string wide = R"({"anyOf":[)";
-  for (int i = 0; i < 3000; ++i) wide += std::string(i ? "," : "") + R"({"const":)" + std::to_string(i) + "}";
+  for (int i = 0; i < 3000; ++i)
+    wide += std::string(i ? "," : "") + R"({"const":)" + std::to_string(i) + "}";
   wide += "]}";
   EXPECT_NE(SchemaError(wide).find("max_subschemas"), std::string::npos);
   JsonSchemaOptions small;
@@ -211,7 +235,8 @@ TEST(JsonSchemaGbnf, SizeAndNestingAreBoundedBeforeTheWalk) {
 
 TEST(JsonSchemaGbnf, JsonObjectAcceptsAnyObject) {
   auto c = test::CompileConstraint({ConstraintKind::kJsonObject, ""});
-  for (const char* s : {"{}", R"({"a":{"b":[1,2.5,"x",null,true]}})"}) EXPECT_TRUE(Matches(c, s)) << s;
+  for (const char* s : {"{}", R"({"a":{"b":[1,2.5,"x",null,true]}})"})
+    EXPECT_TRUE(Matches(c, s)) << s;
   for (const char* s : {"[]", "1", R"({"a"})", "{} "}) EXPECT_FALSE(Matches(c, s)) << s;
 }
 

@@ -16,7 +16,8 @@ using test::Matches;
 TEST(RegexGbnf, LiteralsClassesAndQuantifiers) {
   auto c = CompileRegex(R"([A-Z][a-z]{2,4}-\d+(\.\d{1,2})?)");
   for (const char* s : {"Abc-1", "Xyzzy-42.5", "Qrs-007.12"}) EXPECT_TRUE(Matches(c, s)) << s;
-  for (const char* s : {"abc-1", "Ab-1", "Abcdef-1", "Abc-", "Abc-1.", "Abc-1.123"}) EXPECT_FALSE(Matches(c, s)) << s;
+  for (const char* s : {"abc-1", "Ab-1", "Abcdef-1", "Abc-", "Abc-1.", "Abc-1.123"})
+    EXPECT_FALSE(Matches(c, s)) << s;
 }
 
 TEST(RegexGbnf, AlternationGroupsAndAnchors) {
@@ -31,8 +32,10 @@ TEST(RegexGbnf, AlternationGroupsAndAnchors) {
 TEST(RegexGbnf, DotAndClassEscapes) {
   auto dot = CompileRegex("a.c");
   EXPECT_TRUE(Matches(dot, "abc"));
-  EXPECT_TRUE(Matches(dot, "a\xC3\xA9" "c"));  // one code point, two bytes
-  EXPECT_FALSE(Matches(dot, "a\nc"));          // '.' stops at line terminators
+  EXPECT_TRUE(Matches(dot,
+                      "a\xC3\xA9"
+                      "c"));           // one code point, two bytes
+  EXPECT_FALSE(Matches(dot, "a\nc"));  // '.' stops at line terminators
   auto neg = CompileRegex(R"([^\d\s]+)");
   EXPECT_TRUE(Matches(neg, "ab_C"));
   EXPECT_FALSE(Matches(neg, "a1"));
@@ -75,9 +78,11 @@ TEST(RegexGbnf, RefusalsNameTheConstruct) {
 }
 
 TEST(RegexGbnf, NestingAndLengthAreBoundedBeforeTheScan) {
-  EXPECT_NE(ConstraintError({ConstraintKind::kRegex, std::string(40, '(') + std::string(40, ')')}).find("nested"),
+  EXPECT_NE(ConstraintError({ConstraintKind::kRegex, std::string(40, '(') + std::string(40, ')')})
+                .find("nested"),
             std::string::npos);
-  EXPECT_NE(ConstraintError({ConstraintKind::kRegex, std::string(5000, 'a')}).find("longer than"), std::string::npos);
+  EXPECT_NE(ConstraintError({ConstraintKind::kRegex, std::string(5000, 'a')}).find("longer than"),
+            std::string::npos);
 }
 
 }  // namespace
