@@ -5,7 +5,7 @@
 // KV pool + snapshot store) and the deterministic fake engine used by the
 // scheduler's tests both implement it. Every call is made from the one
 // inference thread that owns the engine, except the text calls (Tokenize,
-// TokenPiece): the Scheduler tokenizes a task's prompt on the thread that
+// TokenPiece, CheckConstraint): the Scheduler tokenizes a task's prompt on the thread that
 // submits it, concurrently with the inference thread's steps, so those two
 // must be safe to call from any thread (a tokenizer that only reads immutable
 // vocabulary data is). Nothing else needs locking.
@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "valet/byte_range.h"
+#include "valet/constraint.h"
 #include "valet/export.h"
 #include "valet/sampling.h"
 #include "valet/status.h"
@@ -74,6 +75,11 @@ struct SequenceSpec {
   // tier, so the foreground's system prompt goes last); equal ranks go least
   // recently used first. A prefix shared by several ranks keeps the lowest.
   int32_t prefix_rank = 0;
+  // What its sampled tokens must follow (valet/constraint.h): refused tokens
+  // are masked before the sampler, end of generation only where the
+  // constraint can end. The matcher's state is the sequence's: it survives
+  // every kind of park, and a resumed task's resume_generated replays it.
+  Constraint constraint{};
 };
 
 // One sequence's share of a step. Exactly one of `tokens` (new input: a
@@ -193,6 +199,13 @@ class VALET_API EngineInterface {
     return Tokenize(text, options);
   }
   virtual std::string TokenPiece(int32_t token) const = 0;
+  // Whether OpenSequence would take this constraint (compiled once and cached
+  // for it); any thread, so a task is refused at submission. The default:
+  // an engine without a vocabulary takes none.
+  virtual Status CheckConstraint(const Constraint& constraint) const {
+    if (!constraint.active()) return Status::Ok();
+    return Unsupported("this engine cannot constrain its output");
+  }
   virtual int32_t eos_token() const = 0;
   // Every token that ends generation (EOS, end of turn "<|eot_id|>", "<|im_end|>" ...).
   virtual std::vector<int32_t> eog_tokens() const { return {eos_token()}; }

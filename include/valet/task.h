@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "valet/constraint.h"
 #include "valet/export.h"
 #include "valet/sampling.h"
 #include "valet/status.h"
@@ -115,6 +116,10 @@ struct TaskRequest {
   // TaskResult::logprobs); -1: none, at no cost.
   int32_t top_logprobs = -1;
   std::vector<std::string> stop;
+  // What the output must follow: a JSON Schema, any JSON object, a GBNF
+  // grammar or a regex (docs/structured-output.md). A constraint that does
+  // not compile is refused at submission with what is wrong named.
+  Constraint constraint{};
   // Journaled in SchedulerOptions::durable_dir as it runs, so that after the
   // process dies SchedulerCore::Recover (valet_recover) finds it with its
   // output so far and resumes it token-identically; kept after it ends until

@@ -150,7 +150,7 @@ void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<ui
 // stores it too (with kJournalFormatVersion bumped) or says here why not.
 std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   [[maybe_unused]] const auto& [tier, system_prompt, messages, prompt, prompt_tokens, max_tokens,
-                                sampling, top_logprobs, stop, durable, durable_key, callbacks] = request;
+                                sampling, top_logprobs, stop, constraint, durable, durable_key, callbacks] = request;
   // Callbacks are code, not data: the app attaches them again on recovery.
   // durable is true and durable_key is the file's name: both are implied.
   const auto& [temperature, top_k, top_p, min_p, repeat_penalty, repeat_last_n, presence_penalty,
@@ -179,6 +179,10 @@ std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   e.I32(top_logprobs);
   e.U32(static_cast<uint32_t>(stop.size()));
   for (const std::string& s : stop) e.Str(s);
+  const auto& [kind, text, max_whitespace] = constraint;
+  e.I32(static_cast<int32_t>(kind));
+  e.Str(text);
+  e.U32(max_whitespace);
   return std::move(e.bytes());
 }
 
@@ -213,6 +217,11 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
   const uint32_t n_stop = d.Count(4);
   r.stop.reserve(n_stop);
   for (uint32_t i = 0; i < n_stop && d.ok(); ++i) r.stop.push_back(d.Str());
+  const int32_t kind = d.I32();
+  if (kind < 0 || kind > static_cast<int32_t>(ConstraintKind::kRegex)) return false;
+  r.constraint.kind = static_cast<ConstraintKind>(kind);
+  r.constraint.text = d.Str();
+  r.constraint.max_whitespace = d.U32();
   return d.at_end();
 }
 

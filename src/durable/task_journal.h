@@ -61,8 +61,10 @@
 namespace valet {
 
 // 2: the header names the settings that decide tokens (journal_identity.h).
-// A version 1 journal is refused: what it was written under is unknown.
-inline constexpr uint32_t kJournalFormatVersion = 2;
+// 3: the submit record carries the output constraint (valet/constraint.h).
+// An older journal is refused: what it was written under is unknown, or it
+// has no room for what decides the tokens now.
+inline constexpr uint32_t kJournalFormatVersion = 3;
 // No record is longer: a corrupt length can never ask for more memory than
 // this, and a request that would need more is refused at Create.
 inline constexpr uint32_t kMaxJournalRecordBytes = 16u << 20;

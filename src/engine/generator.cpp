@@ -1,12 +1,10 @@
 #include "engine/generator.h"
 
-#include <optional>
-
-#include "constrain/grammar_cache.h"
-#include "constrain/token_mask.h"
-
 #include <algorithm>
 #include <chrono>
+#include <optional>
+
+#include "engine/sequence_constraint.h"
 
 namespace valet {
 namespace {
@@ -14,34 +12,6 @@ namespace {
 double SecondsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
-
-}  // namespace
-
-namespace {
-
-// A constraint's matcher over the engine's vocabulary, one per generation.
-class ConstraintRun {
- public:
-  static Result<ConstraintRun> Create(Engine& engine, const Constraint& constraint) {
-    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const TokenTrie> trie, TokenTrie::FromTokenizer(engine.tokenizer()));
-    GrammarCache cache(1);
-    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, cache.Get(constraint, trie));
-    VALET_ASSIGN_OR_RETURN(GrammarMatcher matcher, GrammarMatcher::Create(std::move(compiled)));
-    return ConstraintRun(std::move(matcher));
-  }
-  // Refused tokens' logits to -inf.
-  Status Mask(std::vector<float>& logits) {
-    VALET_RETURN_IF_ERROR(masker_.Compute(matcher_, mask_));
-    return ApplyTokenMask(mask_, logits);
-  }
-  Status Accept(int32_t token) { return matcher_.AcceptToken(token); }
-
- private:
-  explicit ConstraintRun(GrammarMatcher matcher) : matcher_(std::move(matcher)) {}
-  GrammarMatcher matcher_;
-  TokenMasker masker_;
-  TokenMask mask_;
-};
 
 }  // namespace
 
@@ -74,9 +44,11 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   stop_options.stop_strings = options.stop_strings;
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));
 
-  std::optional<ConstraintRun> constraint;
+  std::optional<SequenceConstraint> constraint;
   if (options.constraint.active()) {
-    VALET_ASSIGN_OR_RETURN(constraint, ConstraintRun::Create(engine, options.constraint));
+    ConstraintCompiler compiler(engine.tokenizer(), 1);
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, compiler.Compile(options.constraint));
+    VALET_ASSIGN_OR_RETURN(constraint, SequenceConstraint::Create(std::move(compiled)));
   }
 
   Generation g;
@@ -103,8 +75,12 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   const auto t1 = std::chrono::steady_clock::now();
   for (;;) {
     if (options.top_logits > 0) g.top_logits.push_back(TopK(logits, options.top_logits));
-    if (constraint) VALET_RETURN_IF_ERROR(constraint->Mask(logits));
-    const int32_t token = sampler.Sample(logits);
+    std::span<const float> allowed = logits;
+    if (constraint) {
+      VALET_RETURN_IF_ERROR(constraint->PrepareMask());
+      allowed = constraint->Apply(logits);
+    }
+    const int32_t token = sampler.Sample(allowed);
     sampler.Accept(token);
     if (constraint) VALET_RETURN_IF_ERROR(constraint->Accept(token));
     g.tokens.push_back(token);

@@ -1,7 +1,9 @@
 #include "engine/real_engine.h"
 
 #include <algorithm>
+#include <cassert>
 #include <chrono>
+#include <optional>
 #include <random>
 #include <unordered_set>
 
@@ -35,6 +37,7 @@ struct RealEngine::Seq {
   int32_t snapshot_end = -1;  // while parked with a snapshot: positions it restores up to
   std::vector<float> logits;
   int32_t top_logprobs = -1;  // SequenceSpec::top_logprobs
+  std::optional<SequenceConstraint> constraint;  // SequenceSpec::constraint
   int32_t pending() const { return static_cast<int32_t>(history.size()) - kv.n_tokens(); }
 };
 
@@ -47,6 +50,7 @@ Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& op
   std::unique_ptr<RealEngine> e(new RealEngine());
   e->options_ = options;
   VALET_ASSIGN_OR_RETURN(e->engine_, Engine::Open(options.engine));
+  e->constraints_ = std::make_unique<ConstraintCompiler>(e->engine_->tokenizer());
   auto t0 = Clock::now();
   VALET_ASSIGN_OR_RETURN(e->store_, SnapshotStore::Create(options.store));
   e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());
@@ -111,6 +115,11 @@ std::vector<std::pair<std::string, std::string>> RealEngine::token_settings() co
 }
 
 std::string RealEngine::TokenPiece(int32_t token) const { return engine_->tokenizer().TokenToPiece(token); }
+
+Status RealEngine::CheckConstraint(const Constraint& constraint) const {
+  if (!constraint.active()) return Status::Ok();
+  return constraints_->Compile(constraint).status();
+}
 int32_t RealEngine::eos_token() const { return engine_->tokenizer().vocabulary().eos_id(); }
 std::vector<int32_t> RealEngine::eog_tokens() const {
   const std::span<const int32_t> eog = engine_->tokenizer().vocabulary().eog_ids();
@@ -149,6 +158,10 @@ Result<SequenceId> RealEngine::OpenSequence(const SequenceSpec& spec) {
     resumed.rng.words = *spec.resume_rng;
     if (resumed.rng == RngState{}) return InvalidArgument("a resumed sampler's random state cannot be all zero");
     s->sampler.set_state(resumed);
+  }
+  if (spec.constraint.active()) {
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, constraints_->Compile(spec.constraint));
+    VALET_ASSIGN_OR_RETURN(s->constraint, SequenceConstraint::Create(std::move(compiled), spec.resume_generated));
   }
   if (!s->prefix.empty()) AttachPrefix(*s, cache_->Match(s->prefix, s->prefix_rank));
   const SequenceId id = next_id_++;
@@ -224,6 +237,9 @@ Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
   bool decode_only = true;
   for (size_t i = 0; i < items.size(); ++i) {
     Seq* s = seqs[i] = *Find(items[i].seq);
+    // Before the forward pass: a constraint that admits nothing fails the
+    // step while no sequence has changed.
+    if (items[i].sample && s->constraint) VALET_RETURN_IF_ERROR(s->constraint->PrepareMask());
     const int32_t pending = s->pending();
     std::span<const int32_t> input;
     if (items[i].tokens.empty()) {
@@ -261,9 +277,16 @@ Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
     std::span<const float> l(logits_.data() + row * n_vocab, n_vocab);
     ++row;
     if (options_.keep_logits) s.logits.assign(l.begin(), l.end());
-    StepOutput out{items[i].seq, s.sampler.Sample(l), std::nullopt, s.sampler.rng_state().words};
-    // The raw logits, before the sampler's penalties and filters (sampling.h).
-    if (s.top_logprobs >= 0) out.logprobs = ComputeLogprobs(l, out.token, s.top_logprobs);
+    // The distribution sampled from: the constraint's refused tokens at -inf.
+    const std::span<const float> allowed = s.constraint ? s.constraint->Apply(l) : l;
+    StepOutput out{items[i].seq, s.sampler.Sample(allowed), std::nullopt, s.sampler.rng_state().words};
+    if (s.constraint) {
+      const Status accepted = s.constraint->Accept(out.token);
+      assert(accepted.ok() && "a token the mask allowed is one the matcher accepts");
+      (void)accepted;
+    }
+    // Before the sampler's penalties and filters (sampling.h), after the constraint.
+    if (s.top_logprobs >= 0) out.logprobs = ComputeLogprobs(allowed, out.token, s.top_logprobs);
     result.outputs.push_back(std::move(out));
   }
   result.tokens_computed = n_tokens;

@@ -23,6 +23,7 @@
 #include "engine/engine.h"
 #include "engine/engine_interface.h"
 #include "engine/park_advisor.h"
+#include "engine/sequence_constraint.h"
 #include "kv/prefix_cache.h"
 #include "kv/snapshot_store.h"
 
@@ -67,6 +68,7 @@ class RealEngine final : public EngineInterface {
   using EngineInterface::Tokenize;
   std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const override;
   std::string TokenPiece(int32_t token) const override;
+  Status CheckConstraint(const Constraint& constraint) const override;
   int32_t eos_token() const override;
   std::vector<int32_t> eog_tokens() const override;
   ChatFormat chat_format() const override;
@@ -138,6 +140,7 @@ class RealEngine final : public EngineInterface {
 
   RealEngineOptions options_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ConstraintCompiler> constraints_;
   std::vector<LoadPhase> own_load_phases_;
   std::unique_ptr<PrefixCache> cache_;
   std::unique_ptr<SnapshotStore> store_;

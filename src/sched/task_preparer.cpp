@@ -90,6 +90,8 @@ Result<PreparedTask> TaskPreparer::Prepare(TaskRequest request) const {
   VALET_RETURN_IF_ERROR(Tokenize(request, &out));
   out.spec.sampling = request.sampling;
   out.spec.top_logprobs = request.top_logprobs;
+  VALET_RETURN_IF_ERROR(engine_.CheckConstraint(request.constraint));
+  out.spec.constraint = request.constraint;
   out.request = std::move(request);
   VALET_RETURN_IF_ERROR(FitContext(&out));
   out.stop.eos_token_ids = eog_tokens_;

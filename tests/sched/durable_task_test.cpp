@@ -24,7 +24,7 @@ namespace {
 namespace fs = std::filesystem;
 
 class DurableTaskTest : public ::testing::TestWithParam<const char*> {
- protected:
+ public:
   void SetUp() override {
     model_ = std::string(VALET_SHARED_DIR) + "/models/" + GetParam();
     if (!fs::exists(model_)) GTEST_SKIP() << "needs " << model_ << " (../shared)";
@@ -89,13 +89,15 @@ std::vector<int32_t> RunUntilTokens(SchedulerCore& core, TaskRequest request, si
   return tokens;
 }
 
-TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
+// Runs `request` alone, then killed after 1, 9 and all but one of its tokens
+// and recovered: each recovery must finish with the uninterrupted tokens.
+void ExpectKillsResumeExactly(DurableTaskTest& t, const TaskRequest& request) {
   std::vector<int32_t> reference;
   {
-    std::unique_ptr<RealEngine> engine = OpenEngine();
+    std::unique_ptr<RealEngine> engine = t.OpenEngine();
     ASSERT_TRUE(engine);
-    SchedulerCore core(*engine, Options());
-    reference = RunUntilTokens(core, Request(), 1000);
+    SchedulerCore core(*engine, t.Options());
+    reference = RunUntilTokens(core, request, 1000);
     ASSERT_FALSE(core.HasRunnableWork());
     ASSERT_GT(reference.size(), 20u);
     // Ended, it waits for the app: found as DONE, then acknowledged.
@@ -113,14 +115,14 @@ TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
     SCOPED_TRACE("killed after " + std::to_string(kill_after) + " tokens");
     std::vector<int32_t> before;
     {
-      std::unique_ptr<RealEngine> engine = OpenEngine();
-      SchedulerCore core(*engine, Options());
-      before = RunUntilTokens(core, Request(), kill_after);
+      std::unique_ptr<RealEngine> engine = t.OpenEngine();
+      SchedulerCore core(*engine, t.Options());
+      before = RunUntilTokens(core, request, kill_after);
       ASSERT_EQ(before.size(), kill_after);
       // Scheduler and engine go without finishing anything, as a killed process does.
     }
-    std::unique_ptr<RealEngine> engine = OpenEngine();
-    SchedulerCore core(*engine, Options());
+    std::unique_ptr<RealEngine> engine = t.OpenEngine();
+    SchedulerCore core(*engine, t.Options());
     std::vector<int32_t> after;
     TaskResult result;
     Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask& t) {
@@ -143,6 +145,19 @@ TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
     EXPECT_EQ(result.durable_key, "story-1");
     EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kOk);
   }
+}
+
+TEST_P(DurableTaskTest, AKilledTaskFinishesWithTheTokensOfAnUninterruptedRun) {
+  ExpectKillsResumeExactly(*this, Request());
+}
+
+// The constraint is journaled with the task and its matcher replayed from the
+// journaled tokens: the recovered task goes on under it, token for token.
+TEST_P(DurableTaskTest, AKilledConstrainedTaskResumesUnderItsConstraint) {
+  TaskRequest r = Request();
+  r.constraint = {ConstraintKind::kRegex, R"(\{"note":"[a-z ]{30,60}","n":[0-9]{1,4}\})"};
+  r.max_tokens = 200;
+  ExpectKillsResumeExactly(*this, r);
 }
 
 // Restarted on a low battery, a recovered durable indexing task waits (the

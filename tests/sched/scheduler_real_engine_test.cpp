@@ -1,7 +1,8 @@
 // The scheduler on the real engine: a task's output with forced preemptions
 // of every park kind is identical to its output run alone. On stories260K
 // (a raw prompt), and as a chat on a synthesized Gemma 3 with its real
-// vocabulary and template (windowed layers: the chat runs past the window).
+// vocabulary and template (windowed layers: the chat runs past the window),
+// free and under a JSON Schema (the matcher parks with the sequence).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -15,7 +16,7 @@ namespace valet {
 using namespace valet::testing;
 namespace {
 
-enum class Model { kStories, kGemma3Chat };
+enum class Model { kStories, kGemma3Chat, kGemma3Json };
 
 struct Output {
   std::vector<int32_t> tokens;
@@ -38,12 +39,17 @@ TaskRequest Request(Model model, Tier tier, const std::string& prompt, int32_t m
   TaskRequest r;
   r.tier = tier;
   r.system_prompt = "Once upon a time there was a little girl named Lily.";
-  if (model == Model::kGemma3Chat) {
+  if (model != Model::kStories) {
     r.messages = {{"user", prompt}};
   } else {
     r.prompt = prompt;
   }
   r.max_tokens = max_tokens;
+  if (model == Model::kGemma3Json && tier != Tier::kForegroundChat) {
+    r.constraint = {ConstraintKind::kJsonSchema, R"({"type":"object","properties":{
+        "title":{"type":"string","minLength":40,"maxLength":80},"year":{"type":"integer"}},
+        "required":["title","year"],"additionalProperties":false})"};
+  }
   r.sampling.temperature = 0.8f;  // seeded sampling: the sampler state must survive parking too
   r.sampling.seed = 42;
   r.callbacks.on_token = [&out](TaskId id, int32_t token, std::string_view) { out[id].tokens.push_back(token); };
@@ -60,7 +66,7 @@ class RealEngineParkTest : public ::testing::TestWithParam<std::tuple<Model, Par
     dir_ = ::testing::TempDir() + "/valet_sched_real_" + std::to_string(static_cast<int>(model())) + "_" +
            std::to_string(static_cast<int>(policy()));
     std::filesystem::create_directories(dir_);
-    if (model() == Model::kGemma3Chat) {
+    if (model() != Model::kStories) {
       model_path_ = dir_ + "/gemma3.gguf";
       SynthModelOptions o;
       o.arch = "gemma3";
@@ -121,9 +127,39 @@ TEST_P(RealEngineParkTest, OutputWithPreemptionsEqualsOutputAlone) {
   EXPECT_EQ(core.recorder().Stats().failed, 0);
 }
 
+// A constraint is compiled at submission: one that does not compile is
+// refused there, naming what is wrong, and nothing is queued.
+TEST(RealEngineConstraintTest, ABadConstraintIsRefusedAtSubmission) {
+  const std::string model = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "needs " << model << " (../shared)";
+  const std::string dir = ::testing::TempDir() + "/valet_sched_constraint";
+  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model, dir);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  SchedulerCore core(**engine, {});
+  struct Bad {
+    Constraint constraint;
+    const char* error;
+  };
+  for (const Bad& b : {Bad{{ConstraintKind::kJsonSchema, R"({"type":"integer","multipleOf":2})"}, "'multipleOf'"},
+                       Bad{{ConstraintKind::kJsonSchema, "{\"type\":"}, "json schema:"},
+                       Bad{{ConstraintKind::kGrammar, "root ::= nope"}, "undefined rule 'nope'"},
+                       Bad{{ConstraintKind::kRegex, "(?=a)"}, "lookaround"},
+                       Bad{{ConstraintKind::kJsonObject, "", 99}, "max_whitespace"}}) {
+    TaskRequest r;
+    r.prompt = "Once";
+    r.constraint = b.constraint;
+    Result<TaskId> id = core.Submit(std::move(r));
+    ASSERT_FALSE(id.ok()) << b.error;
+    EXPECT_NE(id.status().message().find(b.error), std::string::npos) << id.status().message();
+  }
+  EXPECT_FALSE(core.HasRunnableWork());
+  std::filesystem::remove_all(dir);
+}
+
 std::string ParamName(const ::testing::TestParamInfo<std::tuple<Model, ParkPolicy>>& info) {
   constexpr const char* kPolicies[] = {"auto", "resident", "ram", "disk", "partial", "full"};
-  const char* model = std::get<0>(info.param) == Model::kStories ? "stories" : "gemma3_chat";
+  constexpr const char* kModels[] = {"stories", "gemma3_chat", "gemma3_json"};
+  const char* model = kModels[static_cast<int>(std::get<0>(info.param))];
   return std::string(model) + "_" + kPolicies[static_cast<int>(std::get<1>(info.param))];
 }
 
@@ -132,6 +168,14 @@ INSTANTIATE_TEST_SUITE_P(AllKinds, RealEngineParkTest,
                                             ::testing::Values(ParkPolicy::kForceResident, ParkPolicy::kForceSnapshotRam,
                                                               ParkPolicy::kForceSnapshotDisk,
                                                               ParkPolicy::kForcePartial, ParkPolicy::kForceFull)),
+                         ParamName);
+
+// Masks over Gemma 3's 262k vocabulary cost milliseconds in a new string
+// context, so the constrained chat runs under the two parks that differ most
+// (everything kept on disk, everything dropped and recomputed).
+INSTANTIATE_TEST_SUITE_P(Constrained, RealEngineParkTest,
+                         ::testing::Combine(::testing::Values(Model::kGemma3Json),
+                                            ::testing::Values(ParkPolicy::kForceSnapshotDisk, ParkPolicy::kForceFull)),
                          ParamName);
 
 }  // namespace

@@ -121,6 +121,7 @@ TaskRequest FullRequest() {
   r.sampling.seed = 0xfedcba9876543210ULL;
   r.top_logprobs = 5;
   r.stop = {"\n\n", "", "stop\0here"s};
+  r.constraint = {ConstraintKind::kJsonSchema, R"({"type":"object"})", 3};
   r.callbacks.on_token = [](TaskId, int32_t, std::string_view) {};
   return r;
 }
@@ -149,6 +150,7 @@ void ExpectSameRequest(const TaskRequest& a, const TaskRequest& b) {
   EXPECT_EQ(a.sampling.seed, b.sampling.seed);
   EXPECT_EQ(a.top_logprobs, b.top_logprobs);
   EXPECT_EQ(a.stop, b.stop);
+  EXPECT_EQ(a.constraint, b.constraint);
 }
 
 RngState FakeRng(uint64_t i) { return RngState{{i + 1, i * 3, ~i, 0x1234}}; }
@@ -403,12 +405,12 @@ TEST_F(TaskJournalTest, AnotherModelVersionOrFormatIsRefusedByName) {
 
   const std::vector<uint8_t> good = ReadBytes(path);
   std::vector<uint8_t> bytes = good;
-  bytes[8] = 3;  // format version 3
+  bytes[8] = 2;  // format version 2: before constraints were journaled
   WriteBytes(path, bytes);
   c = ReadJournal(path, identity_);
   ASSERT_FALSE(c.ok());
   EXPECT_EQ(c.status().code(), StatusCode::kUnsupported);
-  EXPECT_NE(c.status().message().find("format version 3"), std::string::npos)
+  EXPECT_NE(c.status().message().find("format version 2"), std::string::npos)
       << c.status().message();
 
   bytes = good;

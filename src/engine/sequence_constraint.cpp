@@ -1,0 +1,47 @@
+#include "engine/sequence_constraint.h"
+
+#include <algorithm>
+
+namespace valet {
+
+Result<std::shared_ptr<const CompiledGrammar>> ConstraintCompiler::Compile(
+    const Constraint& constraint) const {
+  if (!constraint.active()) return InvalidArgument("no constraint to compile");
+  std::call_once(trie_once_, [&] {
+    Result<std::shared_ptr<const TokenTrie>> trie = TokenTrie::FromTokenizer(tokenizer_);
+    if (trie.ok())
+      trie_ = std::move(trie).value();
+    else
+      trie_status_ = trie.status();
+  });
+  VALET_RETURN_IF_ERROR(trie_status_);
+  return cache_.Get(constraint, trie_);
+}
+
+Result<SequenceConstraint> SequenceConstraint::Create(
+    std::shared_ptr<const CompiledGrammar> compiled, std::span<const int32_t> replay) {
+  VALET_ASSIGN_OR_RETURN(GrammarMatcher matcher, GrammarMatcher::Create(std::move(compiled)));
+  for (size_t i = 0; i < replay.size(); ++i) {
+    if (Status s = matcher.AcceptToken(replay[i]); !s.ok()) {
+      return Corrupt("generated token " + std::to_string(i) + " (" + std::to_string(replay[i]) +
+                     ") does not follow the task's constraint: " + s.message());
+    }
+  }
+  return SequenceConstraint(std::move(matcher));
+}
+
+Status SequenceConstraint::PrepareMask() {
+  VALET_RETURN_IF_ERROR(masker_.Compute(matcher_, mask_));
+  if (mask_.Count() == 0)
+    return InvalidArgument("the constraint admits no token here (no token of the vocabulary fits)");
+  return Status::Ok();
+}
+
+std::span<const float> SequenceConstraint::Apply(std::span<const float> logits) {
+  masked_.assign(logits.begin(), logits.end());
+  // Cannot fail: PrepareMask made a mask of the vocabulary's size that allows a token.
+  (void)ApplyTokenMask(mask_, masked_);
+  return masked_;
+}
+
+}  // namespace valet
