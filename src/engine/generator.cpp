@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "engine/sequence_constraint.h"
+#include "constrain/sequence_constraint.h"
 
 namespace valet {
 namespace {
@@ -46,7 +46,7 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
 
   std::optional<SequenceConstraint> constraint;
   if (options.constraint.active()) {
-    ConstraintCompiler compiler(engine.tokenizer(), 1);
+    ConstraintCompiler compiler([&engine] { return TokenTrie::FromTokenizer(engine.tokenizer()); }, 1);
     VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, compiler.Compile(options.constraint));
     VALET_ASSIGN_OR_RETURN(constraint, SequenceConstraint::Create(std::move(compiled)));
   }

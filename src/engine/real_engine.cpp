@@ -50,7 +50,8 @@ Result<std::unique_ptr<RealEngine>> RealEngine::Open(const RealEngineOptions& op
   std::unique_ptr<RealEngine> e(new RealEngine());
   e->options_ = options;
   VALET_ASSIGN_OR_RETURN(e->engine_, Engine::Open(options.engine));
-  e->constraints_ = std::make_unique<ConstraintCompiler>(e->engine_->tokenizer());
+  e->constraints_ = std::make_unique<ConstraintCompiler>(
+      [&tokenizer = e->engine_->tokenizer()] { return TokenTrie::FromTokenizer(tokenizer); });
   auto t0 = Clock::now();
   VALET_ASSIGN_OR_RETURN(e->store_, SnapshotStore::Create(options.store));
   e->cache_ = std::make_unique<PrefixCache>(e->engine_->kv_pool());

@@ -23,7 +23,7 @@
 #include "engine/engine.h"
 #include "engine/engine_interface.h"
 #include "engine/park_advisor.h"
-#include "engine/sequence_constraint.h"
+#include "constrain/sequence_constraint.h"
 #include "kv/prefix_cache.h"
 #include "kv/snapshot_store.h"
 

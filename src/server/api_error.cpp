@@ -53,6 +53,9 @@ ApiError ErrorFromStatus(const Status& status) {
     case StatusCode::kInvalidArgument:
       e.code = "invalid_value";
       return e;
+    case StatusCode::kUnsupported:  // well-formed, and not something valet does (a schema keyword)
+      e.code = "unsupported_value";
+      return e;
     case StatusCode::kOutOfRange:
       e.code = "context_length_exceeded";
       return e;

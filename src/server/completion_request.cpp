@@ -9,6 +9,7 @@
 #include "durable/task_journal.h"
 #include "server/client_json.h"
 #include "server/client_text.h"
+#include "server/response_format.h"
 #include "server/unsupported_fields.h"
 
 namespace valet {
@@ -370,6 +371,7 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
   if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
   if (auto e = ReadDurable(body, &r)) return *e;
+  if (auto e = ReadResponseFormat(body, body_text, &r.task.constraint)) return *e;
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

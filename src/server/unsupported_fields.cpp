@@ -23,11 +23,6 @@ bool EmptyOrNull(const json& v) { return v.is_null() || ((v.is_array() || v.is_o
 bool IsOne(const json& v) { return v.is_null() || (v.is_number_integer() && v.get<int64_t>() == 1); }
 bool IsFalse(const json& v) { return v.is_null() || (v.is_boolean() && !v.get<bool>()); }
 bool NoneOrAuto(const json& v) { return v.is_null() || v == "none" || v == "auto"; }
-bool TextFormat(const json& v) {
-  if (v.is_null()) return true;
-  auto type = v.is_object() ? v.find("type") : v.end();
-  return v.is_object() && v.size() == 1 && type != v.end() && *type == "text";
-}
 bool TextModality(const json& v) { return v.is_null() || (v.is_array() && v.size() == 1 && v[0] == "text"); }
 
 constexpr Rule kRules[] = {
@@ -35,8 +30,6 @@ constexpr Rule kRules[] = {
     {"tool_choice", true, false, Kind::kValue, NoneOrAuto, "valet does not call tools"},
     {"functions", true, false, Kind::kParameter, EmptyOrNull, "valet does not call functions"},
     {"function_call", true, false, Kind::kValue, NoneOrAuto, "valet does not call functions"},
-    {"response_format", true, false, Kind::kValue, TextFormat,
-     "valet only writes free text (response_format {\"type\": \"text\"})"},
     {"logit_bias", true, true, Kind::kParameter, EmptyOrNull, "valet does not bias logits"},
     {"n", true, true, Kind::kValue, IsOne, "valet generates one choice per request"},
     // Not a chat field at OpenAI; refused there too rather than read and ignored.

@@ -21,7 +21,29 @@ constexpr int32_t kByteBase = 3;
 
 }  // namespace
 
-FakeEngine::FakeEngine(FakeEngineOptions options) : options_(options) {}
+FakeEngine::FakeEngine(FakeEngineOptions options)
+    : options_(options), constraints_(std::make_unique<ConstraintCompiler>([] {
+        // Its vocabulary as the constraint engine sees it: bytes, BOS and EOS.
+        std::vector<std::string> texts(static_cast<size_t>(kVocab));
+        std::vector<TokenClass> classes(static_cast<size_t>(kVocab), TokenClass::kText);
+        classes[0] = classes[kBos] = TokenClass::kSpecial;
+        classes[kEos] = TokenClass::kEog;
+        for (int32_t b = 0; b < 256; ++b) texts[static_cast<size_t>(kByteBase + b)] = std::string(1, static_cast<char>(b));
+        return TokenTrie::Build(std::move(texts), std::move(classes));
+      })) {}
+
+Status FakeEngine::CheckConstraint(const Constraint& constraint) const {
+  if (!constraint.active()) return Status::Ok();
+  return constraints_->Compile(constraint).status();
+}
+
+int32_t FakeEngine::Constrained(const SequenceConstraint& c, int32_t token) {
+  for (int32_t i = 0; i < kVocab; ++i) {
+    const int32_t t = (token + i) % kVocab;
+    if (c.Allows(t)) return t;
+  }
+  return token;  // PrepareMask refused a mask that allows nothing
+}
 
 std::vector<int32_t> FakeEngine::Tokenize(std::string_view text, const TokenizeOptions& options) const {
   std::vector<int32_t> out;
@@ -133,6 +155,10 @@ Result<SequenceId> FakeEngine::OpenSequence(const SequenceSpec& spec) {
     s.prefix = p.get();
     if (p->computed) s.n_shared = s.n_cached = static_cast<int32_t>(p->tokens.size());
   }
+  if (spec.constraint.active()) {
+    VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, constraints_->Compile(spec.constraint));
+    VALET_ASSIGN_OR_RETURN(s.constraint, SequenceConstraint::Create(std::move(compiled), spec.resume_generated));
+  }
   const SequenceId id = next_seq_++;
   seqs_.emplace(id, std::move(s));
   return id;
@@ -218,6 +244,10 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     checked = CheckStep(items);
   }
   VALET_RETURN_IF_ERROR(checked);
+  for (const StepItem& item : items) {  // before anything changes, as the real engine
+    Seq& s = seqs_.at(item.seq);
+    if (item.sample && s.constraint) VALET_RETURN_IF_ERROR(s.constraint->PrepareMask());
+  }
   threads_log_.push_back(threads_);
   StepResult result;
   int64_t prefill_tokens = 0;
@@ -240,12 +270,19 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     result.tokens_computed += item.recompute + static_cast<int32_t>(item.tokens.size());
     if (!item.sample) continue;
     StepOutput out{item.seq, SampleAfter(s.history, s.seed), std::nullopt};
+    if (s.constraint) {
+      out.token = Constrained(*s.constraint, out.token);
+      (void)s.constraint->Accept(out.token);
+    }
     // The fake draws nothing from an RNG (its token is a hash of the
     // history), but a durable task's journal wants a sampler's state, never
     // all zero: one that names where the sequence is.
     out.rng_state = {Mix(s.seed), static_cast<uint64_t>(s.history.size()), 0, 1};
     if (s.top_logprobs >= 0) {
-      out.logprobs = ComputeLogprobs(LogitsAfter(s.history, s.seed, out.token), out.token, s.top_logprobs);
+      std::vector<float> logits = LogitsAfter(s.history, s.seed, out.token);
+      // Accepted already, so the mask is the one this token was drawn under.
+      const std::span<const float> drawn = s.constraint ? s.constraint->Apply(logits) : std::span<const float>(logits);
+      out.logprobs = ComputeLogprobs(drawn, out.token, s.top_logprobs);
     }
     result.outputs.push_back(std::move(out));
   }

@@ -8,7 +8,8 @@
 // Tokenizer: BOS = 1, EOS = 2, byte b = token b + 3, and the i-th of
 // FakeEngineOptions::special_tokens = kVocab + i (the longest text at each
 // position, unless it overlaps a TokenizeOptions::literal range). Sampled tokens are printable ASCII bytes (and
-// EOS, when eos_one_in > 0).
+// EOS, when eos_one_in > 0). Under a constraint (SequenceSpec::constraint) the
+// hashed token stands if the constraint allows it, else the next allowed id.
 #pragma once
 
 #include <atomic>
@@ -17,11 +18,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "constrain/sequence_constraint.h"
 #include "engine/engine_interface.h"
 
 namespace valet::testing {
@@ -67,6 +70,7 @@ class FakeEngine : public EngineInterface {
   using EngineInterface::Tokenize;
   std::vector<int32_t> Tokenize(std::string_view text, const TokenizeOptions& options) const override;
   std::string TokenPiece(int32_t token) const override;
+  Status CheckConstraint(const Constraint& constraint) const override;
   ChatFormat chat_format() const override;
   int32_t eos_token() const override { return kEos; }
   int32_t context_length() const override { return options_.context_length; }
@@ -139,6 +143,7 @@ class FakeEngine : public EngineInterface {
     bool parked = false;
     ParkKind park_kind = ParkKind::kResident;
     size_t snapshot_bytes = 0;
+    std::optional<SequenceConstraint> constraint;
   };
 
   // The special token whose text starts at text[pos] (the longest), or -1.
@@ -151,7 +156,11 @@ class FakeEngine : public EngineInterface {
   void Publish(Seq& s);
   void DropPrefixRef(Seq& s);
 
+  // The constrained pick: `token` if allowed, else the next allowed id.
+  static int32_t Constrained(const SequenceConstraint& c, int32_t token);
+
   FakeEngineOptions options_;
+  std::unique_ptr<ConstraintCompiler> constraints_;
   VirtualClock clock_;
   std::function<Status(std::span<const StepItem>)> step_hook_;
   std::map<std::vector<int32_t>, std::unique_ptr<Prefix>> prefixes_;

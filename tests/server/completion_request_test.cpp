@@ -224,7 +224,6 @@ TEST_F(CompletionRequestTest, FieldsValetCannotHonourAre400) {
       {Endpoint::kChatCompletions, "tool_choice", "required", "unsupported_value"},
       {Endpoint::kChatCompletions, "functions", json::array({{{"name", "f"}}}), "unsupported_parameter"},
       {Endpoint::kChatCompletions, "function_call", {{"name", "f"}}, "unsupported_value"},
-      {Endpoint::kChatCompletions, "response_format", {{"type", "json_object"}}, "unsupported_value"},
       {Endpoint::kChatCompletions, "logit_bias", {{"5", 1}}, "unsupported_parameter"},
       {Endpoint::kChatCompletions, "n", 2, "unsupported_value"},
       {Endpoint::kChatCompletions, "audio", {{"voice", "alloy"}}, "unsupported_parameter"},
@@ -256,12 +255,56 @@ TEST_F(CompletionRequestTest, FieldsValetCannotHonourAre400) {
   EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat_harmless).task.messages.size(), 1u);
 }
 
+// response_format and llama-server's grammar become the task's constraint;
+// a schema keeps the order the request lists its properties in.
+TEST_F(CompletionRequestTest, ResponseFormatBecomesTheConstraint) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"x"}])";
+  auto parse = [&](const std::string& rest) {
+    return ParseCompletionRequest(Endpoint::kChatCompletions, "{" + msgs + "," + rest + "}", "", defaults_);
+  };
+  auto constraint = [&](const std::string& rest) {
+    ParsedCompletion p = parse(rest);
+    if (const ApiError* e = std::get_if<ApiError>(&p)) ADD_FAILURE() << rest << ": " << e->message;
+    return std::holds_alternative<CompletionRequest>(p) ? std::get<CompletionRequest>(p).task.constraint : Constraint{};
+  };
+  EXPECT_FALSE(constraint(R"("response_format":{"type":"text"})").active());
+  EXPECT_EQ(constraint(R"("response_format":{"type":"json_object"})"), (Constraint{ConstraintKind::kJsonObject, ""}));
+  EXPECT_EQ(constraint(R"("response_format":{"type":"json_schema","json_schema":{"name":"card","strict":true,
+            "schema":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}})"),
+            (Constraint{ConstraintKind::kJsonSchema,
+                        R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})"}));
+  EXPECT_EQ(constraint(R"("response_format":{"type":"json_object","schema":{"type":"array"}})"),
+            (Constraint{ConstraintKind::kJsonSchema, R"({"type":"array"})"}));
+  EXPECT_EQ(constraint(R"("grammar":"root ::= \"a\"")"), (Constraint{ConstraintKind::kGrammar, R"(root ::= "a")"}));
+  struct Bad {
+    const char* rest;
+    const char* param;
+  };
+  for (const Bad& b : {Bad{R"("response_format":"json")", "response_format"},
+                       Bad{R"("response_format":{"type":"xml"})", "response_format.type"},
+                       Bad{R"("response_format":{})", "response_format.type"},
+                       Bad{R"("response_format":{"type":"json_schema"})", "response_format.json_schema"},
+                       Bad{R"("response_format":{"type":"json_schema","json_schema":{"name":"n"}})",
+                           "response_format.json_schema.schema"},
+                       Bad{R"("response_format":{"type":"json_schema","json_schema":{"schema":{},"strict":1}})",
+                           "response_format.json_schema.strict"},
+                       Bad{R"("grammar":7)", "grammar"},
+                       Bad{R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})", "grammar"}}) {
+    ParsedCompletion p = parse(b.rest);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << b.rest;
+    EXPECT_EQ(std::get<ApiError>(p).param, b.param) << b.rest;
+    EXPECT_EQ(std::get<ApiError>(p).http_status, 400);
+  }
+}
+
 TEST(ApiErrorTest, StatusMapping) {
   EXPECT_EQ(ErrorFromStatus(InvalidArgument("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(OutOfRange("x")).code, "context_length_exceeded");
   EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).http_status, 400);
   EXPECT_EQ(ErrorFromStatus(ResourceExhausted("x")).code, "context_length_exceeded");
   EXPECT_EQ(ErrorFromStatus(Internal("x")).http_status, 500);
+  EXPECT_EQ(ErrorFromStatus(Unsupported("x")).http_status, 400);
+  EXPECT_EQ(ErrorFromStatus(Unsupported("x")).code, "unsupported_value");
   const json body = json::parse(BadRequest("bad \xff", "p", "invalid_value").ToJson());
   EXPECT_EQ(body["error"]["param"], "p");
   EXPECT_EQ(body["error"]["code"], "invalid_value");

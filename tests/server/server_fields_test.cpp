@@ -159,6 +159,19 @@ void AnotherAnswer(const Observed& base, const Observed& with) {
   EXPECT_NE(with.text, base.text);
 }
 
+// The field reaches the engine as the sequence's constraint, and the answer
+// follows it (the fake engine picks the allowed token nearest its own).
+Check Constrained(ConstraintKind kind, std::function<void(const std::string& text)> follows) {
+  return [kind, follows](const Observed& base, const Observed& with) {
+    ASSERT_EQ(with.status, 200) << with.body.dump();
+    ASSERT_EQ(base.specs.size(), 1u);
+    ASSERT_EQ(with.specs.size(), 1u);
+    EXPECT_FALSE(base.specs[0].constraint.active());
+    EXPECT_EQ(with.specs[0].constraint.kind, kind);
+    follows(with.text);
+  };
+}
+
 const json kTool = {{"type", "function"}, {"function", {{"name", "f"}}}};
 
 const std::vector<Field>& AllFields() {
@@ -230,7 +243,17 @@ const std::vector<Field>& AllFields() {
       {"tool_choice", kChat, Is("required"), {}, Refused("tool_choice")},
       {"functions", kChat, Is(json::array({{{"name", "f"}}})), {}, Refused("functions")},
       {"function_call", kChat, Is({{"name", "f"}}), {}, Refused("function_call")},
-      {"response_format", kChat, Is({{"type", "json_object"}}), {}, Refused("response_format")},
+      {"response_format", kBoth, Is({{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {
+           {"type", "object"}, {"properties", {{"z", {{"const", 1}}}, {"a", {{"const", true}}}}},
+           {"required", {"z", "a"}}, {"additionalProperties", false}}}}}}),
+       {{"max_tokens", 40}},
+       Constrained(ConstraintKind::kJsonSchema, [](const std::string& text) {
+         // nlohmann::json sends the keys sorted; completion_request_test checks the order is the request's.
+         EXPECT_EQ(text, R"({"a":true,"z":1})");
+       })},
+      {"grammar", kBoth, Is("root ::= \"yes\" | \"no\""), {{"max_tokens", 40}},
+       Constrained(ConstraintKind::kGrammar,
+                   [](const std::string& text) { EXPECT_TRUE(text == "yes" || text == "no") << text; })},
       {"audio", kChat, Is({{"voice", "alloy"}}), {}, Refused("audio")},
       {"modalities", kChat, Is(json::array({"text", "audio"})), {}, Refused("modalities")},
       {"prediction", kChat, Is({{"type", "content"}, {"content", "x"}}), {}, Refused("prediction")},
@@ -345,6 +368,7 @@ class ServerFieldsTest : public ServerFixture {
 TEST_F(ServerFieldsTest, EveryAcceptedFieldHasItsEffectOrIsRefused) {
   std::set<std::string> named = FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/completion_request.cpp");
   named.merge(FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/unsupported_fields.cpp"));
+  named.merge(FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/response_format.cpp"));
   std::set<std::string> listed;
   for (const Field& f : AllFields()) listed.insert(f.name);
   for (const std::string& f : named) EXPECT_TRUE(listed.count(f)) << f << " is read but not in AllFields()";

@@ -1,9 +1,10 @@
-// Output constraints (valet/constraint.h) on the engine's sequences: the
+// Output constraints (valet/constraint.h) on an engine's sequences: the
 // vocabulary's token trie and the compiled constraints, shared by every
 // sequence of an engine, and each sequence's matcher and mask.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -12,7 +13,6 @@
 #include "constrain/grammar_cache.h"
 #include "constrain/grammar_matcher.h"
 #include "constrain/token_mask.h"
-#include "tokenizer/tokenizer.h"
 #include "valet/constraint.h"
 #include "valet/status.h"
 
@@ -23,13 +23,14 @@ namespace valet {
 // load, so an app that never constrains never pays for it.
 class ConstraintCompiler {
  public:
-  explicit ConstraintCompiler(const Tokenizer& tokenizer, size_t cached_constraints = 32)
-      : tokenizer_(tokenizer), cache_(cached_constraints) {}
+  using TrieFactory = std::function<Result<std::shared_ptr<const TokenTrie>>()>;
+  explicit ConstraintCompiler(TrieFactory make_trie, size_t cached_constraints = 32)
+      : make_trie_(std::move(make_trie)), cache_(cached_constraints) {}
 
   Result<std::shared_ptr<const CompiledGrammar>> Compile(const Constraint& constraint) const;
 
  private:
-  const Tokenizer& tokenizer_;
+  const TrieFactory make_trie_;
   mutable std::once_flag trie_once_;
   mutable std::shared_ptr<const TokenTrie> trie_;
   mutable Status trie_status_;
@@ -51,6 +52,8 @@ class SequenceConstraint {
   // The logits with every refused token at -inf (a copy; PrepareMask first).
   std::span<const float> Apply(std::span<const float> logits);
   Status Accept(int32_t token) { return matcher_.AcceptToken(token); }
+  // Whether the mask PrepareMask made allows `token`.
+  bool Allows(int32_t token) const { return token >= 0 && token < mask_.size() && mask_.Allowed(token); }
   const GrammarMatcher& matcher() const { return matcher_; }
 
  private:

@@ -1,4 +1,4 @@
-#include "engine/sequence_constraint.h"
+#include "constrain/sequence_constraint.h"
 
 #include <algorithm>
 
@@ -8,7 +8,7 @@ Result<std::shared_ptr<const CompiledGrammar>> ConstraintCompiler::Compile(
     const Constraint& constraint) const {
   if (!constraint.active()) return InvalidArgument("no constraint to compile");
   std::call_once(trie_once_, [&] {
-    Result<std::shared_ptr<const TokenTrie>> trie = TokenTrie::FromTokenizer(tokenizer_);
+    Result<std::shared_ptr<const TokenTrie>> trie = make_trie_();
     if (trie.ok())
       trie_ = std::move(trie).value();
     else
