@@ -7,13 +7,14 @@
 
 #include <algorithm>
 #include <ctime>
-#include <vector>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "constrain/gbnf_parser.h"
+#include "constrain/position_masks.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 #include "gguf/gguf_file.h"
@@ -57,6 +58,7 @@ std::shared_ptr<const CompiledGrammar> CompileJson(std::shared_ptr<const TokenTr
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->grammar = std::make_shared<const Grammar>(ParseGbnf(test::kJsonGbnf).value());
   compiled->trie = std::move(trie);
+  PrecomputePositionMasks(*compiled);
   return compiled;
 }
 

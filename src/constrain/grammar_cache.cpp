@@ -1,5 +1,7 @@
 #include "constrain/grammar_cache.h"
 
+#include "constrain/position_masks.h"
+
 namespace valet {
 
 Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::GetGbnf(std::string_view text,
@@ -23,6 +25,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::GetGbnf(std::string
   compiled->limits = matcher_limits_;
   // The start state must fit the limits, or every matcher would fail to start.
   VALET_RETURN_IF_ERROR(GrammarMatcher::Create(compiled).status());
+  // Once per (grammar, vocabulary), bounded by PositionMaskLimits.
+  PrecomputePositionMasks(*compiled);
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);
