@@ -158,6 +158,16 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
   entry.peak_expansions = stepper_.peak_expansions();
   entry.peak_stacks = stepper_.peak_stacks();
   entry.peak_depth = stepper_.peak_depth();
+  size_t dependent_tokens = 0;
+  for (uint32_t node : entry.dependent) dependent_tokens += trie_.subtree_tokens(node).size();
+  if (dependent_tokens > words_.size()) {
+    entry.dependent_words.assign(words_.size(), 0);
+    for (uint32_t node : entry.dependent) {
+      for (int32_t t : trie_.subtree_tokens(node)) {
+        entry.dependent_words[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+      }
+    }
+  }
   if (accepted_ * 32 < words_.size() * 64) {
     for (size_t w = 0; w < words_.size(); ++w) {
       for (uint64_t word = words_[w]; word != 0; word &= word - 1) {
@@ -175,7 +185,7 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
 size_t PositionMask::memory_bytes() const {
   return sizeof(PositionMask) + chain.size() * sizeof(uint32_t) +
          accepted_words.size() * sizeof(uint64_t) + accepted_ids.size() * sizeof(int32_t) +
-         dependent.size() * sizeof(uint32_t);
+         dependent.size() * sizeof(uint32_t) + dependent_words.size() * sizeof(uint64_t);
 }
 
 std::shared_ptr<const PositionMasks> PositionMasks::Build(const Grammar& g, const TokenTrie& trie,

@@ -53,6 +53,9 @@ struct PositionMask {
   // Context-dependent tokens: trie nodes, in preorder, each standing for its
   // whole subtree (a path escaped at its byte).
   std::vector<uint32_t> dependent;
+  // Their tokens as a bitset when there are many (clearing them word by word
+  // beats visiting each), else empty.
+  std::vector<uint64_t> dependent_words;
 
   size_t memory_bytes() const;
 };

@@ -193,15 +193,24 @@ bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) 
     dependent_.swap(merged_);
   }
   if (dependent_.empty()) return true;
-  // A subtree inside another is checked with it. Another stack may have
-  // accepted these tokens, but only the real stacks decide them.
+  // Another stack may have accepted these tokens, but only the real stacks
+  // decide them.
+  for (const PositionMask* entry : used_) {
+    if (!entry->dependent_words.empty()) {
+      mask.DisallowAll(entry->dependent_words);
+      continue;
+    }
+    for (uint32_t node : entry->dependent) {
+      for (int32_t t : trie.subtree_tokens(node)) mask.Disallow(t);
+    }
+  }
+  // A subtree inside another is walked with it.
   size_t kept = 0;
   uint32_t covered_end = 0;
   for (uint32_t node : dependent_) {
     if (node < covered_end) continue;
     dependent_[kept++] = node;
     covered_end = trie.nodes()[node].subtree_end;
-    for (int32_t t : trie.subtree_tokens(node)) mask.Disallow(t);
   }
   dependent_.resize(kept);
   stepper_.Reset(*compiled.grammar, compiled.limits, matcher.frames(), matcher.stacks());

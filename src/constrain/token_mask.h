@@ -28,6 +28,10 @@ class TokenMask {
   }
   void Allow(int32_t id) { words_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
   void Disallow(int32_t id) { words_[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63)); }
+  // Refuses every token set in `words` (this mask's layout).
+  void DisallowAll(std::span<const uint64_t> words) {
+    for (size_t w = 0; w < words.size() && w < words_.size(); ++w) words_[w] &= ~words[w];
+  }
   // Allows every token set in `words` (this mask's layout).
   void AllowAll(std::span<const uint64_t> words) {
     for (size_t w = 0; w < words.size() && w < words_.size(); ++w) words_[w] |= words[w];
