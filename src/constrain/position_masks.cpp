@@ -86,18 +86,31 @@ bool ForcedChain(const RuleGraph& rg, uint32_t pos, PositionMask& out) {
   return true;
 }
 
+// Takes n units of work from the budget; false (budget spent) when short.
+bool Charge(uint64_t& budget, uint64_t n) {
+  if (budget < n) {
+    budget = 0;
+    return false;
+  }
+  budget -= n;
+  return true;
+}
+
 class EntryBuilder {
  public:
   EntryBuilder(const Grammar& g, const TokenTrie& trie, const MatcherLimits& limits)
       : g_(g), trie_(trie), limits_(limits) {}
 
   // Runs every text token from `pos` over its forced chain (and an escape
-  // frame below it unless rooted). False when a limit was met on the way or
-  // `steps` ran out: the entry would then not hold in every context.
-  bool Run(uint32_t pos, PositionMask& entry, uint64_t& steps);
+  // frame below it unless rooted). False when a matcher limit was met on the
+  // way (the entry would not hold in every context) or the budget ran out.
+  bool Run(uint32_t pos, PositionMask& entry, uint64_t& budget);
 
  private:
-  void AcceptTokens(std::span<const int32_t> tokens);
+  void Start(uint32_t pos, const PositionMask& entry);
+  bool Scan(PositionMask& entry, uint64_t& budget);
+  bool Store(PositionMask& entry, uint64_t& budget);
+  bool AcceptTokens(std::span<const int32_t> tokens, uint64_t& budget);
 
   const Grammar& g_;
   const TokenTrie& trie_;
@@ -108,16 +121,20 @@ class EntryBuilder {
   size_t accepted_ = 0;
 };
 
-void EntryBuilder::AcceptTokens(std::span<const int32_t> tokens) {
+bool EntryBuilder::AcceptTokens(std::span<const int32_t> tokens, uint64_t& budget) {
+  if (!Charge(budget, tokens.size())) return false;
   for (int32_t t : tokens) {
     uint64_t& w = words_[static_cast<size_t>(t) >> 6];
     const uint64_t bit = uint64_t{1} << (t & 63);
     accepted_ += (w & bit) == 0;
     w |= bit;
   }
+  return true;
 }
 
-bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
+// The stack the position's instances have: its top, the forced frames, and
+// the escape frame (depth 0: a real context's depth shifts every frame above).
+void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
   frames_.clear();
   uint32_t parent = kNoFrame;
   if (!entry.rooted) {
@@ -133,11 +150,15 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
   stepper_.Reset(g_, limits_, frames_, std::span<const MatcherStack>(&start, 1));
   words_.assign((static_cast<size_t>(trie_.vocab_size()) + 63) / 64, 0);
   accepted_ = 0;
+}
+
+// The mask walk's scan, except that a subtree whose first byte escaped is
+// recorded whole as context-dependent instead of being followed.
+bool EntryBuilder::Scan(PositionMask& entry, uint64_t& budget) {
   const std::span<const TokenTrieNode> nodes = trie_.nodes();
   const std::span<const int32_t> tokens = trie_.node_tokens();
   for (size_t i = 1; i < nodes.size();) {
-    if (steps == 0) return false;
-    --steps;
+    if (!Charge(budget, 1)) return false;
     const TokenTrieNode& node = nodes[i];
     const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
     if (step.escaped) {
@@ -147,19 +168,23 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
       i = node.subtree_end;
     } else if (step.looped && node.below != kNoSummary &&
                stepper_.LoopsOn(trie_.below(node.below))) {
-      AcceptTokens(trie_.subtree_tokens(static_cast<uint32_t>(i)));
+      if (!AcceptTokens(trie_.subtree_tokens(static_cast<uint32_t>(i)), budget)) return false;
       i = node.subtree_end;
     } else {
-      AcceptTokens(tokens.subspan(node.tokens_begin, node.tokens_end - node.tokens_begin));
+      const auto own = tokens.subspan(node.tokens_begin, node.tokens_end - node.tokens_begin);
+      if (!AcceptTokens(own, budget)) return false;
       ++i;
     }
   }
-  if (stepper_.limit_hit()) return false;
-  entry.peak_expansions = stepper_.peak_expansions();
-  entry.peak_stacks = stepper_.peak_stacks();
-  entry.peak_depth = stepper_.peak_depth();
+  return true;
+}
+
+// Keeps the accepted tokens and the context-dependent ones each in the
+// smaller of a bitset and a list.
+bool EntryBuilder::Store(PositionMask& entry, uint64_t& budget) {
   size_t dependent_tokens = 0;
   for (uint32_t node : entry.dependent) dependent_tokens += trie_.subtree_tokens(node).size();
+  if (!Charge(budget, dependent_tokens)) return false;
   if (dependent_tokens > words_.size()) {
     entry.dependent_words.assign(words_.size(), 0);
     for (uint32_t node : entry.dependent) {
@@ -169,6 +194,7 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
     }
   }
   if (accepted_ * 32 < words_.size() * 64) {
+    entry.accepted_ids.reserve(accepted_);
     for (size_t w = 0; w < words_.size(); ++w) {
       for (uint64_t word = words_[w]; word != 0; word &= word - 1) {
         entry.accepted_ids.push_back(static_cast<int32_t>(w * 64) + std::countr_zero(word));
@@ -178,6 +204,18 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& steps) {
     entry.accepted_words = words_;
   }
   return true;
+}
+
+bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& budget) {
+  // The bitset's clearing and final pass are work too: a grammar of many
+  // strict positions must not cost vocabulary-sized passes for free.
+  if (!Charge(budget, 2 * ((static_cast<uint64_t>(trie_.vocab_size()) + 63) / 64))) return false;
+  Start(pos, entry);
+  if (!Scan(entry, budget) || stepper_.limit_hit()) return false;
+  entry.peak_expansions = stepper_.peak_expansions();
+  entry.peak_stacks = stepper_.peak_stacks();
+  entry.peak_depth = stepper_.peak_depth();
+  return Store(entry, budget);
 }
 
 }  // namespace

@@ -33,8 +33,10 @@ struct CompiledGrammar;
 // Bounds on the precomputation (grammars are untrusted). Positions past a
 // bound get no entry; a mask at a state on such a position walks the trie.
 struct PositionMaskLimits {
-  uint64_t max_steps = uint64_t{1} << 25;  // trie nodes stepped over all positions
-  size_t max_bytes = size_t{64} << 20;     // entries' memory
+  // Work over all positions: trie nodes stepped, tokens marked, bitset words
+  // passed (about 30 ns each: 2^23 is a quarter of a second).
+  uint64_t max_steps = uint64_t{1} << 23;
+  size_t max_bytes = size_t{4} << 20;  // the entries' memory
 };
 
 struct PositionMask {
@@ -74,7 +76,7 @@ class PositionMasks {
   size_t positions() const { return positions_; }  // terminal positions in the grammar
   size_t entries() const { return masks_.size(); }
   size_t memory_bytes() const { return memory_bytes_; }
-  uint64_t steps() const { return steps_; }  // trie nodes stepped to build them
+  uint64_t steps() const { return steps_; }  // work spent building them (PositionMaskLimits)
 
  private:
   std::vector<int32_t> index_;  // by symbol: entry in masks_, or -1

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <iterator>
 #include <limits>
 #include <string>
 
@@ -154,6 +153,7 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
   const std::vector<MatcherFrame>& frames = matcher.frames();
   uint64_t expansions = 0;
   uint64_t stacks = 0;
+  uint64_t dependent = 0;
   used_.clear();
   for (const MatcherStack& s : matcher.stacks()) {
     if (s.pos == kAcceptedPos) continue;
@@ -169,8 +169,12 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
     if (shift + entry->peak_depth > compiled.limits.max_depth) return false;
     expansions += entry->peak_expansions;
     stacks += entry->peak_stacks;
+    dependent += entry->dependent.size();
     used_.push_back(entry);
   }
+  // So many subtrees to check (many stacks, each with its own) that walking
+  // the whole trie once costs less.
+  if (dependent > compiled.trie->nodes().size() / 4) return false;
   return expansions <= compiled.limits.max_expansions && stacks <= compiled.limits.max_stacks;
 }
 
@@ -183,15 +187,15 @@ bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) 
     for (int32_t id : trie.eog_tokens()) mask.Allow(id);
   }
   dependent_.clear();
+  int lists = 0;
   for (const PositionMask* entry : used_) {
     mask.AllowAll(entry->accepted_words);
     for (int32_t t : entry->accepted_ids) mask.Allow(t);
     if (entry->dependent.empty()) continue;
-    merged_.clear();
-    std::merge(dependent_.begin(), dependent_.end(), entry->dependent.begin(),
-               entry->dependent.end(), std::back_inserter(merged_));
-    dependent_.swap(merged_);
+    lists += 1;
+    dependent_.insert(dependent_.end(), entry->dependent.begin(), entry->dependent.end());
   }
+  if (lists > 1) std::sort(dependent_.begin(), dependent_.end());
   if (dependent_.empty()) return true;
   // Another stack may have accepted these tokens, but only the real stacks
   // decide them.

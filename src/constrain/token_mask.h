@@ -101,7 +101,6 @@ class TokenMasker {
   std::vector<uint32_t> ancestors_;
   std::vector<const PositionMask*> used_;
   std::vector<uint32_t> dependent_;  // trie subtrees to check against the real stacks
-  std::vector<uint32_t> merged_;
   Counts counts_;
   size_t cache_capacity_;
   std::shared_ptr<const CompiledGrammar> cached_for_;  // entries hold masks of this grammar only
