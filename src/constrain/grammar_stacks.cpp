@@ -16,6 +16,7 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, s
     MatcherStack s = work.back();
     work.pop_back();
     for (;;) {
+      ++scratch.effort;
       const GrammarSymbol sym = g.symbols[s.pos];
       if (sym.kind == SymbolKind::kBytes) {
         out.push_back(s);
@@ -97,6 +98,7 @@ bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const M
   const size_t begin = out.size();
   scratch.work.clear();
   scratch.escaped = false;
+  scratch.effort += in.size();
   for (size_t i = in.size(); i > 0; --i) {
     const MatcherStack& s = in[i - 1];
     if (s.pos >= kEscapePos) continue;

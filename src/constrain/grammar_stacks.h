@@ -73,6 +73,7 @@ struct StackScratch {
   bool escaped = false;          // the last step returned into an escape frame
   uint32_t peak_expansions = 0;  // most rule expansions in one step
   uint32_t peak_depth = 0;       // deepest frame a step tried to push
+  uint64_t effort = 0;           // stacks stepped and symbols expanded, cumulative
 };
 
 // Appends to `out` the stacks reachable from the root without input. False

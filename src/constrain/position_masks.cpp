@@ -157,10 +157,14 @@ void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
 bool EntryBuilder::Scan(PositionMask& entry, uint64_t& budget) {
   const std::span<const TokenTrieNode> nodes = trie_.nodes();
   const std::span<const int32_t> tokens = trie_.node_tokens();
+  uint64_t effort = stepper_.effort();
   for (size_t i = 1; i < nodes.size();) {
-    if (!Charge(budget, 1)) return false;
     const TokenTrieNode& node = nodes[i];
     const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
+    // A node costs one unit, plus the stacks and symbols its step went
+    // through when it was not a remembered transition.
+    if (!Charge(budget, 1 + stepper_.effort() - effort)) return false;
+    effort = stepper_.effort();
     if (step.escaped) {
       entry.dependent.push_back(static_cast<uint32_t>(i));
       i = node.subtree_end;

@@ -33,8 +33,9 @@ struct CompiledGrammar;
 // Bounds on the precomputation (grammars are untrusted). Positions past a
 // bound get no entry; a mask at a state on such a position walks the trie.
 struct PositionMaskLimits {
-  // Work over all positions: trie nodes stepped, tokens marked, bitset words
-  // passed (about 30 ns each: 2^23 is a quarter of a second).
+  // Work over all positions: trie nodes visited, stacks stepped and symbols
+  // expanded, tokens marked, bitset words passed (each a few ns: 2^23 is
+  // about 0.1 s on the benchmark's machine).
   uint64_t max_steps = uint64_t{1} << 23;
   size_t max_bytes = size_t{4} << 20;  // the entries' memory
 };

@@ -45,6 +45,7 @@ class TrieStepper {
   uint32_t peak_expansions() const { return scratch_.peak_expansions; }
   uint32_t peak_depth() const { return scratch_.peak_depth; }
   uint32_t peak_stacks() const { return peak_stacks_; }
+  uint64_t effort() const { return scratch_.effort; }  // StackScratch::effort, cumulative
 
  private:
   static constexpr int32_t kUnknown = -2;  // transition not computed, or set not interned

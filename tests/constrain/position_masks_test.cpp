@@ -216,6 +216,38 @@ TEST(PositionMasks, ExhaustedBoundsFallBackToTheWalk) {
   ASSERT_TRUE(CompareRandomWalk(compiled, rng, 30, masker, "json"));
 }
 
+// Grammars built to make the precomputation expensive: as many positions as
+// the grammar limits allow, ambiguity that multiplies expansions per byte,
+// deep nesting. The work stays within the budget and the masks exact.
+TEST(PositionMasks, HostileGrammarsStayWithinTheBudget) {
+  std::mt19937 rng(17);
+  auto trie = RandomTrie(rng, 4000);
+  std::string many = "root ::= ";
+  for (int r = 0; r < 30; ++r) many += "(\"a\" [a-c]{0,100} \"b\")? ";
+  std::string ambiguous = "root ::= x*\nx ::= ";
+  for (int a = 0; a < 60; ++a) {
+    ambiguous += a == 0 ? "" : "| ";
+    for (int k = 0; k <= a % 3; ++k) ambiguous += "y ";
+  }
+  ambiguous += "\ny ::= [a-c] | [a-c] [a-c]? | \"\\\"\"";
+  const std::string deep = "root ::= \"a\" root? \"b\" | [a-c]+ | \"1\"";
+  for (const std::string& text : {many, ambiguous, deep}) {
+    SCOPED_TRACE(text.substr(0, 80));
+    for (uint64_t budget : {uint64_t{1} << 16, PositionMaskLimits{}.max_steps}) {
+      PositionMaskLimits bounds;
+      bounds.max_steps = budget;
+      auto compiled = CompileWith(text, trie, MatcherLimits{}, bounds);
+      ASSERT_NE(compiled, nullptr);
+      EXPECT_LE(compiled->positions->steps(), budget);
+      EXPECT_LE(compiled->positions->memory_bytes(),
+                bounds.max_bytes + 2 * compiled->grammar->symbols.size() * sizeof(int32_t) +
+                    sizeof(uint64_t) * static_cast<size_t>(trie->vocab_size()));
+      TokenMasker masker;
+      ASSERT_TRUE(CompareRandomWalk(compiled, rng, 4, masker, text.substr(0, 80)));
+    }
+  }
+}
+
 std::shared_ptr<const TokenTrie> WordTrie(const std::vector<std::string>& words) {
   std::vector<std::string> texts;
   for (int b = 0; b < 256; ++b) texts.push_back(std::string(1, static_cast<char>(b)));
