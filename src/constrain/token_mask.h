@@ -1,13 +1,14 @@
-// The next-token mask: which tokens a matcher accepts now, computed by walking
-// the vocabulary's byte trie with the matcher's stacks (a prefix the grammar
-// refuses prunes every token under it), and its application to logits.
+// The next-token mask: which tokens a matcher accepts now, from the grammar's
+// precomputed position masks plus a walk of the few trie subtrees whose tokens
+// depend on the context, or by walking the whole vocabulary's byte trie with
+// the matcher's stacks (a prefix the grammar refuses prunes every token under
+// it); and its application to logits.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
