@@ -7,13 +7,14 @@
 
 #include <algorithm>
 #include <ctime>
-#include <vector>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "constrain/gbnf_parser.h"
+#include "constrain/position_masks.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 #include "gguf/gguf_file.h"
@@ -57,6 +58,7 @@ std::shared_ptr<const CompiledGrammar> CompileJson(std::shared_ptr<const TokenTr
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->grammar = std::make_shared<const Grammar>(ParseGbnf(test::kJsonGbnf).value());
   compiled->trie = std::move(trie);
+  PrecomputePositionMasks(*compiled);
   return compiled;
 }
 
@@ -72,13 +74,17 @@ const char* const kPrefixes[] = {
 };
 const char* const kPrefixNames[] = {"start", "key", "string", "after_value", "number", "nested"};
 
-void BM_Mask(benchmark::State& state, const char* model) {
+// One uncached mask at each position: from the position masks (BM_Mask), or
+// by the whole-trie walk they replace (BM_MaskWalk).
+void MaskAt(benchmark::State& state, const char* model, bool positions) {
   std::shared_ptr<const TokenTrie> trie = LoadTrie(model);
   if (trie == nullptr) {
     state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
     return;
   }
-  GrammarMatcher matcher = GrammarMatcher::Create(CompileJson(trie)).value();
+  auto compiled = std::const_pointer_cast<CompiledGrammar>(CompileJson(trie));
+  if (!positions) compiled->positions = nullptr;
+  GrammarMatcher matcher = GrammarMatcher::Create(compiled).value();
   const auto index = static_cast<size_t>(state.range(0));
   if (!matcher.AcceptBytes(kPrefixes[index])) {
     state.SkipWithError("prefix refused");
@@ -91,7 +97,31 @@ void BM_Mask(benchmark::State& state, const char* model) {
     benchmark::DoNotOptimize(s);
   }
   state.SetLabel(std::string(kPrefixNames[index]) + ", " + std::to_string(mask.Count()) + " of " +
-                 std::to_string(trie->vocab_size()) + " allowed");
+                 std::to_string(trie->vocab_size()) + " allowed" +
+                 (positions && masker.counts().walked > 0 ? " (walked)" : ""));
+}
+
+void BM_Mask(benchmark::State& state, const char* model) { MaskAt(state, model, true); }
+void BM_MaskWalk(benchmark::State& state, const char* model) { MaskAt(state, model, false); }
+
+// The per-(grammar, vocabulary) precomputation GrammarCache makes once.
+void BM_PositionMasks(benchmark::State& state, const char* model) {
+  std::shared_ptr<const TokenTrie> trie = LoadTrie(model);
+  if (trie == nullptr) {
+    state.SkipWithError(
+        "vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  const Grammar grammar = ParseGbnf(test::kJsonGbnf).value();
+  std::shared_ptr<const PositionMasks> built;
+  for (auto _ : state) {
+    built = PositionMasks::Build(grammar, *trie, MatcherLimits{});
+    benchmark::DoNotOptimize(built);
+  }
+  state.counters["positions"] = static_cast<double>(built->positions());
+  state.counters["entries"] = static_cast<double>(built->entries());
+  state.counters["KiB"] = static_cast<double>(built->memory_bytes()) / 1024.0;
+  state.counters["steps"] = static_cast<double>(built->steps());
 }
 
 // A whole constrained generation: the model's own tokens for a JSON document
@@ -126,6 +156,7 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) {
   auto compiled = CompileJson(loaded.trie);
   std::vector<double> micros;
   TokenMask mask;
+  TokenMasker::Counts counts;
   for (auto _ : state) {
     GrammarMatcher matcher = GrammarMatcher::Create(compiled).value();
     TokenMasker masker;
@@ -138,6 +169,7 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) {
         return;
       }
     }
+    counts = masker.counts();
   }
   std::sort(micros.begin(), micros.end());
   state.counters["p50_us"] = micros[micros.size() / 2];
@@ -147,6 +179,8 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) {
   for (double m : micros) sum += m;
   state.counters["mean_us"] = sum / static_cast<double>(micros.size());
   state.counters["steps"] = static_cast<double>(tokens.size());
+  state.counters["walked"] =
+      static_cast<double>(counts.walked);  // masks not from the positions or cache
 }
 
 void BM_TrieBuild(benchmark::State& state, const char* model) {
@@ -183,6 +217,19 @@ BENCHMARK_CAPTURE(BM_JsonGeneration, llama3, "llama3-bpe-q4_k_m.gguf")->Unit(ben
 // (tests/tokenizer/gemma3) when tests are built.
 BENCHMARK_CAPTURE(BM_Mask, gemma3, VALET_GEMMA3_VOCAB)->DenseRange(0, 5)->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_JsonGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_MaskWalk, qwen3, "qwen3-q4_k_m.gguf")
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MaskWalk, llama3, "llama3-bpe-q4_k_m.gguf")
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_MaskWalk, gemma3, VALET_GEMMA3_VOCAB)
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_PositionMasks, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PositionMasks, llama3, "llama3-bpe-q4_k_m.gguf")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_PositionMasks, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_TrieBuild, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Compile)->Unit(benchmark::kMicrosecond);
 

@@ -1,9 +1,10 @@
 // libFuzzer target for the constraint engine: the input is a GBNF grammar, a
 // NUL byte, then bytes to feed. The grammar must parse or fail with an error
 // within the grammar limits; a parsed grammar's matcher takes the bytes one at
-// a time, and before each the trie-walk mask over a small vocabulary must equal
-// the brute-force one (every token tried on a copy of the matcher). Never a
-// crash, a hang or a disagreement. Seeds in fuzz/gbnf/:
+// a time, and before each the mask over a small vocabulary must equal the
+// brute-force one (every token tried on a copy of the matcher), both the one
+// from the precomputed position masks and the whole-trie walk. Never a crash,
+// a hang or a disagreement. Seeds in fuzz/gbnf/:
 //   build-fuzz/fuzz/gbnf_fuzz -max_len=4096 -timeout=10 work/ fuzz/gbnf
 #include <cstddef>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "constrain/gbnf_parser.h"
+#include "constrain/position_masks.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 
@@ -71,13 +73,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   compiled->limits.max_stacks = 256;
   compiled->limits.max_depth = 64;
   compiled->limits.max_expansions = 1 << 12;
+  // The walk alone (no position masks), then with them, each checked.
+  auto walked = std::make_shared<valet::CompiledGrammar>(*compiled);
+  valet::PositionMaskLimits bounds;
+  bounds.max_steps = 1 << 16;
+  valet::PrecomputePositionMasks(*compiled, bounds);
   valet::Result<valet::GrammarMatcher> matcher = valet::GrammarMatcher::Create(compiled);
-  if (!matcher.ok()) return 0;
+  valet::Result<valet::GrammarMatcher> walker = valet::GrammarMatcher::Create(walked);
+  if (!matcher.ok() || !walker.ok()) return 0;
   valet::TokenMasker masker;
+  valet::TokenMasker walk_masker;
   valet::TokenMask mask;
   for (size_t i = 0; i < bytes.size() && i < 64; ++i) {
     CheckMask(*matcher, masker, mask);
-    if (!matcher->Accept(static_cast<uint8_t>(bytes[i]))) break;
+    CheckMask(*walker, walk_masker, mask);
+    const bool accepted = matcher->Accept(static_cast<uint8_t>(bytes[i]));
+    Check(walker->Accept(static_cast<uint8_t>(bytes[i])) == accepted);
+    if (!accepted) break;
   }
   return 0;
 }

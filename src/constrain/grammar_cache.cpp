@@ -1,6 +1,7 @@
 #include "constrain/grammar_cache.h"
 
 #include "constrain/constraint_grammar.h"
+#include "constrain/position_masks.h"
 
 namespace valet {
 
@@ -31,6 +32,8 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Constrain
   compiled->limits = matcher_limits_;
   // The start state must fit the limits, or every matcher would fail to start.
   VALET_RETURN_IF_ERROR(GrammarMatcher::Create(compiled).status());
+  // Once per (grammar, vocabulary), bounded by PositionMaskLimits.
+  PrecomputePositionMasks(*compiled);
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);

@@ -17,6 +17,8 @@
 
 namespace valet {
 
+class PositionMasks;
+
 // A grammar compiled for one vocabulary; immutable, shared by every sequence
 // that uses it (GrammarCache hands these out). `trie` may be null for byte-level
 // use (tests, tools): token-level calls then fail.
@@ -24,6 +26,9 @@ struct CompiledGrammar {
   std::shared_ptr<const Grammar> grammar;
   std::shared_ptr<const TokenTrie> trie;
   MatcherLimits limits;
+  // What each grammar position accepts on its own (position_masks.h), for
+  // this trie and these limits; null makes every mask a whole-trie walk.
+  std::shared_ptr<const PositionMasks> positions;
 };
 
 class GrammarMatcher {

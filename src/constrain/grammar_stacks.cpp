@@ -16,6 +16,7 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, s
     MatcherStack s = work.back();
     work.pop_back();
     for (;;) {
+      ++scratch.effort;
       const GrammarSymbol sym = g.symbols[s.pos];
       if (sym.kind == SymbolKind::kBytes) {
         out.push_back(s);
@@ -27,15 +28,21 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, s
           break;
         }
         const MatcherFrame& f = frames[s.parent];
+        if (f.pos == kEscapePos) {  // the rest depends on a context the step does not know
+          scratch.escaped = true;
+          break;
+        }
         s = {f.pos, f.parent};
         continue;
       }
       if (++expansions > limits.max_expansions) return false;
+      scratch.peak_expansions = std::max(scratch.peak_expansions, expansions);
       // A reference in tail position returns straight to the caller's frame,
       // so x* (right recursion) runs in constant depth.
       uint32_t parent = s.parent;
       if (g.symbols[s.pos + 1].kind != SymbolKind::kEnd) {
         const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
+        scratch.peak_depth = std::max(scratch.peak_depth, depth);
         if (depth > limits.max_depth) break;  // too deep: this path is dropped
         parent = frames.Make(s.pos + 1, parent, depth);
       }
@@ -90,9 +97,11 @@ bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const M
                 FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch) {
   const size_t begin = out.size();
   scratch.work.clear();
+  scratch.escaped = false;
+  scratch.effort += in.size();
   for (size_t i = in.size(); i > 0; --i) {
     const MatcherStack& s = in[i - 1];
-    if (s.pos == kAcceptedPos) continue;
+    if (s.pos >= kEscapePos) continue;
     if (g.byte_sets[g.symbols[s.pos].value].Has(b)) scratch.work.push_back({s.pos + 1, s.parent});
   }
   if (scratch.work.empty()) return true;

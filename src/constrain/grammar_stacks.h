@@ -23,6 +23,11 @@ struct MatcherLimits {
 
 constexpr uint32_t kNoFrame = UINT32_MAX;
 constexpr uint32_t kAcceptedPos = UINT32_MAX;  // the stack has matched the whole root rule
+// The position of an escape frame: the unknown context below a rule, used
+// when the token mask precomputes what a grammar position accepts on its own
+// (position_masks.h). A path that returns into it ends there and sets
+// StackScratch::escaped; matchers never hold one.
+constexpr uint32_t kEscapePos = UINT32_MAX - 1;
 
 struct MatcherStack {
   uint32_t pos;     // index of a kBytes symbol, or kAcceptedPos
@@ -60,9 +65,15 @@ class FrameArena {
   std::unordered_map<uint64_t, uint32_t> index_;  // contents -> frame
 };
 
-// Scratch reused across steps (no allocation in the steady state).
+// Scratch reused across steps (no allocation in the steady state), and what
+// the steps met: the precomputed position masks are valid in a real context
+// only while these peaks, shifted by that context, stay within the limits.
 struct StackScratch {
   std::vector<MatcherStack> work;
+  bool escaped = false;          // the last step returned into an escape frame
+  uint32_t peak_expansions = 0;  // most rule expansions in one step
+  uint32_t peak_depth = 0;       // deepest frame a step tried to push
+  uint64_t effort = 0;           // stacks stepped and symbols expanded, cumulative
 };
 
 // Appends to `out` the stacks reachable from the root without input. False

@@ -24,7 +24,7 @@ Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
   if (compiled.trie == nullptr) return InvalidArgument("token mask: the grammar has no vocabulary");
   if (matcher.finished()) return InvalidArgument("token mask: the grammar has already ended");
   if (cache_capacity_ == 0) {
-    Walk(matcher, mask);
+    Uncached(matcher, mask);
     return Status::Ok();
   }
   if (cached_for_ != matcher.compiled_ptr()) {
@@ -36,14 +36,16 @@ Status TokenMasker::Compute(const GrammarMatcher& matcher, TokenMask& mask) {
   for (uint32_t w : key_) hash = (hash ^ w) * 1099511628211ull;
   for (size_t i = cache_.size(); i > 0; --i) {
     if (cache_[i - 1].hash != hash || cache_[i - 1].key != key_) continue;
-    std::rotate(cache_.begin() + static_cast<ptrdiff_t>(i - 1), cache_.begin() + static_cast<ptrdiff_t>(i),
-                cache_.end());
+    std::rotate(cache_.begin() + static_cast<ptrdiff_t>(i - 1),
+                cache_.begin() + static_cast<ptrdiff_t>(i), cache_.end());
     mask = cache_.back().mask;
+    ++counts_.cached;
     return Status::Ok();
   }
-  Walk(matcher, mask);
+  Uncached(matcher, mask);
   if (cache_.size() == cache_capacity_) {
-    CacheEntry reused = std::move(cache_.front());  // the least recently used: its buffers are reused
+    CacheEntry reused =
+        std::move(cache_.front());  // the least recently used: its buffers are reused
     cache_.erase(cache_.begin());
     cache_.push_back(std::move(reused));
   } else {
@@ -64,12 +66,14 @@ void TokenMasker::MakeKey(const GrammarMatcher& matcher) {
   for (const MatcherStack& s : matcher.stacks()) {
     const auto offset = static_cast<uint32_t>(chain_.size());
     chain_.push_back(s.pos);
-    for (uint32_t f = s.parent; f != kNoFrame; f = frames[f].parent) chain_.push_back(frames[f].pos);
+    for (uint32_t f = s.parent; f != kNoFrame; f = frames[f].parent)
+      chain_.push_back(frames[f].pos);
     chains_.push_back({offset, static_cast<uint32_t>(chain_.size()) - offset});
   }
   std::sort(chains_.begin(), chains_.end(), [this](const auto& a, const auto& b) {
-    return std::lexicographical_compare(chain_.begin() + a.first, chain_.begin() + a.first + a.second,
-                                        chain_.begin() + b.first, chain_.begin() + b.first + b.second);
+    return std::lexicographical_compare(
+        chain_.begin() + a.first, chain_.begin() + a.first + a.second, chain_.begin() + b.first,
+        chain_.begin() + b.first + b.second);
   });
   key_.clear();
   for (const auto& [offset, length] : chains_) {
@@ -78,121 +82,146 @@ void TokenMasker::MakeKey(const GrammarMatcher& matcher) {
   }
 }
 
-// A set of stacks whose frames all belong to the matcher (none made by the
-// walk) means the same stacks wherever the walk meets it, so it gets a number
-// and its transitions by byte are remembered: inside a string, each of the
-// thousands of trie nodes costs one table lookup instead of a step.
-int32_t TokenMasker::Intern(std::span<const MatcherStack> stacks) {
-  if (sets_.size() >= kMaxSets) return kUnknown;
-  uint64_t hash = 1469598103934665603ull;
-  for (const MatcherStack& st : stacks) hash = ((hash ^ st.pos) * 1099511628211ull ^ st.parent) * 1099511628211ull;
-  auto [it, inserted] = set_index_.emplace(hash, static_cast<int32_t>(sets_.size()));
-  if (!inserted) {
-    const std::vector<MatcherStack>& known = sets_[static_cast<size_t>(it->second)].stacks;
-    return std::equal(known.begin(), known.end(), stacks.begin(), stacks.end()) ? it->second : kUnknown;
+void TokenMasker::Uncached(const GrammarMatcher& matcher, TokenMask& mask) {
+  if (FromPositions(matcher, mask)) {
+    ++counts_.from_positions;
+  } else {
+    Walk(matcher, mask);
+    ++counts_.walked;
   }
-  sets_.emplace_back();
-  sets_.back().stacks.assign(stacks.begin(), stacks.end());
-  sets_.back().next.fill(kUnknown);
-  sets_.back().loop_known = false;
-  return it->second;
 }
 
-// The interned set `set` becomes after byte b, computed once: kDead, a set,
-// or kUnknown when the result uses frames the walk made (it is then in next_).
-int32_t TokenMasker::Transition(const Grammar& g, const MatcherLimits& limits, int32_t set, uint8_t b,
-                                uint32_t base) {
-  int32_t target = sets_[static_cast<size_t>(set)].next[b];
-  if (target != kUnknown) return target;
-  next_.clear();
-  if (!StepStacks(g, limits, sets_[static_cast<size_t>(set)].stacks, b, arena_, next_, scratch_) || next_.empty()) {
-    target = kDead;
-  } else if (std::all_of(next_.begin(), next_.end(), [base](const MatcherStack& st) {
-               return st.parent == kNoFrame || st.parent < base;
-             })) {
-    target = Intern(next_);
-  }
-  if (target != kUnknown) sets_[static_cast<size_t>(set)].next[b] = target;
-  return target;
-}
-
-// The bytes that leave `set` unchanged, from all 256 transitions (once per set).
-const ByteSet& TokenMasker::LoopBytes(const Grammar& g, const MatcherLimits& limits, int32_t set, uint32_t base) {
-  if (!sets_[static_cast<size_t>(set)].loop_known) {
-    ByteSet loop;
-    const size_t frames = arena_.size();
-    for (unsigned b = 0; b < 256; ++b) {
-      if (Transition(g, limits, set, static_cast<uint8_t>(b), base) == set) loop.Add(static_cast<uint8_t>(b));
-      arena_.Truncate(frames);
+void TokenMasker::WalkRange(const TokenTrie& trie, uint32_t begin, uint32_t end, TokenMask& mask) {
+  const std::span<const TokenTrieNode> nodes = trie.nodes();
+  const std::span<const int32_t> tokens = trie.node_tokens();
+  uint32_t i = begin;
+  while (i < end) {
+    const TokenTrieNode& node = nodes[i];
+    const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
+    if (!step.alive) {
+      i = node.subtree_end;
+      continue;
     }
-    sets_[static_cast<size_t>(set)].loop = loop;
-    sets_[static_cast<size_t>(set)].loop_known = true;
+    if (path_.size() <= node.depth) path_.resize(node.depth + 1);
+    path_[node.depth] = i;
+    // Looping (a string's characters): when every byte below this node keeps
+    // the stacks as they are, every token below fits.
+    if (step.looped && node.below != kNoSummary && stepper_.LoopsOn(trie.below(node.below))) {
+      for (int32_t t : trie.subtree_tokens(i)) mask.Allow(t);
+      i = node.subtree_end;
+      continue;
+    }
+    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
+    ++i;
   }
-  return sets_[static_cast<size_t>(set)].loop;
 }
 
-// Preorder scan of the trie. levels_[d] holds the stacks after the first d
-// bytes of the current path (an interned set, or a range of stacks_); a node
-// at depth d steps the stacks of level d-1 by its byte, and when none survive
-// its whole subtree is skipped. Frames the path made are dropped when the scan
-// leaves it, so the arena stays as deep as the longest token.
+bool TokenMasker::ReachParentOf(const TokenTrie& trie, uint32_t node) {
+  ancestors_.clear();
+  for (uint32_t a = trie.parent(node); a != 0; a = trie.parent(a)) {
+    const uint32_t depth = trie.nodes()[a].depth;
+    if (depth <= stepper_.depth() && path_[depth] == a) break;
+    ancestors_.push_back(a);
+  }
+  for (size_t k = ancestors_.size(); k > 0; --k) {
+    const TokenTrieNode& a = trie.nodes()[ancestors_[k - 1]];
+    if (!stepper_.Advance(a.depth, a.byte).alive) return false;
+    if (path_.size() <= a.depth) path_.resize(a.depth + 1);
+    path_[a.depth] = ancestors_[k - 1];
+  }
+  return true;
+}
+
+// Preorder scan of the whole trie with the matcher's stacks; a refused prefix
+// skips its subtree.
 void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
   const CompiledGrammar& compiled = matcher.compiled();
   const TokenTrie& trie = *compiled.trie;
-  const Grammar& g = *compiled.grammar;
   mask.Reset(trie.vocab_size(), false);
   if (matcher.CanEnd()) {
     for (int32_t id : trie.eog_tokens()) mask.Allow(id);
   }
-  arena_.Assign(matcher.frames());
-  const auto base = static_cast<uint32_t>(arena_.size());
-  sets_.clear();
-  set_index_.clear();
-  stacks_.assign(matcher.stacks().begin(), matcher.stacks().end());
-  levels_.clear();
-  levels_.push_back({Intern(stacks_), 0, stacks_.size(), base});
-  const std::span<const TokenTrieNode> nodes = trie.nodes();
-  const std::span<const int32_t> tokens = trie.node_tokens();
-  size_t i = 1;
-  while (i < nodes.size()) {
-    const TokenTrieNode& node = nodes[i];
-    levels_.resize(node.depth);  // back to the parent's level
-    const Level parent = levels_.back();
-    stacks_.resize(parent.stacks_end);
-    arena_.Truncate(parent.frames_end);
-    int32_t target = kUnknown;
-    if (parent.set >= 0) {
-      target = Transition(g, compiled.limits, parent.set, node.byte, base);
-    } else {
-      next_.clear();
-      const std::span<const MatcherStack> in(stacks_.data() + parent.stacks_begin,
-                                             parent.stacks_end - parent.stacks_begin);
-      if (!StepStacks(g, compiled.limits, in, node.byte, arena_, next_, scratch_) || next_.empty()) target = kDead;
+  stepper_.Reset(*compiled.grammar, compiled.limits, matcher.frames(), matcher.stacks());
+  WalkRange(trie, 1, static_cast<uint32_t>(trie.nodes().size()), mask);
+}
+
+// The position entries of the matcher's stacks, into used_; false when one is
+// missing, its forced chain is not the stack's, or the peaks shifted by the
+// real context could meet a limit (the entries assume none is met).
+bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
+  const CompiledGrammar& compiled = matcher.compiled();
+  const std::vector<MatcherFrame>& frames = matcher.frames();
+  uint64_t expansions = 0;
+  uint64_t stacks = 0;
+  uint64_t dependent = 0;
+  used_.clear();
+  for (const MatcherStack& s : matcher.stacks()) {
+    if (s.pos == kAcceptedPos) continue;
+    const PositionMask* entry = compiled.positions->Find(s.pos);
+    if (entry == nullptr) return false;
+    uint32_t f = s.parent;
+    for (uint32_t q : entry->chain) {
+      if (f == kNoFrame || frames[f].pos != q) return false;
+      f = frames[f].parent;
     }
-    if (target == kDead) {
-      i = node.subtree_end;
+    if (entry->rooted && f != kNoFrame) return false;
+    const uint64_t shift = f == kNoFrame ? 0 : frames[f].depth;
+    if (shift + entry->peak_depth > compiled.limits.max_depth) return false;
+    expansions += entry->peak_expansions;
+    stacks += entry->peak_stacks;
+    dependent += entry->dependent.size();
+    used_.push_back(entry);
+  }
+  // So many subtrees to check (many stacks, each with its own) that walking
+  // the whole trie once costs less.
+  if (dependent > compiled.trie->nodes().size() / 4) return false;
+  return expansions <= compiled.limits.max_expansions && stacks <= compiled.limits.max_stacks;
+}
+
+bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) {
+  const CompiledGrammar& compiled = matcher.compiled();
+  if (compiled.positions == nullptr || !CollectPositions(matcher)) return false;
+  const TokenTrie& trie = *compiled.trie;
+  mask.Reset(trie.vocab_size(), false);
+  if (matcher.CanEnd()) {
+    for (int32_t id : trie.eog_tokens()) mask.Allow(id);
+  }
+  dependent_.clear();
+  int lists = 0;
+  for (const PositionMask* entry : used_) {
+    mask.AllowAll(entry->accepted_words);
+    for (int32_t t : entry->accepted_ids) mask.Allow(t);
+    if (entry->dependent.empty()) continue;
+    lists += 1;
+    dependent_.insert(dependent_.end(), entry->dependent.begin(), entry->dependent.end());
+  }
+  if (lists > 1) std::sort(dependent_.begin(), dependent_.end());
+  if (dependent_.empty()) return true;
+  // Another stack may have accepted these tokens, but only the real stacks
+  // decide them.
+  for (const PositionMask* entry : used_) {
+    if (!entry->dependent_words.empty()) {
+      mask.DisallowAll(entry->dependent_words);
       continue;
     }
-    if (target >= 0) {
-      arena_.Truncate(parent.frames_end);  // whatever the step made, the set does not use
-      // Looping (a string's characters): when every byte below this node
-      // keeps the set as it is, every token below fits.
-      if (target == parent.set && node.below != kNoSummary &&
-          trie.below(node.below).SubsetOf(LoopBytes(g, compiled.limits, target, base))) {
-        for (int32_t t : trie.subtree_tokens(static_cast<uint32_t>(i))) mask.Allow(t);
-        i = node.subtree_end;
-        continue;
-      }
+    for (uint32_t node : entry->dependent) {
+      for (int32_t t : trie.subtree_tokens(node)) mask.Disallow(t);
     }
-    for (uint32_t t = node.tokens_begin; t < node.tokens_end; ++t) mask.Allow(tokens[t]);
-    if (target >= 0) {
-      levels_.push_back({target, stacks_.size(), stacks_.size(), parent.frames_end});
-    } else {
-      stacks_.insert(stacks_.end(), next_.begin(), next_.end());
-      levels_.push_back({kUnknown, parent.stacks_end, stacks_.size(), arena_.size()});
-    }
-    ++i;
   }
+  // A subtree inside another is walked with it.
+  size_t kept = 0;
+  uint32_t covered_end = 0;
+  for (uint32_t node : dependent_) {
+    if (node < covered_end) continue;
+    dependent_[kept++] = node;
+    covered_end = trie.nodes()[node].subtree_end;
+  }
+  dependent_.resize(kept);
+  stepper_.Reset(*compiled.grammar, compiled.limits, matcher.frames(), matcher.stacks());
+  for (uint32_t node : dependent_) {
+    if (ReachParentOf(trie, node)) WalkRange(trie, node, trie.nodes()[node].subtree_end, mask);
+  }
+  return true;
 }
 
 Status ApplyTokenMask(const TokenMask& mask, std::span<float> logits) {

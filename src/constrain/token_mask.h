@@ -1,18 +1,20 @@
-// The next-token mask: which tokens a matcher accepts now, computed by walking
-// the vocabulary's byte trie with the matcher's stacks (a prefix the grammar
-// refuses prunes every token under it), and its application to logits.
+// The next-token mask: which tokens a matcher accepts now, from the grammar's
+// precomputed position masks plus a walk of the few trie subtrees whose tokens
+// depend on the context, or by walking the whole vocabulary's byte trie with
+// the matcher's stacks (a prefix the grammar refuses prunes every token under
+// it); and its application to logits.
 #pragma once
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <utility>
 #include <span>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "constrain/grammar_matcher.h"
+#include "constrain/position_masks.h"
+#include "constrain/trie_stepper.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -22,8 +24,19 @@ class TokenMask {
  public:
   void Reset(int32_t n_vocab, bool value);
   int32_t size() const { return n_vocab_; }
-  bool Allowed(int32_t id) const { return (words_[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1u; }
+  bool Allowed(int32_t id) const {
+    return (words_[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1u;
+  }
   void Allow(int32_t id) { words_[static_cast<size_t>(id) >> 6] |= uint64_t{1} << (id & 63); }
+  void Disallow(int32_t id) { words_[static_cast<size_t>(id) >> 6] &= ~(uint64_t{1} << (id & 63)); }
+  // Refuses every token set in `words` (this mask's layout).
+  void DisallowAll(std::span<const uint64_t> words) {
+    for (size_t w = 0; w < words.size() && w < words_.size(); ++w) words_[w] &= ~words[w];
+  }
+  // Allows every token set in `words` (this mask's layout).
+  void AllowAll(std::span<const uint64_t> words) {
+    for (size_t w = 0; w < words.size() && w < words_.size(); ++w) words_[w] |= words[w];
+  }
   int32_t Count() const;
 
  private:
@@ -34,11 +47,16 @@ class TokenMask {
 // Computes masks; holds the walk's scratch, so keep one per sequence (or per
 // thread) and reuse it: steady-state steps then allocate nothing.
 //
+// With the compiled grammar's position masks (position_masks.h) a mask is the
+// union of what each stack's position accepts on its own, plus the
+// context-dependent tokens checked against the real stacks: a walk of a few
+// trie subtrees instead of the whole trie. Without them, or when a state is
+// outside what they cover, it walks the whole trie.
+//
 // It also keeps the last few masks by matcher state. The mask is a function of
 // the state's content (each stack's chain of grammar positions), and states
 // recur: every character inside a JSON string leaves the same stacks, and the
-// keys of one object share theirs. So the costly walks (inside a string most
-// of the vocabulary fits) happen once per string context, not once per token.
+// keys of one object share theirs.
 class TokenMasker {
  public:
   explicit TokenMasker(size_t cached_masks = 32) : cache_capacity_(cached_masks) {}
@@ -48,42 +66,43 @@ class TokenMasker {
   // InvalidArgument when the matcher has no vocabulary or is finished.
   Status Compute(const GrammarMatcher& matcher, TokenMask& mask);
 
+  // How masks were made since construction: from the position masks, by a
+  // whole-trie walk, from the cache.
+  struct Counts {
+    uint64_t from_positions = 0;
+    uint64_t walked = 0;
+    uint64_t cached = 0;
+  };
+  const Counts& counts() const { return counts_; }
+
  private:
   struct CacheEntry {
     uint64_t hash;
     std::vector<uint32_t> key;
     TokenMask mask;
   };
-  // The walk itself, without the cache.
+  void Uncached(const GrammarMatcher& matcher, TokenMask& mask);
+  // The walk over the whole trie.
   void Walk(const GrammarMatcher& matcher, TokenMask& mask);
+  // The mask from the position masks; false (mask undefined) when they do
+  // not cover the state.
+  bool FromPositions(const GrammarMatcher& matcher, TokenMask& mask);
+  bool CollectPositions(const GrammarMatcher& matcher);
+  // Scans nodes [begin, end) of the trie in preorder with stepper_, allowing
+  // the tokens whose bytes survive; the levels of begin's ancestors must be
+  // in place.
+  void WalkRange(const TokenTrie& trie, uint32_t begin, uint32_t end, TokenMask& mask);
+  // Steps the ancestors of `node` not already on the stepper's path; false
+  // when one of them is refused.
+  bool ReachParentOf(const TokenTrie& trie, uint32_t node);
   void MakeKey(const GrammarMatcher& matcher);
 
-  static constexpr int32_t kUnknown = -2;  // transition not computed, or set not interned
-  static constexpr int32_t kDead = -1;     // no stack survives the byte
-  static constexpr size_t kMaxSets = 4096;
-  struct InternedSet {
-    std::vector<MatcherStack> stacks;
-    std::array<int32_t, 256> next;  // by byte: a set, kDead or kUnknown
-    ByteSet loop;                   // bytes that leave the set unchanged, once loop_known
-    bool loop_known = false;
-  };
-  int32_t Intern(std::span<const MatcherStack> stacks);
-  int32_t Transition(const Grammar& g, const MatcherLimits& limits, int32_t set, uint8_t b, uint32_t base);
-  const ByteSet& LoopBytes(const Grammar& g, const MatcherLimits& limits, int32_t set, uint32_t base);
-
-  struct Level {
-    int32_t set;          // an interned set, or kUnknown: then stacks_[stacks_begin, stacks_end)
-    size_t stacks_begin;
-    size_t stacks_end;    // stacks_ is cut back to this when the scan returns here
-    size_t frames_end;
-  };
-  FrameArena arena_;
-  std::vector<InternedSet> sets_;
-  std::unordered_map<uint64_t, int32_t> set_index_;  // hash of a set's stacks -> set
-  std::vector<MatcherStack> stacks_;
-  std::vector<MatcherStack> next_;
-  std::vector<Level> levels_;
-  StackScratch scratch_;
+  TrieStepper stepper_;
+  std::vector<uint32_t> path_;  // path_[d]: the node whose level is at depth d
+  std::vector<uint32_t> ancestors_;
+  std::vector<const PositionMask*> used_;
+  std::vector<uint32_t> dependent_;  // trie subtrees to check against the real stacks
+  Counts counts_;
   size_t cache_capacity_;
   std::shared_ptr<const CompiledGrammar> cached_for_;  // entries hold masks of this grammar only
   std::vector<CacheEntry> cache_;                      // most recently used last

@@ -73,6 +73,7 @@ void TokenTrie::BuildNodes() {
     path.pop_back();
   }
   Summarize(parents);
+  parents_ = std::move(parents);
 }
 
 // The bytes below each node, kept (deduplicated) only for subtrees of at

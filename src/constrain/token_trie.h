@@ -57,6 +57,7 @@ class TokenTrie {
 
   std::span<const TokenTrieNode> nodes() const { return nodes_; }  // nodes()[0] is the root
   std::span<const int32_t> node_tokens() const { return node_tokens_; }
+  uint32_t parent(uint32_t node) const { return parents_[node]; }  // the root's is itself
   // The tokens of node i's subtree, itself included.
   std::span<const int32_t> subtree_tokens(uint32_t i) const {
     const uint32_t end = nodes_[i].subtree_end < nodes_.size() ? nodes_[nodes_[i].subtree_end].subtree_tokens_begin
@@ -77,6 +78,7 @@ class TokenTrie {
   std::vector<TokenClass> classes_;
   std::vector<int32_t> eog_;
   std::vector<TokenTrieNode> nodes_;
+  std::vector<uint32_t> parents_;
   std::vector<int32_t> node_tokens_;
   std::vector<ByteSet> below_sets_;  // distinct summaries
 };

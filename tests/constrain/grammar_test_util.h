@@ -8,6 +8,7 @@
 
 #include "constrain/gbnf_parser.h"
 #include "constrain/grammar_matcher.h"
+#include "constrain/position_masks.h"
 
 namespace valet::test {
 
@@ -21,6 +22,7 @@ inline std::shared_ptr<const CompiledGrammar> Compile(std::string_view gbnf,
   compiled->grammar = std::make_shared<const Grammar>(std::move(g).value());
   compiled->trie = std::move(trie);
   compiled->limits = limits;
+  PrecomputePositionMasks(*compiled);
   return compiled;
 }
 
