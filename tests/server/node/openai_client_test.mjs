@@ -87,6 +87,47 @@ const tests = {
     assert.equal(tasks.data.at(-1).tier, 'offline_indexing');
     assert.equal(tasks.data.at(-1).state, 'DONE');
   },
+  async structuredOutputFollowsTheSchema() {
+    const schema = {
+      type: 'object',
+      properties: {
+        name: { type: 'string', maxLength: 12 },
+        age: { type: 'integer', minimum: 0, maximum: 130 },
+        tags: { type: 'array', items: { enum: ['a', 'b', 'c'] }, maxItems: 3 },
+      },
+      required: ['name', 'age', 'tags'],
+      additionalProperties: false,
+    };
+    const request = {
+      model: 'fake',
+      messages: [{ role: 'user', content: 'A person, please.' }],
+      max_tokens: 200,
+      seed: 5,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', strict: true, schema } },
+    };
+    const r = await client.chat.completions.create(request);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    const text = r.choices[0].message.content;
+    const person = JSON.parse(text);
+    assert.deepEqual(Object.keys(person), ['name', 'age', 'tags']);
+    assert.ok(typeof person.name === 'string' && [...person.name].length <= 12, text);
+    assert.ok(Number.isInteger(person.age) && person.age >= 0 && person.age <= 130, text);
+    assert.ok(person.tags.length <= 3 && person.tags.every((t) => ['a', 'b', 'c'].includes(t)), text);
+    let streamed = '';
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+      streamed += chunk.choices[0]?.delta?.content ?? '';
+    }
+    assert.equal(streamed, text);
+    const object = await client.chat.completions.create({ ...request, response_format: { type: 'json_object' } });
+    assert.equal(typeof JSON.parse(object.choices[0].message.content), 'object');
+    await assert.rejects(
+      client.chat.completions.create({
+        ...request,
+        response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'integer', multipleOf: 2 } } },
+      }),
+      (e) => e instanceof OpenAI.BadRequestError && e.code === 'unsupported_value' && /multipleOf/.test(e.message),
+    );
+  },
   async errorsAreApiErrors() {
     await assert.rejects(
       client.chat.completions.create({ model: 'fake', messages: [{ role: 'user', content: 'x' }], temperature: 'hot' }),
