@@ -57,8 +57,9 @@ extern "C" {
  * threads; valet_task_params.on_text and valet_task_result.text_len (text
  * with its length, NUL bytes included).
  * 6: packed weights as a file (valet_params.weights_cache,
- * valet_weights_cache_remove, valet_stats.weights); valet_create_async. */
-#define VALET_API_VERSION 7
+ * valet_weights_cache_remove, valet_stats.weights); valet_create_async.
+ * 8: output constraints (valet_task_params.constraint_*). */
+#define VALET_API_VERSION 8
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -86,6 +87,15 @@ typedef enum valet_tier {
   VALET_TIER_OFFLINE_INDEXING = 3
 } valet_tier;
 #define VALET_NUM_TIERS 4
+
+/* v8. What a task's output must follow (docs/structured-output.md). */
+typedef enum valet_constraint_kind {
+  VALET_CONSTRAINT_NONE = 0,
+  VALET_CONSTRAINT_JSON_SCHEMA = 1, /* constraint_text: the JSON Schema */
+  VALET_CONSTRAINT_JSON_OBJECT = 2, /* any JSON object; constraint_text unused */
+  VALET_CONSTRAINT_GRAMMAR = 3,     /* constraint_text: a GBNF grammar (llama.cpp's syntax) */
+  VALET_CONSTRAINT_REGEX = 4        /* constraint_text: a regular expression the whole output matches */
+} valet_constraint_kind;
 
 typedef enum valet_task_state {
   VALET_TASK_QUEUED = 0,
@@ -279,6 +289,15 @@ typedef struct valet_task_params {
   /* v5. Each generated token with its text and length; called just before
    * on_token when both are set. */
   valet_text_fn on_text;
+  /* v8. A valet_constraint_kind: every token is masked to the constraint
+   * before sampling, and generation ends where it may. One that does not
+   * compile fails valet_submit (VALET_INVALID_ARGUMENT, or VALET_UNSUPPORTED
+   * for a schema keyword valet does not compile), valet_last_error naming it. */
+  int32_t constraint_kind;
+  const char* constraint_text;
+  /* v8. JSON kinds: 0 for compact JSON; else at most this many spaces, tabs
+   * or newlines between two tokens (<= 16). */
+  uint32_t constraint_max_whitespace;
 } valet_task_params;
 
 /* A durable task found by valet_recover; valid only during the call. */

@@ -56,6 +56,11 @@ using valet::capi::Guard;
 using valet::capi::Report;
 using valet::capi::ToC;
 
+static_assert(VALET_CONSTRAINT_JSON_SCHEMA == static_cast<int>(valet::ConstraintKind::kJsonSchema) &&
+                  VALET_CONSTRAINT_JSON_OBJECT == static_cast<int>(valet::ConstraintKind::kJsonObject) &&
+                  VALET_CONSTRAINT_GRAMMAR == static_cast<int>(valet::ConstraintKind::kGrammar) &&
+                  VALET_CONSTRAINT_REGEX == static_cast<int>(valet::ConstraintKind::kRegex),
+              "valet_constraint_kind mirrors valet::ConstraintKind");
 static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
                   VALET_PARK_CAUSE_POWER == static_cast<int>(valet::ParkCause::kPower) &&
                   VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
@@ -124,7 +129,8 @@ constexpr std::array kTaskParamsEnds = {
     VALET_END(valet_task_params, on_state),    VALET_END(valet_task_params, on_done),
     VALET_END(valet_task_params, user_data),   VALET_END(valet_task_params, prompt_length),
     VALET_END(valet_task_params, message_lengths),
-    VALET_END(valet_task_params, durable_key), VALET_END(valet_task_params, on_text), sizeof(valet_task_params)};
+    VALET_END(valet_task_params, durable_key), VALET_END(valet_task_params, on_text),
+    VALET_END(valet_task_params, constraint_max_whitespace), sizeof(valet_task_params)};
 constexpr std::array kStatsEnds = {
     VALET_END(valet_stats, struct_size), VALET_END(valet_stats, rejected),
     VALET_END(valet_stats, tokens_recomputed), VALET_END(valet_stats, parks_by_kind),
@@ -307,6 +313,12 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
   if (p.durable_key != nullptr) {
     VALET_ASSIGN_OR_RETURN(r.durable_key, Text(p.durable_key, 0, "durable_key"));
   }
+  if (p.constraint_kind < VALET_CONSTRAINT_NONE || p.constraint_kind > VALET_CONSTRAINT_REGEX) {
+    return valet::InvalidArgument("constraint_kind " + std::to_string(p.constraint_kind) + " is not a valet_constraint_kind");
+  }
+  r.constraint.kind = static_cast<valet::ConstraintKind>(p.constraint_kind);
+  VALET_ASSIGN_OR_RETURN(r.constraint.text, Text(p.constraint_text, 0, "constraint_text"));
+  r.constraint.max_whitespace = p.constraint_max_whitespace;
   r.callbacks = CallbacksFrom(p);
   return r;
 }

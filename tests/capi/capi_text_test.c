@@ -3,7 +3,8 @@
  * message_lengths), and input refused before it is read (text and list
  * bounds); and on synth-tiny (random weights: byte tokens galore) generated
  * text with its length, a generated NUL byte kept and a character split
- * across tokens delivered whole. Exits 77 (skipped) when ../shared/models is
+ * across tokens delivered whole; a JSON Schema constraint's output, and its
+ * refusal at submission. Exits 77 (skipped) when ../shared/models is
  * absent. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -260,13 +261,80 @@ static int test_generated_text_is_exact(void) {
   return 0;
 }
 
+/* A JSON Schema constraint: the text parses as the schema says whatever the
+ * seed; a schema keyword valet does not compile fails valet_submit, named. */
+typedef struct {
+  char text[4096];
+  size_t len;
+  valet_task_state state;
+} output_log;
+
+static void log_output(void* user, valet_task_id id, int32_t token, const char* text, size_t len) {
+  output_log* log = (output_log*)user;
+  (void)id, (void)token;
+  if (log->len + len < sizeof log->text) {
+    memcpy(log->text + log->len, text, len);
+    log->len += len;
+  }
+}
+
+static void log_output_done(void* user, valet_task_id id, const valet_task_result* r) {
+  (void)id;
+  ((output_log*)user)->state = r->state;
+}
+
+static int test_constrained_output(valet_scheduler* s) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    output_log log;
+    memset(&log, 0, sizeof log);
+    valet_task_params t = valet_default_task_params();
+    t.prompt = "Once upon a time";
+    t.max_tokens = 120;
+    t.temperature = 1.0f;
+    t.top_k = 0;
+    t.top_p = 1.0f;
+    t.min_p = 0.0f;
+    t.seed = seed;
+    t.constraint_kind = VALET_CONSTRAINT_JSON_SCHEMA;
+    t.constraint_text = "{\"type\":\"object\",\"properties\":{\"ok\":{\"type\":\"boolean\"},"
+                        "\"n\":{\"type\":\"integer\",\"minimum\":10,\"maximum\":99}},"
+                        "\"required\":[\"ok\",\"n\"],\"additionalProperties\":false}";
+    t.on_text = log_output;
+    t.on_done = log_output_done;
+    t.user_data = &log;
+    valet_task_id id = 0;
+    CHECK(valet_submit(s, &t, &id) == VALET_OK);
+    CHECK(valet_wait_idle(s) == VALET_OK);
+    CHECK(log.state == VALET_TASK_DONE);
+    log.text[log.len] = 0;
+    const int ok_true = strncmp(log.text, "{\"ok\":true,\"n\":", 15) == 0;
+    const int ok_false = strncmp(log.text, "{\"ok\":false,\"n\":", 16) == 0;
+    CHECK(ok_true || ok_false);
+    const char* n = log.text + (ok_true ? 15 : 16);
+    CHECK(n[0] >= '1' && n[0] <= '9' && n[1] >= '0' && n[1] <= '9' && n[2] == '}' && n[3] == 0);
+  }
+  valet_task_params bad = valet_default_task_params();
+  bad.prompt = "x";
+  bad.constraint_kind = VALET_CONSTRAINT_JSON_SCHEMA;
+  bad.constraint_text = "{\"type\":\"integer\",\"multipleOf\":3}";
+  valet_task_id id = 0;
+  CHECK(valet_submit(s, &bad, &id) == VALET_UNSUPPORTED);
+  CHECK(strstr(valet_last_error(), "multipleOf") != NULL);
+  bad.constraint_kind = 9;
+  CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
+  return 0;
+}
+
 int main(void) {
   const int found = find_model();
   if (found != 0) return found;
   valet_params params = model_params();
   valet_scheduler* s = NULL;
   CHECK(valet_create(&params, &s) == VALET_OK);
-  if (test_tokenize_buffer_protocol(s) != 0 || test_prompts_with_nul_bytes(s) != 0 || test_bounds(s) != 0) return 1;
+  if (test_tokenize_buffer_protocol(s) != 0 || test_prompts_with_nul_bytes(s) != 0 || test_bounds(s) != 0 ||
+      test_constrained_output(s) != 0) {
+    return 1;
+  }
   valet_destroy(s);
   if (test_generated_text_is_exact() != 0) return 1;
   printf("capi_text_test: ok\n");

@@ -251,9 +251,11 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
                                                         jobjectArray contents, jbyteArray prompt, jobjectArray stops,
                                                         jint max_tokens, jfloat temperature, jint top_k, jfloat top_p,
                                                         jfloat min_p, jfloat repeat_penalty, jlong seed,
-                                                        jboolean durable, jbyteArray durable_key) {
-  std::string system, text, key;
-  if (!ReadBytes(env, durable_key, &key)) return -1;
+                                                        jboolean durable, jbyteArray durable_key,
+                                                        jint constraint_kind, jbyteArray constraint_text,
+                                                        jint max_whitespace) {
+  std::string system, text, key, constraint;
+  if (!ReadBytes(env, durable_key, &key) || !ReadBytes(env, constraint_text, &constraint)) return -1;
   std::vector<std::string> role_texts, content_texts, stop_texts;
   if (!ReadBytes(env, system_prompt, &system) || !ReadBytes(env, prompt, &text) ||
       !ReadByteArrays(env, roles, &role_texts) || !ReadByteArrays(env, contents, &content_texts) ||
@@ -291,6 +293,9 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
   t.n_stop = stop_strings.size();
   t.durable = durable ? 1 : 0;
   t.durable_key = durable_key == nullptr ? nullptr : key.c_str();
+  t.constraint_kind = constraint_kind;
+  t.constraint_text = constraint_text == nullptr ? nullptr : constraint.c_str();
+  t.constraint_max_whitespace = max_whitespace < 0 ? UINT32_MAX : static_cast<uint32_t>(max_whitespace);
   jobject ref = valet_jni::AttachCallbacks(env, task, &t);
   if (ref == nullptr) return -1;
   valet_task_id id = 0;

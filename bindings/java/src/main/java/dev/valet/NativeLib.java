@@ -72,7 +72,10 @@ final class NativeLib {
       float repeatPenalty,
       long seed,
       boolean durable,
-      byte[] durableKey);
+      byte[] durableKey,
+      int constraintKind,
+      byte[] constraintText,
+      int maxWhitespace);
 
   /** valet_recover: reports every durable task found to the collector (Recovery). */
   static native void recover(long handle, Recovery collector);

@@ -59,6 +59,18 @@ public final class Request {
   private final long seed;
   private final boolean durable;
   private final String durableKey;
+  private final Constraint constraint;
+  private final String constraintText;
+  private final int maxWhitespace;
+
+  /** What a task's output must follow (valet.h's valet_constraint_kind, same order). */
+  public enum Constraint {
+    NONE,
+    JSON_SCHEMA,
+    JSON_OBJECT,
+    GRAMMAR,
+    REGEX
+  }
 
   private Request(Builder b, String durableKey) {
     tier = b.tier;
@@ -75,6 +87,9 @@ public final class Request {
     seed = b.seed;
     durable = b.durable;
     this.durableKey = durableKey;
+    constraint = b.constraint;
+    constraintText = b.constraintText;
+    maxWhitespace = b.maxWhitespace;
   }
 
   public static Builder builder() {
@@ -141,6 +156,21 @@ public final class Request {
     return durableKey;
   }
 
+  /** What the output must follow; NONE by default. */
+  public Constraint constraint() {
+    return constraint;
+  }
+
+  /** The JSON Schema, GBNF grammar or regular expression; null for NONE and JSON_OBJECT. */
+  public String constraintText() {
+    return constraintText;
+  }
+
+  /** JSON constraints: 0 for compact JSON, else the longest whitespace run between two tokens. */
+  public int maxWhitespace() {
+    return maxWhitespace;
+  }
+
   /**
    * Collects a request. Chat messages and a raw prompt are exclusive. Text is UTF-8 on its way to
    * native code; a prompt or a message may hold U+0000, while the system prompt, roles and stop
@@ -161,6 +191,9 @@ public final class Request {
     private long seed = DEFAULT_SEED;
     private boolean durable;
     private String durableKey;
+    private Constraint constraint = Constraint.NONE;
+    private String constraintText;
+    private int maxWhitespace;
 
     private Builder() {}
 
@@ -255,6 +288,41 @@ public final class Request {
       return this;
     }
 
+    /**
+     * The output is JSON that this JSON Schema admits (docs/structured-output.md lists the
+     * keywords; one valet does not compile makes submit throw, naming it).
+     */
+    public Builder jsonSchema(String schema) {
+      return constrain(Constraint.JSON_SCHEMA, required(schema, "schema"));
+    }
+
+    /** The output is a JSON object. */
+    public Builder jsonObject() {
+      return constrain(Constraint.JSON_OBJECT, null);
+    }
+
+    /** The output follows this GBNF grammar (llama.cpp's syntax). */
+    public Builder grammar(String gbnf) {
+      return constrain(Constraint.GRAMMAR, required(gbnf, "grammar"));
+    }
+
+    /** The whole output matches this regular expression. */
+    public Builder regex(String pattern) {
+      return constrain(Constraint.REGEX, required(pattern, "regex"));
+    }
+
+    /** JSON constraints: at most this many spaces, tabs or newlines between tokens (0..16; 0: compact). */
+    public Builder maxWhitespace(int n) {
+      maxWhitespace = n;
+      return this;
+    }
+
+    private Builder constrain(Constraint kind, String text) {
+      constraint = kind;
+      constraintText = text;
+      return this;
+    }
+
     /** IllegalArgumentException for a request valet.h cannot carry; the rest is checked on submit. */
     public Request build() {
       if ((prompt != null) == !messages.isEmpty()) {
@@ -264,6 +332,7 @@ public final class Request {
       for (Message m : messages) noNul(m.role, "a message role");
       for (String s : stop) noNul(s, "a stop string");
       noNul(durableKey, "a durable key");
+      noNul(constraintText, "a schema, grammar or regex");
       // Named here, so the app knows what to recover and acknowledge (each build() anew).
       return new Request(this, durable && durableKey == null ? "task-" + java.util.UUID.randomUUID() : durableKey);
     }

@@ -263,6 +263,7 @@ public final class Valet implements AutoCloseable {
     final byte[] systemPrompt = utf8(request.systemPrompt(), "the system prompt");
     final byte[] prompt = utf8(request.prompt(), "the prompt");
     final byte[] durableKey = utf8(request.durableKey(), "the durable key");
+    final byte[] constraintText = utf8(request.constraintText(), "the constraint");
     final Task task = new Task(this, scheduler, request.tier(), listener, deliveryOn(executor));
     final long handle = scheduler.acquire();
     try {
@@ -284,7 +285,10 @@ public final class Valet implements AutoCloseable {
               request.repeatPenalty(),
               request.seed(),
               request.durable(),
-              durableKey));
+              durableKey,
+              request.constraint().ordinal(),
+              constraintText,
+              request.maxWhitespace()));
     } catch (ValetException e) {
       // Refused because close() stopped the scheduler meanwhile.
       if (scheduler.isClosing()) throw new IllegalStateException("Valet is closed", e);
