@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli_args.h"
+#include "constraint_flags.h"
 #include "commands.h"
 #include "common/json.h"
 #include "engine/generator.h"
@@ -27,11 +28,7 @@ constexpr FlagSpec kFlags[] = {
     {"--weights-cache", nullptr, true, kWeightsCacheHelp},
     {"--chat", nullptr, false, "send the prompt as a user message through the model's chat template"},
     {"--system", nullptr, true, "with --chat: a system message before it"},
-    {"--grammar-file", nullptr, true, "a GBNF grammar the output must follow (docs/structured-output.md)"},
-    {"--json-schema", nullptr, true, "a JSON Schema file the output must follow"},
-    {"--json-object", nullptr, false, "the output is a JSON object"},
-    {"--regex", nullptr, true, "a regular expression the whole output must match"},
-    {"--max-whitespace", nullptr, true, "JSON constraints: whitespace run between tokens, 0 = compact (default 0)"},
+    VALET_CONSTRAINT_FLAGS,
     {"--json", nullptr, false, "print one JSON object instead of streaming text"},
     {"--top-logits", nullptr, true, "with --json: the top-K [token, logit] pairs of every step"},
 };
@@ -44,50 +41,6 @@ struct Flags {
   std::string system;
   bool json = false;
 };
-
-// Bounded before it is read: the compilers refuse larger inputs anyway.
-Result<std::string> ReadConstraintFile(const std::string& path) {
-  constexpr size_t kMaxBytes = 1 << 20;
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return InvalidArgument("cannot open " + path);
-  std::string text(kMaxBytes + 1, '\0');
-  text.resize(std::fread(text.data(), 1, text.size(), f));
-  std::fclose(f);
-  if (text.size() > kMaxBytes) return InvalidArgument(path + ": a grammar or schema file is at most 1 MiB");
-  return text;
-}
-
-// At most one of --grammar-file, --json-schema, --json-object, --regex.
-Result<Constraint> ReadConstraint(const Args& a) {
-  Constraint c;
-  int given = 0;
-  VALET_ASSIGN_OR_RETURN(std::string grammar_file, a.String("--grammar-file", ""));
-  VALET_ASSIGN_OR_RETURN(std::string schema_file, a.String("--json-schema", ""));
-  VALET_ASSIGN_OR_RETURN(std::string regex, a.String("--regex", ""));
-  if (!grammar_file.empty()) {
-    ++given;
-    c.kind = ConstraintKind::kGrammar;
-    VALET_ASSIGN_OR_RETURN(c.text, ReadConstraintFile(grammar_file));
-  }
-  if (!schema_file.empty()) {
-    ++given;
-    c.kind = ConstraintKind::kJsonSchema;
-    VALET_ASSIGN_OR_RETURN(c.text, ReadConstraintFile(schema_file));
-  }
-  if (a.Has("--json-object")) {
-    ++given;
-    c.kind = ConstraintKind::kJsonObject;
-  }
-  if (!regex.empty()) {
-    ++given;
-    c.kind = ConstraintKind::kRegex;
-    c.text = regex;
-  }
-  if (given > 1) return InvalidArgument("--grammar-file, --json-schema, --json-object and --regex exclude each other");
-  VALET_ASSIGN_OR_RETURN(const int64_t ws, a.Int("--max-whitespace", 0, 0, kMaxConstraintWhitespace));
-  c.max_whitespace = static_cast<uint32_t>(ws);
-  return c;
-}
 
 Result<Flags> ReadFlags(const Args& a) {
   Flags f;
@@ -113,7 +66,7 @@ Result<Flags> ReadFlags(const Args& a) {
   f.chat = a.Has("--chat");
   VALET_ASSIGN_OR_RETURN(f.system, a.String("--system", ""));
   if (!f.system.empty() && !f.chat) return InvalidArgument("--system needs --chat");
-  VALET_ASSIGN_OR_RETURN(f.gen.constraint, ReadConstraint(a));
+  VALET_ASSIGN_OR_RETURN(f.gen.constraint, ReadConstraintFlags(a));
   f.json = a.Has("--json");
   VALET_ASSIGN_OR_RETURN(f.gen.top_logits, a.Int("--top-logits", 0, 0, 1 << 20));
   if (f.gen.top_logits > 0 && !f.json) return InvalidArgument("--top-logits needs --json");

@@ -23,6 +23,7 @@ int RunBenchServe(std::span<char* const> args);
 int RunPack(std::span<char* const> args);
 int RunBenchTrim(std::span<char* const> args);
 int RunBenchJank(std::span<char* const> args);
+int RunBenchConstraint(std::span<char* const> args);
 
 // The built-in bench model, synthesized into the user's cache the first time
 // (or, without one, into `scratch`); its path.

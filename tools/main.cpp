@@ -30,6 +30,7 @@ constexpr Command kCommands[] = {
     {"tokenize", valet::cli::RunTokenize, "print the token ids of a text (--json: {\"tokens\":[...]})"},
     {"synth-model", valet::cli::RunSynthModel, "write a seeded random Llama GGUF (the built-in models)"},
     {"bench-engine", valet::cli::RunBenchEngine, "prefill/decode throughput (pp512/tg128)"},
+    {"bench-constraint", valet::cli::RunBenchConstraint, "decode under an output constraint against free"},
     {"bench-resume", valet::cli::RunBenchResume, "cost of resuming a parked sequence, by park kind"},
     {"bench-contention", valet::cli::RunBenchContention, "chat under indexing: TTFT/throughput per scheduling arm"},
     {"demo", valet::cli::RunDemo, "the headline: bench-contention in ~2 minutes on the bench model"},

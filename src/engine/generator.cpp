@@ -45,10 +45,13 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
   VALET_ASSIGN_OR_RETURN(StopChecker stop, StopChecker::Create(stop_options));
 
   std::optional<SequenceConstraint> constraint;
+  double constraint_seconds = 0.0;
   if (options.constraint.active()) {
+    const auto c0 = std::chrono::steady_clock::now();
     ConstraintCompiler compiler([&engine] { return TokenTrie::FromTokenizer(engine.tokenizer()); }, 1);
     VALET_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledGrammar> compiled, compiler.Compile(options.constraint));
     VALET_ASSIGN_OR_RETURN(constraint, SequenceConstraint::Create(std::move(compiled)));
+    constraint_seconds += SecondsSince(c0);
   }
 
   Generation g;
@@ -77,12 +80,18 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
     if (options.top_logits > 0) g.top_logits.push_back(TopK(logits, options.top_logits));
     std::span<const float> allowed = logits;
     if (constraint) {
+      const auto c0 = std::chrono::steady_clock::now();
       VALET_RETURN_IF_ERROR(constraint->PrepareMask());
       allowed = constraint->Apply(logits);
+      constraint_seconds += SecondsSince(c0);
     }
     const int32_t token = sampler.Sample(allowed);
     sampler.Accept(token);
-    if (constraint) VALET_RETURN_IF_ERROR(constraint->Accept(token));
+    if (constraint) {
+      const auto c1 = std::chrono::steady_clock::now();
+      VALET_RETURN_IF_ERROR(constraint->Accept(token));
+      constraint_seconds += SecondsSince(c1);
+    }
     g.tokens.push_back(token);
     StopDecision d = stop.Feed(token, engine.tokenizer().TokenToPiece(token));
     g.text += d.text;
@@ -102,6 +111,7 @@ Result<Generation> Generate(Engine& engine, std::string_view prompt, const Gener
     VALET_RETURN_IF_ERROR(engine.context().Forward({&item, 1}, logits));
   }
   g.decode_seconds = SecondsSince(t1);
+  g.constraint_seconds = constraint_seconds;
   return g;
 }
 

@@ -46,6 +46,9 @@ struct Generation {
   std::vector<std::vector<TopLogit>> top_logits;  // [steps][K], when asked for
   double prefill_seconds = 0.0;  // prompt processing up to the first logits
   double decode_seconds = 0.0;   // everything after
+  // Of the total, the constraint's: its compile (token trie included) and
+  // every step's mask, application and matcher update.
+  double constraint_seconds = 0.0;
 };
 
 // Receives each piece of text as soon as it is safe to show.

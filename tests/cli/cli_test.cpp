@@ -173,7 +173,7 @@ TEST(CliTest, TemplateErrorsAreOneLine) {
   ExpectUsageError("template --file " + raising + " --messages " + no_messages, "\"messages\" array");
 }
 
-// generate --grammar-file: whatever the sampler draws, the text is one the
+// generate --grammar: whatever the sampler draws, the text is one the
 // grammar accepts, and generation ends when the grammar does; bad grammars
 // are one-line errors.
 TEST(CliTest, GenerateFollowsAGrammar) {
@@ -182,7 +182,7 @@ TEST(CliTest, GenerateFollowsAGrammar) {
   std::ofstream(grammar) << "root ::= [a-z ]{1,20} \".\"\n";
   for (int seed = 1; seed <= 6; ++seed) {
     CliRun r = Valet("generate -m " + kStories + " -p 'Once upon a time' -n 40 --temp 1.5 --top-k 0 --top-p 1 " +
-                     "--min-p 0 --json --seed " + std::to_string(seed) + " --grammar-file " + grammar);
+                     "--min-p 0 --json --seed " + std::to_string(seed) + " --grammar " + grammar);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const nlohmann::json g = nlohmann::json::parse(r.out);
     const std::string text = g["text"];
@@ -193,8 +193,8 @@ TEST(CliTest, GenerateFollowsAGrammar) {
     for (size_t i = 0; i + 1 < text.size(); ++i) EXPECT_TRUE(text[i] == ' ' || (text[i] >= 'a' && text[i] <= 'z')) << r.out;
   }
   std::ofstream(grammar) << "root ::= missing\n";
-  ExpectUsageError("generate -m " + kStories + " -p hi --grammar-file " + grammar, "undefined rule 'missing'");
-  ExpectUsageError("generate -m " + kStories + " -p hi --grammar-file /nonexistent.gbnf", "/nonexistent.gbnf");
+  ExpectUsageError("generate -m " + kStories + " -p hi --grammar " + grammar, "undefined rule 'missing'");
+  ExpectUsageError("generate -m " + kStories + " -p hi --grammar /nonexistent.gbnf", "/nonexistent.gbnf");
   std::filesystem::remove(grammar);
 }
 
