@@ -3,7 +3,8 @@
 # (default 60), all at once: the GGUF reader (model files), the
 # chat-template engine (the templates models carry), the HTTP server (what
 # clients send) and, for at most 10 s so that CI's time does not grow, the
-# GBNF grammar parser with its matcher and token mask (grammars requests carry). Exits
+# constraint compilers (GBNF, JSON Schema, regex: what requests carry) with
+# the matcher and token mask. Exits
 # non-zero when a fuzzer finds a crash; the input is left in
 # build-fuzz/fuzz-artifacts/.
 set -euo pipefail
