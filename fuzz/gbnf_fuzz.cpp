@@ -2,10 +2,10 @@
 // text, a NUL byte, then bytes to feed. The text is compiled as each kind a
 // request may carry (a GBNF grammar, a JSON Schema, a regular expression):
 // each must compile or fail with an error within its limits; a compiled
-// grammar's matcher takes the bytes one at a time, and before each the mask over a small vocabulary must equal the
-// brute-force one (every token tried on a copy of the matcher), both the one
-// from the precomputed position masks and the whole-trie walk. Never a crash,
-// a hang or a disagreement. Seeds in fuzz/gbnf/:
+// grammar's matcher takes the bytes one at a time, and before each the mask over a small vocabulary
+// must equal the brute-force one (every token tried on a copy of the matcher), both the one from
+// the precomputed position masks and the whole-trie walk. Never a crash, a hang or a disagreement.
+// Seeds in fuzz/gbnf/:
 //   build-fuzz/fuzz/gbnf_fuzz -max_len=4096 -timeout=10 work/ fuzz/gbnf
 #include <algorithm>
 #include <cstddef>
@@ -32,8 +32,8 @@ std::shared_ptr<const valet::TokenTrie> Vocabulary() {
     std::vector<std::string> texts;
     std::vector<valet::TokenClass> classes;
     for (int b = 0; b < 256; ++b) texts.push_back(std::string(1, static_cast<char>(b)));
-    for (const char* t : {"{\"", "\":", "\",", "}", "true", "null", "  ", "12", "ab", "abc", "\xC3\xA9", "\\u",
-                          "\"\n", "[]", "x*", "::="}) {
+    for (const char* t : {"{\"", "\":", "\",", "}", "true", "null", "  ", "12", "ab", "abc",
+                          "\xC3\xA9", "\\u", "\"\n", "[]", "x*", "::="}) {
       texts.push_back(t);
     }
     classes.assign(texts.size(), valet::TokenClass::kText);
@@ -103,9 +103,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   const size_t nul = input.find('\0');
   const std::string_view text = input.substr(0, nul);
-  const std::string_view bytes = nul == std::string_view::npos ? std::string_view() : input.substr(nul + 1);
+  const std::string_view bytes =
+      nul == std::string_view::npos ? std::string_view() : input.substr(nul + 1);
   for (valet::ConstraintKind kind :
-       {valet::ConstraintKind::kGrammar, valet::ConstraintKind::kJsonSchema, valet::ConstraintKind::kRegex}) {
+       {valet::ConstraintKind::kGrammar, valet::ConstraintKind::kJsonSchema,
+        valet::ConstraintKind::kRegex}) {
     valet::Result<valet::Grammar> grammar = Compile({kind, std::string(text)});
     if (!grammar.ok()) {
       Check(!grammar.status().message().empty());

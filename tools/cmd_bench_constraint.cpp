@@ -67,7 +67,8 @@ Status RunArm(Engine& engine, const std::string& prompt, const GenerateOptions& 
 
 int RunBenchConstraint(std::span<char* const> argv) {
   Args args;
-  if (auto code = ParseCommandLine("bench-constraint", "-m MODEL --json-schema FILE [flags]", kFlags, argv, &args)) {
+  if (auto code = ParseCommandLine("bench-constraint", "-m MODEL --json-schema FILE [flags]",
+                                   kFlags, argv, &args)) {
     return *code;
   }
   EngineOptions eo;
@@ -77,12 +78,14 @@ int RunBenchConstraint(std::span<char* const> argv) {
   Result<int64_t> n = args.Int("--n-predict", 128, 1, 1 << 16);
   Result<int64_t> runs = args.Int("--runs", 5, 1, 1000);
   Result<Constraint> constraint = ReadConstraintFlags(args);
-  for (const Status* s : {&path.status(), &threads.status(), &prompt.status(), &n.status(), &runs.status(),
-                          &constraint.status()}) {
+  for (const Status* s : {&path.status(), &threads.status(), &prompt.status(), &n.status(),
+                          &runs.status(), &constraint.status()}) {
     if (!s->ok()) return Fail("bench-constraint", *s);
   }
   if (!constraint->active()) {
-    return Fail("bench-constraint", InvalidArgument("give a constraint (--json-schema, --json-object, --grammar, --regex)"));
+    return Fail(
+        "bench-constraint",
+        InvalidArgument("give a constraint (--json-schema, --json-object, --grammar, --regex)"));
   }
   eo.model_path = *path;
   eo.n_threads = static_cast<int>(*threads);
@@ -92,10 +95,13 @@ int RunBenchConstraint(std::span<char* const> argv) {
   for (int64_t r = 0; r < *runs; ++r) {
     const auto seed = static_cast<uint64_t>(r + 1);
     Status s = RunArm(**engine, *prompt, Options(static_cast<int32_t>(*n), seed, {}), free_arm);
-    if (s.ok()) s = RunArm(**engine, *prompt, Options(static_cast<int32_t>(*n), seed, *constraint), constrained_arm);
+    if (s.ok())
+      s = RunArm(**engine, *prompt, Options(static_cast<int32_t>(*n), seed, *constraint),
+                 constrained_arm);
     if (!s.ok()) return Fail("bench-constraint", s);
   }
-  const double free_tok_s = Median(free_arm.tok_s), constrained_tok_s = Median(constrained_arm.tok_s);
+  const double free_tok_s = Median(free_arm.tok_s),
+               constrained_tok_s = Median(constrained_arm.tok_s);
   const double ratio = free_tok_s > 0 ? constrained_tok_s / free_tok_s : 0.0;
   if (args.Has("--json")) {
     const Json out{{"free_tok_s", free_tok_s},
@@ -110,13 +116,14 @@ int RunBenchConstraint(std::span<char* const> argv) {
                    {"model", eo.model_path}};
     std::printf("%s\n", DumpJson(out).c_str());
   } else {
-    std::printf("decode, medians of %lld interleaved runs (%d threads):\n", static_cast<long long>(*runs),
-                eo.n_threads);
+    std::printf("decode, medians of %lld interleaved runs (%d threads):\n",
+                static_cast<long long>(*runs), eo.n_threads);
     std::printf("  free         %8.2f tok/s  (%.0f tokens)\n", free_tok_s, Median(free_arm.tokens));
-    std::printf("  %-12s %8.2f tok/s  (%.0f tokens)\n", ConstraintKindName(constraint->kind), constrained_tok_s,
-                Median(constrained_arm.tokens));
-    std::printf("  constrained / free: %.3f; the constraint's share of the constrained decode: %.2f%%\n", ratio,
-                100.0 * Median(constrained_arm.constraint_share));
+    std::printf("  %-12s %8.2f tok/s  (%.0f tokens)\n", ConstraintKindName(constraint->kind),
+                constrained_tok_s, Median(constrained_arm.tokens));
+    std::printf(
+        "  constrained / free: %.3f; the constraint's share of the constrained decode: %.2f%%\n",
+        ratio, 100.0 * Median(constrained_arm.constraint_share));
   }
   return 0;
 }

@@ -14,7 +14,8 @@ Result<std::string> ReadConstraintFile(const std::string& path) {
   std::string text(kMaxBytes + 1, '\0');
   text.resize(std::fread(text.data(), 1, text.size(), f));
   std::fclose(f);
-  if (text.size() > kMaxBytes) return InvalidArgument(path + ": a grammar or schema file is at most 1 MiB");
+  if (text.size() > kMaxBytes)
+    return InvalidArgument(path + ": a grammar or schema file is at most 1 MiB");
   return text;
 }
 
@@ -45,11 +46,13 @@ Result<Constraint> ReadConstraintFlags(const Args& a) {
     c.kind = ConstraintKind::kRegex;
     c.text = regex;
   }
-  if (given > 1) return InvalidArgument("--grammar, --json-schema, --json-object and --regex exclude each other");
-  VALET_ASSIGN_OR_RETURN(const int64_t ws, a.Int("--max-whitespace", 0, 0, kMaxConstraintWhitespace));
+  if (given > 1)
+    return InvalidArgument(
+        "--grammar, --json-schema, --json-object and --regex exclude each other");
+  VALET_ASSIGN_OR_RETURN(const int64_t ws,
+                         a.Int("--max-whitespace", 0, 0, kMaxConstraintWhitespace));
   c.max_whitespace = static_cast<uint32_t>(ws);
   return c;
 }
-
 
 }  // namespace valet::cli

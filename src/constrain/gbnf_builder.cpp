@@ -1,5 +1,6 @@
 #include "constrain/gbnf_builder.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstdio>
 
@@ -7,12 +8,13 @@ namespace valet {
 
 std::string GbnfBuilder::Reserve(std::string_view base) {
   std::string name(base);
+  std::replace(name.begin(), name.end(), '_', '-');
   uint32_t& n = next_suffix_[name];
   // A base that ends in a digit would collide with a suffixed name ("a-1" + "-2").
   for (;;) {
     ++n;
     std::string candidate = n == 1 ? name : name + "-" + std::to_string(n);
-    if (rules_.find(candidate) == rules_.end()) {
+    if (candidate != "root" && rules_.find(candidate) == rules_.end()) {
       rules_.emplace(candidate, std::string());
       order_.push_back(candidate);
       return candidate;
@@ -34,14 +36,16 @@ std::string GbnfBuilder::Add(std::string_view base, std::string body) {
 }
 
 std::string GbnfBuilder::Shared(const std::string& name, std::string_view body) {
-  auto it = rules_.find(name);
-  if (it == rules_.end()) {
-    rules_.emplace(name, std::string(body));
-    order_.push_back(name);
-    next_suffix_[name] = 1;
-    text_bytes_ += name.size() + body.size() + 6;
-  }
+  if (ReserveShared(name)) Define(name, std::string(body));
   return name;
+}
+
+bool GbnfBuilder::ReserveShared(const std::string& name) {
+  assert(name.find('_') != std::string::npos && "shared rule names hold a '_'");
+  if (rules_.find(name) != rules_.end()) return false;
+  rules_.emplace(name, std::string());
+  order_.push_back(name);
+  return true;
 }
 
 std::string GbnfBuilder::Text(std::string_view root_body) const {

@@ -17,17 +17,23 @@
 namespace valet {
 
 // Rules under unique names, in the order they were added; `root` first.
+// Two namespaces that cannot meet: fresh names made from a base (a schema's
+// property names among them) never hold '_', shared rules' names always do,
+// so a property called "date" or "root" cannot capture a shared rule.
 class GbnfBuilder {
  public:
-  // Adds `body` under a fresh name made from `base` ("item", "item-2", ...).
+  // Adds `body` under a fresh name made from `base` ("item", "item-2", ...;
+  // '_' in the base becomes '-').
   std::string Add(std::string_view base, std::string body);
   // Reserves a fresh name to be defined later (a rule that refers to itself).
   std::string Reserve(std::string_view base);
   void Define(const std::string& name, std::string body);
-  // Adds `body` under exactly `name` unless a rule has that name already.
+  // The shared rule `name` (which holds a '_'), added with `body` unless it
+  // exists; its name.
   std::string Shared(const std::string& name, std::string_view body);
+  // A shared rule's name reserved to be defined later; false if it exists.
+  bool ReserveShared(const std::string& name);
 
-  bool Has(std::string_view name) const { return rules_.find(name) != rules_.end(); }
   size_t rule_count() const { return order_.size(); }
   size_t text_bytes() const { return text_bytes_; }
   // "root ::= <root_body>" and every rule, one per line.

@@ -83,6 +83,17 @@ uint8_t KindsOfType(std::string_view type) {
   return 0;
 }
 
+// The kinds a "type" admits (a name or a list of names; any other: none).
+uint8_t KindsOfTypes(const Json& type) {
+  if (type.is_string()) return KindsOfType(type.get_ref<const std::string&>());
+  uint8_t kinds = 0;
+  if (type.is_array()) {
+    for (const Json& t : type)
+      kinds |= t.is_string() ? KindsOfType(t.get_ref<const std::string&>()) : 0;
+  }
+  return kinds;
+}
+
 uint8_t KindOfValue(const Json& v) {
   if (v.is_null()) return kNull;
   if (v.is_boolean()) return kBool;
@@ -262,11 +273,8 @@ Result<std::string> SchemaCompiler::Values(const Json& node, const std::string& 
       return Unsupported(path, "'" + key + "' beside 'const' or 'enum' is not supported");
     }
   }
-  uint8_t allowed = kAnyKind;
-  if (const Json* type = FindMember(node, "type")) {
-    VALET_ASSIGN_OR_RETURN(allowed, Kinds(node, path));
-    (void)type;
-  }
+  const Json* type = FindMember(node, "type");
+  const uint8_t allowed = type == nullptr ? uint8_t{kAnyKind} : KindsOfTypes(*type);
   std::vector<const Json*> values;
   if (const Json* c = FindMember(node, "const")) values.push_back(c);
   if (const Json* e = FindMember(node, "enum")) {
@@ -276,9 +284,7 @@ Result<std::string> SchemaCompiler::Values(const Json& node, const std::string& 
   }
   std::string out;
   for (const Json* v : values) {
-    uint8_t kind = KindOfValue(*v);
-    if (kind == kInt && (allowed & kInt) == 0 && (allowed & kFrac) != 0) kind = kFrac;
-    if ((kind & allowed) == 0) continue;
+    if ((KindOfValue(*v) & allowed) == 0) continue;
     out += (out.empty() ? "(" : " | ") + GbnfLiteral(DumpJson(*v));
   }
   if (out.empty()) return Error(path, "no value of 'enum' or 'const' has an allowed type");

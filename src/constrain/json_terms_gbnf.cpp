@@ -57,7 +57,7 @@ std::string JsonTerms::Seq(std::initializer_list<std::string_view> parts) const 
   for (std::string_view p : parts) {
     if (p == "~") {
       if (max_ws_ == 0) continue;
-      p = "ws";
+      p = "json_ws";
     }
     if (p.empty()) continue;
     if (!out.empty()) out += ' ';
@@ -67,50 +67,49 @@ std::string JsonTerms::Seq(std::initializer_list<std::string_view> parts) const 
 }
 
 void JsonTerms::DefineWhitespace() {
-  if (max_ws_ > 0) b_.Shared("ws", "[ \\t\\n]{0," + std::to_string(max_ws_) + "}");
+  if (max_ws_ > 0) b_.Shared("json_ws", "[ \\t\\n]{0," + std::to_string(max_ws_) + "}");
 }
 
 std::string JsonTerms::Char() {
   Result<std::string> any = CharSetGbnf(NormalizeRanges({}, true), RegexText::kJsonString, b_);
-  return b_.Shared("json-char", any.value());
+  return b_.Shared("json_char", any.value());
 }
 
-std::string JsonTerms::Fraction() { return b_.Shared("json-fraction", "\".\" [0-9]{1,16}"); }
+std::string JsonTerms::Fraction() { return b_.Shared("json_fraction", "\".\" [0-9]{1,16}"); }
 
 std::string JsonTerms::String(uint32_t min_length, bool bounded, uint32_t max_length) {
   return Concat({"\"\\\"\" ", Repeat(Char(), min_length, bounded, max_length), " \"\\\"\""});
 }
 
 std::string JsonTerms::AnyValue() {
-  if (b_.Has("json-value")) return "json-value";
-  const std::string name = b_.Reserve("json-value");
-  const std::string string = b_.Shared("json-string", String(0, false, 0));
+  const std::string name = "json_value";
+  if (!b_.ReserveShared(name)) return name;
+  const std::string string = b_.Shared("json_string", String(0, false, 0));
   const std::string number = b_.Shared(
-      "json-number",
+      "json_number",
       Seq({"\"-\"?", "(\"0\" | [1-9] [0-9]{0,15})", Fraction() + "?", "([eE] [-+]? [0-9]{1,3})?"}));
   b_.Shared(
-      "json-array",
+      "json_array",
       Seq({"\"[\"", "~",
            Concat({"(", Seq({name, Repeat(Seq({"~", "\",\"", "~", name}), 0, false, 0)}), ")?"}),
            "~", "\"]\""}));
-  b_.Define(name, "json-object | json-array | " + string + " | " + number +
+  b_.Define(name, "json_object | json_array | " + string + " | " + number +
                       " | \"true\" | \"false\" | \"null\"");
   AnyObject();
   return name;
 }
 
 std::string JsonTerms::Map(const std::string& value_rule) {
-  AnyValue();  // json-string
-  const std::string kv = Seq({"json-string", "~", "\":\"", "~", value_rule});
+  AnyValue();  // json_string
+  const std::string kv = Seq({"json_string", "~", "\":\"", "~", value_rule});
   return Seq({"\"{\"", "~",
               Concat({"(", Seq({kv, Repeat(Seq({"~", "\",\"", "~", kv}), 0, false, 0)}), ")?"}),
               "~", "\"}\""});
 }
 
 std::string JsonTerms::AnyObject() {
-  if (b_.Has("json-object")) return "json-object";
-  const std::string name = b_.Reserve("json-object");
-  b_.Define(name, Map(AnyValue()));
+  const std::string name = "json_object";
+  if (b_.ReserveShared(name)) b_.Define(name, Map(AnyValue()));
   return name;
 }
 
@@ -185,7 +184,7 @@ Result<std::string> JsonTerms::Number(const NumberBounds& bounds) {
   const std::string frac = Fraction() + "?";
   if (!bounds.has_lo && !bounds.has_hi) {
     AnyValue();
-    return std::string("json-number");
+    return std::string("json_number");
   }
   if (bounds.has_lo && bounds.has_hi && bounds.lo > bounds.hi)
     return InvalidArgument("no number lies within the bounds");
@@ -211,11 +210,11 @@ Result<std::string> JsonTerms::Number(const NumberBounds& bounds) {
 Result<std::string> JsonTerms::Format(std::string_view format) {
   const std::string q = "\"\\\"\"";
   if (format == "date" || format == "date-time") {
-    const std::string leap = b_.Shared("leap-year",
+    const std::string leap = b_.Shared("leap_year",
                                        "[0-9] [0-9] (\"0\" [48] | [2468] [048] | [13579] [26]) | "
                                        "([02468] [048] | [13579] [26]) \"00\"");
     const std::string date = b_.Shared(
-        "date",
+        "format_date",
         "[0-9]{4} \"-\" ((\"01\" | \"03\" | \"05\" | \"07\" | \"08\" | \"10\" | \"12\") \"-\" "
         "(\"0\" [1-9] | [12] [0-9] | \"3\" [01]) | (\"04\" | \"06\" | \"09\" | \"11\") \"-\" "
         "(\"0\" [1-9] | [12] [0-9] | \"30\") | \"02-\" (\"0\" [1-9] | \"1\" [0-9] | \"2\" [0-8])) "
@@ -223,14 +222,14 @@ Result<std::string> JsonTerms::Format(std::string_view format) {
             leap + " \"-02-29\"");
     if (format == "date") return Seq({q, date, q});
     const std::string time = b_.Shared(
-        "time",
+        "format_time",
         "([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9] \":\" [0-5] [0-9] (\".\" [0-9]{1,6})? "
         "(\"Z\" | [+-] ([01] [0-9] | \"2\" [0-3]) \":\" [0-5] [0-9])");
     return Seq({q, date, "\"T\"", time, q});
   }
   if (format == "time") {
     (void)Format("date-time");
-    return Seq({q, "time", q});
+    return Seq({q, "format_time", q});
   }
   if (format == "uuid") {
     return Seq(
@@ -238,9 +237,9 @@ Result<std::string> JsonTerms::Format(std::string_view format) {
          q});
   }
   if (format == "email") {
-    const std::string atom = b_.Shared("email-atom", "[a-zA-Z0-9!#$%&'*+/=?\\^_`{|}~\\-]{1,16}");
+    const std::string atom = b_.Shared("email_atom", "[a-zA-Z0-9!#$%&'*+/=?\\^_`{|}~\\-]{1,16}");
     const std::string label =
-        b_.Shared("email-label", "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,20} [a-zA-Z0-9])?");
+        b_.Shared("email_label", "[a-zA-Z0-9] ([a-zA-Z0-9\\-]{0,20} [a-zA-Z0-9])?");
     return Seq(
         {q, atom, "(\".\" " + atom + "){0,3}", "\"@\"", label, "(\".\" " + label + "){1,4}", q});
   }

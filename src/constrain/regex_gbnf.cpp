@@ -112,7 +112,7 @@ Result<std::string> RegexTranslator::Run() {
 
 std::string RegexTranslator::AnyChars() {
   const std::string name =
-      options_.text == RegexText::kJsonString ? "regex-any-json-char" : "regex-any-char";
+      options_.text == RegexText::kJsonString ? "regex_any_json_char" : "regex_any_char";
   Result<std::string> any = CharSetGbnf(NormalizeRanges({}, true), options_.text, builder_);
   return builder_.Shared(name, any.value() + "*");
 }
@@ -422,7 +422,7 @@ Result<std::string> CharSetGbnf(const std::vector<CodePointRange>& ranges, Regex
   if (!plain.empty()) alts.push_back(GbnfClass(NormalizeRanges(std::move(plain), false)));
   if (escaped.size() == 34) {
     alts.push_back(builder.Shared(
-        "json-escape", "\"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))"));
+        "json_escape", "\"\\\\\" ([\"\\\\bfnrt] | \"u00\" (\"0\" [0-7bef] | \"1\" [0-9a-f]))"));
   } else {
     for (uint32_t c : escaped) alts.push_back(GbnfLiteral(JsonEscape(c)));
   }

@@ -15,7 +15,8 @@ namespace {
 using namespace valet;
 
 Result<std::shared_ptr<const CompiledGrammar>> Compile(const std::string& schema) {
-  VALET_ASSIGN_OR_RETURN(ConstraintGrammar g, ConstraintToGbnf({ConstraintKind::kJsonSchema, schema}));
+  VALET_ASSIGN_OR_RETURN(ConstraintGrammar g,
+                         ConstraintToGbnf({ConstraintKind::kJsonSchema, schema}));
   VALET_ASSIGN_OR_RETURN(Grammar parsed, ParseGbnf(g.gbnf, g.limits));
   auto compiled = std::make_shared<CompiledGrammar>();
   compiled->grammar = std::make_shared<const Grammar>(std::move(parsed));
@@ -43,7 +44,8 @@ int main() {
       out["error"] = compiled.status().ToString();
     } else {
       Json accepted = Json::array();
-      for (const Json& t : (*in)["texts"]) accepted.push_back(Accepts(*compiled, t.get<std::string>()));
+      for (const Json& t : (*in)["texts"])
+        accepted.push_back(Accepts(*compiled, t.get<std::string>()));
       out["accepted"] = std::move(accepted);
     }
     std::cout << DumpJson(out) << "\n" << std::flush;

@@ -116,6 +116,8 @@ TEST(JsonSchemaGbnf, EnumConstAndCombinators) {
          {R"("red")", R"("green")", "3", "null", R"({"k":[1]})"},
          {R"("blue")", "4", R"({"k":[2]})"}});
   Check({R"({"type":"string","enum":["a",1]})", {R"("a")"}, {"1"}});
+  Check({R"({"type":["integer","null"],"enum":[2,2.5,"s",null]})", {"2", "null"}, {"2.5", R"("s")"}});
+  EXPECT_NE(SchemaError(R"({"type":"string","const":5})").find("no value of 'enum' or 'const'"), std::string::npos);
   Check({R"({"const":"fixed \"q\""})", {R"("fixed \"q\"")"}, {R"("fixed")"}});
   Check({R"({"anyOf":[{"type":"integer"},{"type":"string","maxLength":1}]})",
          {"5", R"("x")"},
@@ -128,6 +130,16 @@ TEST(JsonSchemaGbnf, EnumConstAndCombinators) {
          {R"({"kind":"a","x":1})", R"({"kind":"b"})"},
          {R"({"kind":"c"})", R"({"kind":"b","x":1})"}});
   Check({R"({"allOf":[{"type":"integer","minimum":3}]})", {"3"}, {"2"}});
+}
+
+// Property names become rule names: none may capture the grammar's own rules.
+TEST(JsonSchemaGbnf, PropertyNamesCannotCaptureSharedRules) {
+  Check({R"({"type":"object","properties":{"root":{"type":"integer"},"date":{"type":"string","format":"date"},
+            "json_value":{"type":"boolean"},"ws":{"type":"null"},"time":{"type":"string","format":"time"}},
+            "required":["root","date","json_value","ws","time"],"additionalProperties":false})",
+         {R"({"root":1,"date":"2024-02-29","json_value":true,"ws":null,"time":"10:00:00Z"})"},
+         {R"({"root":1,"date":"2023-02-29","json_value":true,"ws":null,"time":"10:00:00Z"})"}},
+        2);
 }
 
 TEST(JsonSchemaGbnf, RecursiveRefs) {
