@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "constrain/constraint_grammar.h"
 #include "constrain/gbnf_parser.h"
 #include "constrain/position_masks.h"
 #include "constrain/token_mask.h"
@@ -135,6 +136,24 @@ const char* const kDocument =
     R"("notes": "Wrote the first published algorithm for the Analytical Engine, in 1843.", "score": -12.5e3, )"
     R"("active": true, "manager": null, "history": [{"year": 1833, "event": "met Babbage"}, {"year": 1843, "event": "notes"}]})";
 
+// A nested schema of the kind an app's background tier fills, and a compact
+// document it admits (properties in its order).
+const char* const kSchema = R"({"type":"object","properties":{
+  "id":{"type":"integer","minimum":0},"name":{"type":"string","maxLength":64},
+  "email":{"type":"string","format":"email"},
+  "tags":{"type":"array","items":{"type":"string","maxLength":16},"maxItems":8},
+  "address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"},
+    "zip":{"type":"string","pattern":"^[A-Z0-9 ]{3,10}$"}},"required":["street","city"],"additionalProperties":false},
+  "score":{"type":"number"},"active":{"type":"boolean"},"level":{"enum":["junior","senior","lead"]},
+  "history":{"type":"array","items":{"$ref":"#/$defs/event"},"maxItems":10}},
+  "required":["id","name","tags","address","active","history"],"additionalProperties":false,
+  "$defs":{"event":{"type":"object","properties":{"year":{"type":"integer","minimum":1800,"maximum":2100},
+    "event":{"type":"string","maxLength":40}},"required":["year","event"],"additionalProperties":false}}})";
+const char* const kSchemaDocument =
+    R"({"id":4172,"name":"Ada Lovelace","email":"ada@example.org","tags":["math","poetry","engines"],)"
+    R"("address":{"street":"12 St James's Square","city":"London","zip":"SW1Y 4JH"},"score":-12.5e3,)"
+    R"("active":true,"level":"lead","history":[{"year":1833,"event":"met Babbage"},{"year":1843,"event":"notes"}]})";
+
 // Per-step times are this thread's CPU time: on a shared machine wall time
 // counts other processes' turns.
 double ThreadCpuMicros() {
@@ -143,7 +162,21 @@ double ThreadCpuMicros() {
   return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
 }
 
-void BM_JsonGeneration(benchmark::State& state, const char* model) {
+// A constraint as GrammarCache compiles it: translated, parsed, position masks.
+std::shared_ptr<const CompiledGrammar> CompileConstraint(const Constraint& c, std::shared_ptr<const TokenTrie> trie) {
+  ConstraintGrammar g = ConstraintToGbnf(c).value();
+  auto compiled = std::make_shared<CompiledGrammar>();
+  compiled->grammar = std::make_shared<const Grammar>(ParseGbnf(g.gbnf, g.limits).value());
+  compiled->trie = std::move(trie);
+  PrecomputePositionMasks(*compiled);
+  return compiled;
+}
+
+enum class Case { kGbnf, kSchema, kJsonObject };
+
+// The model's own tokens for a document, a mask computed before each by a
+// fresh masker: the per-step mask cost of generating it.
+void BM_Generation(benchmark::State& state, const char* model, Case which) {
   const Loaded& loaded = Load(model);
   if (loaded.trie == nullptr) {
     state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
@@ -152,8 +185,12 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) {
   EncodeOptions no_specials;
   no_specials.add_bos = false;
   no_specials.add_eos = false;
-  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(kDocument, no_specials);
-  auto compiled = CompileJson(loaded.trie);
+  const char* document = which == Case::kGbnf ? kDocument : kSchemaDocument;
+  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(document, no_specials);
+  std::shared_ptr<const CompiledGrammar> compiled =
+      which == Case::kGbnf     ? CompileJson(loaded.trie)
+      : which == Case::kSchema ? CompileConstraint({ConstraintKind::kJsonSchema, kSchema}, loaded.trie)
+                               : CompileConstraint({ConstraintKind::kJsonObject, ""}, loaded.trie);
   std::vector<double> micros;
   TokenMask mask;
   TokenMasker::Counts counts;
@@ -181,6 +218,22 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) {
   state.counters["steps"] = static_cast<double>(tokens.size());
   state.counters["walked"] =
       static_cast<double>(counts.walked);  // masks not from the positions or cache
+}
+
+void BM_JsonGeneration(benchmark::State& state, const char* model) { BM_Generation(state, model, Case::kGbnf); }
+void BM_SchemaGeneration(benchmark::State& state, const char* model) { BM_Generation(state, model, Case::kSchema); }
+void BM_JsonObjectGeneration(benchmark::State& state, const char* model) {
+  BM_Generation(state, model, Case::kJsonObject);
+}
+
+// Compile time per schema, everything GrammarCache does on a miss.
+void BM_SchemaCompile(benchmark::State& state, const char* model) {
+  std::shared_ptr<const TokenTrie> trie = LoadTrie(model);
+  if (trie == nullptr) {
+    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  for (auto _ : state) benchmark::DoNotOptimize(CompileConstraint({ConstraintKind::kJsonSchema, kSchema}, trie));
 }
 
 void BM_TrieBuild(benchmark::State& state, const char* model) {
@@ -231,6 +284,12 @@ BENCHMARK_CAPTURE(BM_PositionMasks, llama3, "llama3-bpe-q4_k_m.gguf")
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_PositionMasks, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_TrieBuild, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_JsonObjectGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_JsonObjectGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaCompile, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SchemaCompile, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Compile)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
