@@ -78,13 +78,18 @@ std::string JsonTerms::Char() {
 std::string JsonTerms::Fraction() { return b_.Shared("json_fraction", "\".\" [0-9]{1,16}"); }
 
 std::string JsonTerms::String(uint32_t min_length, bool bounded, uint32_t max_length) {
-  return Concat({"\"\\\"\" ", Repeat(Char(), min_length, bounded, max_length), " \"\\\"\""});
+  const std::string body =
+      Concat({"\"\\\"\" ", Repeat(Char(), min_length, bounded, max_length), " \"\\\"\""});
+  // Every unbounded string is the one shared rule: its character rule then
+  // has one caller, whose return the position masks can fix.
+  if (min_length == 0 && !bounded) return b_.Shared("json_string", body);
+  return body;
 }
 
 std::string JsonTerms::AnyValue() {
   const std::string name = "json_value";
   if (!b_.ReserveShared(name)) return name;
-  const std::string string = b_.Shared("json_string", String(0, false, 0));
+  const std::string string = String(0, false, 0);
   const std::string number = b_.Shared(
       "json_number",
       Seq({"\"-\"?", "(\"0\" | [1-9] [0-9]{0,15})", Fraction() + "?", "([eE] [-+]? [0-9]{1,3})?"}));
