@@ -8,6 +8,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "median.h"
 #include "common/json.h"
 #include "constraint_flags.h"
 #include "engine/generator.h"
@@ -24,12 +25,6 @@ constexpr FlagSpec kFlags[] = {
     VALET_CONSTRAINT_FLAGS,
     {"--json", nullptr, false, "print one JSON object"},
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 struct Arm {
   std::vector<double> tok_s;

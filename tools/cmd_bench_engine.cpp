@@ -8,6 +8,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "median.h"
 #include "common/json.h"
 #include "engine/engine.h"
 #include "kernels/int8_peak.h"
@@ -26,12 +27,6 @@ constexpr FlagSpec kFlags[] = {
     {"--kv-type", nullptr, true, kKvTypeHelp},
     {"--json", nullptr, false, "print one JSON object"},
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 using Clock = std::chrono::steady_clock;
 

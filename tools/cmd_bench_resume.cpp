@@ -10,6 +10,7 @@
 
 #include "cli_args.h"
 #include "commands.h"
+#include "median.h"
 #include "common/json.h"
 #include "common/private_files.h"
 #include "engine/real_engine.h"
@@ -45,11 +46,6 @@ struct CodecRow {
   Compression codec;
   double ratio = 0, compress_mb_s = 0, decompress_mb_s = 0;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : (v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]));
-}
 
 std::vector<int32_t> RandomTokens(int32_t n, uint32_t seed, int32_t n_vocab) {
   std::vector<int32_t> t(n);

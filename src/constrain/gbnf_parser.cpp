@@ -19,13 +19,6 @@ bool IsWordChar(char c) {
          c == '_';
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // One level of parentheses (or the rule body itself) being read.
 struct Group {
   std::vector<std::vector<GrammarSymbol>> alternatives;
@@ -272,7 +265,7 @@ Result<uint32_t> GbnfParser::ParseCodePoint(bool in_class) {
     }
     uint32_t value = 0;
     for (int i = 0; i < digits; ++i) {
-      const int h = AtEnd() ? -1 : HexValue(Peek());
+      const int h = AtEnd() ? -1 : HexDigitValue(Peek());
       if (h < 0) return Error("expected " + std::to_string(digits) + " hex digits after '\\" + e + "'");
       value = value * 16 + static_cast<uint32_t>(h);
       ++pos_;
@@ -282,20 +275,10 @@ Result<uint32_t> GbnfParser::ParseCodePoint(bool in_class) {
     }
     return value;
   }
-  const int n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || pos_ + static_cast<size_t>(n) > text_.size()) return Error("invalid UTF-8");
-  uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-  for (int i = 1; i < n; ++i) {
-    const auto k = static_cast<unsigned char>(text_[pos_ + static_cast<size_t>(i)]);
-    if ((k & 0xC0) != 0x80) return Error("invalid UTF-8");
-    cp = (cp << 6) | (k & 0x3F);
-  }
-  static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) {
-    return Error("invalid UTF-8");
-  }
-  pos_ += static_cast<size_t>(n);
-  return cp;
+  const DecodedCodePoint d = DecodeCodePoint(text_.substr(pos_));
+  if (d.length == 0) return Error("invalid UTF-8");
+  pos_ += d.length;
+  return d.cp;
 }
 
 Status GbnfParser::ParseLiteral(Group& g) {

@@ -49,13 +49,6 @@ std::string JsonEscape(uint32_t c) {
 
 bool NeedsJsonEscape(uint32_t c) { return c < 0x20 || c == '"' || c == '\\'; }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 class RegexTranslator {
  public:
   RegexTranslator(std::string_view pattern, const RegexOptions& options, GbnfBuilder& builder)
@@ -267,20 +260,10 @@ Status RegexTranslator::Atom(const Ranges& ranges) {
 }
 
 Result<uint32_t> RegexTranslator::ReadCodePoint() {
-  const auto c = static_cast<unsigned char>(Peek());
-  const int n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (n == 0 || pos_ + static_cast<size_t>(n) > p_.size()) return Error("invalid UTF-8");
-  uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-  for (int i = 1; i < n; ++i) {
-    const auto k = static_cast<unsigned char>(p_[pos_ + static_cast<size_t>(i)]);
-    if ((k & 0xC0) != 0x80) return Error("invalid UTF-8");
-    cp = (cp << 6) | (k & 0x3F);
-  }
-  static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMinForLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF))
-    return Error("invalid UTF-8");
-  pos_ += static_cast<size_t>(n);
-  return cp;
+  const DecodedCodePoint d = DecodeCodePoint(p_.substr(pos_));
+  if (d.length == 0) return Error("invalid UTF-8");
+  pos_ += d.length;
+  return d.cp;
 }
 
 Status RegexTranslator::Escape(Ranges& ranges, bool in_class) {
@@ -335,7 +318,7 @@ Status RegexTranslator::Escape(Ranges& ranges, bool in_class) {
       const int digits = e == 'x' ? 2 : 4;
       uint32_t v = 0;
       for (int i = 0; i < digits; ++i) {
-        const int h = AtEnd() ? -1 : HexDigit(Peek());
+        const int h = AtEnd() ? -1 : HexDigitValue(Peek());
         if (h < 0) return Error(std::string("expected hex digits after '\\") + e + "'");
         v = v * 16 + static_cast<uint32_t>(h);
         ++pos_;

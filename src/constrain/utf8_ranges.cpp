@@ -7,9 +7,7 @@ namespace {
 
 constexpr uint32_t kLengthEnds[] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
 
-int EncodedLength(uint32_t cp) {
-  return cp <= 0x7F ? 1 : cp <= 0x7FF ? 2 : cp <= 0xFFFF ? 3 : 4;
-}
+int EncodedLength(uint32_t cp) { return cp <= 0x7F ? 1 : cp <= 0x7FF ? 2 : cp <= 0xFFFF ? 3 : 4; }
 
 // [lo, hi] of one encoded length, split until every byte position varies
 // independently: each continuation suffix must be either full (all of
@@ -114,6 +112,33 @@ std::vector<std::vector<ByteRange8>> Utf8Sequences(const std::vector<CodePointRa
     }
   }
   return out;
+}
+
+DecodedCodePoint DecodeCodePoint(std::string_view s) {
+  if (s.empty()) return {};
+  const auto c = static_cast<unsigned char>(s[0]);
+  const size_t n = c < 0x80           ? 1
+                   : (c >> 5) == 0x6  ? 2
+                   : (c >> 4) == 0xE  ? 3
+                   : (c >> 3) == 0x1E ? 4
+                                      : 0;
+  if (n == 0 || n > s.size()) return {};
+  uint32_t cp = n == 1 ? c : c & (0x7Fu >> n);
+  for (size_t i = 1; i < n; ++i) {
+    const auto k = static_cast<unsigned char>(s[i]);
+    if ((k & 0xC0) != 0x80) return {};
+    cp = (cp << 6) | (k & 0x3F);
+  }
+  static constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMinForLength[n] || cp > kMaxCodePoint || (cp >= 0xD800 && cp <= 0xDFFF)) return {};
+  return {cp, n};
+}
+
+int HexDigitValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
 }  // namespace valet

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace valet {
@@ -31,5 +33,17 @@ std::vector<std::vector<ByteRange8>> Utf8Sequences(const std::vector<CodePointRa
 
 // The UTF-8 encoding of one code point (<= 0x10FFFF).
 std::string EncodeUtf8(uint32_t cp);
+
+// The code point the UTF-8 at the start of `s` encodes, and its length in
+// bytes; length 0 when those bytes are not one well-formed scalar value
+// (cut short, overlong, a surrogate, past U+10FFFF).
+struct DecodedCodePoint {
+  uint32_t cp = 0;
+  size_t length = 0;
+};
+DecodedCodePoint DecodeCodePoint(std::string_view s);
+
+// 0-15 for a hex digit, else -1.
+int HexDigitValue(char c);
 
 }  // namespace valet

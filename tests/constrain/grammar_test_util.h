@@ -1,4 +1,5 @@
-// Helpers for the constrain tests: a matcher from GBNF text, whole-string matching.
+// Helpers for the constrain tests: a matcher from GBNF text, whole-string
+// matching, the brute-force mask.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,7 @@
 
 #include "constrain/gbnf_parser.h"
 #include "constrain/grammar_matcher.h"
+#include "constrain/token_mask.h"
 #include "constrain/position_masks.h"
 
 namespace valet::test {
@@ -42,6 +44,18 @@ inline bool Matches(const std::shared_ptr<const CompiledGrammar>& compiled, std:
 inline bool IsPrefix(const std::shared_ptr<const CompiledGrammar>& compiled, std::string_view text) {
   GrammarMatcher m = MakeMatcher(compiled);
   return m.AcceptBytes(text);
+}
+
+// The mask by definition: each token tried on a copy of the matcher.
+inline TokenMask BruteForce(const GrammarMatcher& m) {
+  const TokenTrie& trie = *m.compiled().trie;
+  TokenMask mask;
+  mask.Reset(trie.vocab_size(), false);
+  for (int32_t id = 0; id < trie.vocab_size(); ++id) {
+    GrammarMatcher copy = m;
+    if (copy.AcceptToken(id).ok()) mask.Allow(id);
+  }
+  return mask;
 }
 
 }  // namespace valet::test

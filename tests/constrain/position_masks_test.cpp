@@ -20,6 +20,7 @@
 namespace valet {
 namespace {
 
+using test::BruteForce;
 using test::MakeMatcher;
 
 constexpr char kAlphabet[] = "abc\" ,1";
@@ -104,17 +105,6 @@ std::string RandomGrammar(std::mt19937& rng) {
   size_t at = 0;
   while ((at = text.find("r0", at)) != std::string::npos) text.replace(at, 2, "root");
   return text;
-}
-
-TokenMask BruteForce(const GrammarMatcher& m) {
-  const TokenTrie& trie = *m.compiled().trie;
-  TokenMask mask;
-  mask.Reset(trie.vocab_size(), false);
-  for (int32_t id = 0; id < trie.vocab_size(); ++id) {
-    GrammarMatcher copy = m;
-    if (copy.AcceptToken(id).ok()) mask.Allow(id);
-  }
-  return mask;
 }
 
 // Compares the masker with the reference along a random generation: each step

@@ -23,19 +23,9 @@
 namespace valet {
 namespace {
 
+using test::BruteForce;
 using test::Compile;
 using test::MakeMatcher;
-
-TokenMask BruteForce(const GrammarMatcher& m) {
-  const TokenTrie& trie = *m.compiled().trie;
-  TokenMask mask;
-  mask.Reset(trie.vocab_size(), false);
-  for (int32_t id = 0; id < trie.vocab_size(); ++id) {
-    GrammarMatcher copy = m;
-    if (copy.AcceptToken(id).ok()) mask.Allow(id);
-  }
-  return mask;
-}
 
 // Walks `text` byte by byte and compares the two masks at each of `steps`
 // evenly spread positions; returns how many tokens the masks allowed in all.

@@ -12,14 +12,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
-function skip(why) {
-  if (process.env.CI === 'true') {
-    console.log(`FAIL: ${why}, in CI`);
-    process.exit(1);
-  }
-  console.log(`SKIP: ${why}`);
-  process.exit(77);
-}
+import { skip } from './skip.mjs';
 
 let suiteDir;
 try {
