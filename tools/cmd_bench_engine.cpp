@@ -25,6 +25,7 @@ constexpr FlagSpec kFlags[] = {
     {"--n-gen", "-n", true, "tokens for the decode test (default 128)"},
     {"--reps", "-r", true, "measured runs per test, after one warm-up (default 5)"},
     {"--kv-type", nullptr, true, kKvTypeHelp},
+    {"--weights-cache", nullptr, true, kWeightsCacheHelp},
     {"--json", nullptr, false, "print one JSON object"},
 };
 
@@ -122,16 +123,19 @@ int RunBenchEngine(std::span<char* const> argv) {
   Result<int64_t> n_gen = args.Int("--n-gen", 128, 1, 1 << 16);
   Result<int64_t> reps = args.Int("--reps", 5, 1, 1000);
   Result<KvType> kv_type = args.KvTypeFlag();
+  Result<std::string> cache = WeightsCachePath(args);
   for (const Status* s : {&path.status(), &threads.status(), &n_prompt.status(), &n_gen.status(), &reps.status(),
-                          &kv_type.status()}) {
+                          &kv_type.status(), &cache.status()}) {
     if (!s->ok()) return Fail("bench-engine", *s);
   }
   o.model_path = *path;
   o.n_threads = static_cast<int>(*threads);
   o.kv_type = *kv_type;
   o.n_ctx = static_cast<int32_t>(std::max(*n_prompt, *n_gen));
+  o.weights_cache.path = *cache;
   Result<std::unique_ptr<Engine>> engine = Engine::Open(o);
   if (!engine.ok()) return Fail("bench-engine", engine.status());
+  ReportWeightsCache("bench-engine", (*engine)->model().load_report());
   Result<BenchResult> r = Bench(**engine, *n_prompt, *n_gen, *reps);
   if (!r.ok()) return Fail("bench-engine", r.status());
   const MemoryReport m = (*engine)->memory();

@@ -1,4 +1,4 @@
-// Buffers that start on a cache line.
+// Buffers that start on a cache line, left uninitialised by resize().
 //
 // A large std::vector's storage comes from mmap through malloc, 16 bytes past
 // a page boundary, so a row range that two threads write side by side (a
@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace valet {
@@ -27,6 +29,18 @@ struct CacheAlignedAllocator {
     return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{kCacheLineBytes}));
   }
   void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{kCacheLineBytes}); }
+
+  // resize(n) default-initialises (a float stays unwritten): scratch sized for
+  // the largest batch costs no time at start-up and its pages only as steps
+  // reach them (the 3b-shape model: 64 MiB zeroed before, 36 ms of its 42 ms load).
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
 
   template <typename U>
   bool operator==(const CacheAlignedAllocator<U>&) const noexcept {

@@ -63,8 +63,8 @@ class StepRunner {
   void OnStepError(const StepPlan& plan, const Status& status);
   void BuildItems(Task& lead, const std::vector<Task*>& riders, StepPlan& plan) const;
   // The task's next item: a recompute or prompt chunk of at most `limit`
-  // tokens, or its pending decode token.
-  StepItem NextItem(Task& task, int32_t limit, StepItemKind* kind) const;
+  // tokens (a short rest rides along up to `cap`), or its pending decode token.
+  StepItem NextItem(Task& task, int32_t limit, int32_t cap, StepItemKind* kind) const;
   void AddItem(Task& task, const StepItem& item, StepItemKind kind, StepPlan& plan) const;
 
   // QueuePolicy::kBatchAll.

@@ -42,8 +42,9 @@ void CheckEveryTable(GgmlType type, int64_t n_out) {
       EXPECT_EQ(kernels.packed_gemm.rows % kernels.packed_gemm_narrow.rows, 0) << tables[k]->name;
     }
   }
-  // 5 and 70 tokens leave a few past the tiles: a narrower tile's and the GEMV's.
-  for (int64_t n_tokens : {1, 5, 70}) {
+  // Past the tiles: 4 tokens (decode) a narrower tile's, 66 two for the GEMV,
+  // 5, 70 and 150 (two chunks of 75) a few for a tile padded with zero rows.
+  for (int64_t n_tokens : {1, 4, 5, 66, 70, 150}) {
     const auto x = RandomRow(n_tokens * n_in, 9);
     const size_t n_y = static_cast<size_t>(n_tokens * n_out);
     std::vector<float> want(n_y), y_rows(n_y), y(n_y);
@@ -66,8 +67,8 @@ void CheckEveryTable(GgmlType type, int64_t n_out) {
 }
 
 // 6 row groups split over 2 threads take 3 each, 5 take 2 and 3: a kernel of
-// several groups per call leaves a group to the GEMV in both. 70 tokens are a
-// chunk and 6 more, so token tails too.
+// several groups per call leaves a group to the GEMV in both; the token
+// counts leave tails of every kind.
 TEST_P(PackedTest, EveryTableEqualsScalarAndAgreesWithRows) {
   for (int64_t n_out : {48, 40}) ASSERT_NO_FATAL_FAILURE(CheckEveryTable(GetParam(), n_out)) << n_out << " rows";
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <string>
+#include <utility>
 
 #include "sched_test_util.h"
 
@@ -118,6 +120,26 @@ TEST(GovernorCore, OnStopGivesBackgroundItsNormalChunk) {
   EXPECT_EQ(steps[3].items[0].tokens, d.at(LifecycleState::kCreated, Tier::kOfflineIndexing).prefill_chunk);
   h.core.RunUntilIdle();
   EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, doc, 7, 4));
+}
+
+// A prompt a quarter of a chunk or less past the chunk goes in one step
+// (another step would stream the weights again for a few tokens); one further
+// past is cut at the chunk.
+TEST(GovernorCore, AShortRestRidesWithTheChunkBeforeIt) {
+  SchedulerOptions o;
+  o.budgets.at(LifecycleState::kResumed, Tier::kForegroundChat).prefill_chunk = 16;
+  for (const auto& [length, first_step] : {std::pair{20, 20}, std::pair{21, 16}, std::pair{16, 16}}) {
+    Harness h({}, o);
+    std::string prompt;
+    while (h.engine.Tokenize(prompt, true).size() < static_cast<size_t>(length)) prompt += 'x';
+    ASSERT_EQ(h.engine.Tokenize(prompt, true).size(), static_cast<size_t>(length));
+    const TaskId fg = h.Submit(Tier::kForegroundChat, prompt, 3);
+    h.core.RunUntilIdle();
+    const std::vector<StepTrace> steps = h.core.recorder().Steps();
+    ASSERT_FALSE(steps.empty());
+    EXPECT_EQ(steps[0].items[0].tokens, first_step) << length << " prompt tokens";
+    EXPECT_EQ(h.out[fg].tokens, ExpectedAlone(h.engine, prompt, 7, 3));
+  }
 }
 
 TEST(GovernorCore, ThreadsFollowTheRunningTier) {
