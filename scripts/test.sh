@@ -19,9 +19,10 @@ source "$VALET_ROOT/scripts/deps.sh"
 valet_install_test_deps
 # The pinned npm packages the node tests use: the openai client that
 # tests/server/node drives the server with, ajv that tests/constrain/node
-# checks constrained outputs with.
+# checks constrained outputs with, the reference Jinja renderer that
+# tests/chat/node checks renders with tools against.
 if command -v npm >/dev/null; then
-  for dir in tests/server/node tests/constrain/node; do
+  for dir in tests/server/node tests/constrain/node tests/chat/node; do
     (cd "$VALET_ROOT/$dir" && npm ci --no-audit --no-fund --silent)
   done
 fi
