@@ -66,10 +66,37 @@ struct TaskInfo {
   ParkCause park_cause = ParkCause::kNone;
 };
 
-// A chat turn. Roles: "system", "user", "assistant".
+// A call of a tool the task offered (TaskRequest::tools), as the model
+// wrote it or as the app replays it in a later turn.
+struct ToolCall {
+  std::string id;         // names the call; a "tool" message answering it gives it back
+  std::string name;       // the tool's name
+  std::string arguments;  // a JSON object's text
+  bool operator==(const ToolCall&) const = default;
+};
+
+// A chat turn. Roles: "system", "user", "assistant" (with tool_calls when it
+// called tools) and "tool" (a call's result in content, tool_call_id naming
+// the call).
 struct ChatMessage {
   std::string role;
   std::string content;
+  std::vector<ToolCall> tool_calls{};
+  std::string tool_call_id{};
+  bool operator==(const ChatMessage&) const = default;
+};
+
+// Tools one task may offer, and the bytes of one tool's parameter schema.
+inline constexpr size_t kMaxTools = 128;
+inline constexpr size_t kMaxToolSchemaBytes = 64 * 1024;
+
+// A function the model may call, shown to it through its chat template's
+// `tools` (OpenAI's {"type": "function", "function": {...}} form).
+struct ToolDefinition {
+  std::string name;
+  std::string description{};
+  std::string parameters{};  // a JSON Schema object's text; empty: {"type": "object"}
+  bool operator==(const ToolDefinition&) const = default;
 };
 
 struct TaskMetrics;
@@ -101,6 +128,9 @@ struct TaskRequest {
   // and system_prompt's, is text (SchedulerOptions::parse_special_in_messages).
   // Otherwise `prompt` is used as is, special-token texts parsed.
   std::vector<ChatMessage> messages;
+  // With messages: the tools the template shows the model (at most
+  // kMaxTools, each name 1-64 of [A-Za-z0-9_-]).
+  std::vector<ToolDefinition> tools{};
   std::string prompt;
   // Exact prompt token ids, fed as given (no BOS added, no template); when
   // non-empty, `messages`, `prompt` and `system_prompt` must be empty.

@@ -149,7 +149,7 @@ void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<ui
 // SamplingParams, ChatMessage) stops this from compiling until the journal
 // stores it too (with kJournalFormatVersion bumped) or says here why not.
 std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
-  [[maybe_unused]] const auto& [tier, system_prompt, messages, prompt, prompt_tokens, max_tokens,
+  [[maybe_unused]] const auto& [tier, system_prompt, messages, tools, prompt, prompt_tokens, max_tokens,
                                 sampling, top_logprobs, stop, constraint, durable, durable_key, callbacks] = request;
   // Callbacks are code, not data: the app attaches them again on recovery.
   // durable is true and durable_key is the file's name: both are implied.
@@ -160,9 +160,22 @@ std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   e.Str(system_prompt);
   e.U32(static_cast<uint32_t>(messages.size()));
   for (const ChatMessage& m : messages) {
-    const auto& [role, content] = m;
+    const auto& [role, content, tool_calls, tool_call_id] = m;
     e.Str(role);
     e.Str(content);
+    e.U32(static_cast<uint32_t>(tool_calls.size()));
+    for (const auto& [id, name, arguments] : tool_calls) {
+      e.Str(id);
+      e.Str(name);
+      e.Str(arguments);
+    }
+    e.Str(tool_call_id);
+  }
+  e.U32(static_cast<uint32_t>(tools.size()));
+  for (const auto& [name, description, parameters] : tools) {
+    e.Str(name);
+    e.Str(description);
+    e.Str(parameters);
   }
   e.Str(prompt);
   e.I32s(prompt_tokens);
@@ -198,7 +211,26 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
     ChatMessage m;
     m.role = d.Str();
     m.content = d.Str();
+    const uint32_t n_calls = d.Count(12);
+    m.tool_calls.reserve(n_calls);
+    for (uint32_t k = 0; k < n_calls && d.ok(); ++k) {
+      ToolCall c;
+      c.id = d.Str();
+      c.name = d.Str();
+      c.arguments = d.Str();
+      m.tool_calls.push_back(std::move(c));
+    }
+    m.tool_call_id = d.Str();
     r.messages.push_back(std::move(m));
+  }
+  const uint32_t n_tools = d.Count(12);
+  r.tools.reserve(n_tools);
+  for (uint32_t i = 0; i < n_tools && d.ok(); ++i) {
+    ToolDefinition t;
+    t.name = d.Str();
+    t.description = d.Str();
+    t.parameters = d.Str();
+    r.tools.push_back(std::move(t));
   }
   r.prompt = d.Str();
   r.prompt_tokens = d.I32s();

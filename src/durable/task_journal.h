@@ -64,7 +64,7 @@ namespace valet {
 // 3: the submit record carries the output constraint (valet/constraint.h).
 // An older journal is refused: what it was written under is unknown, or it
 // has no room for what decides the tokens now.
-inline constexpr uint32_t kJournalFormatVersion = 3;
+inline constexpr uint32_t kJournalFormatVersion = 4;
 // No record is longer: a corrupt length can never ask for more memory than
 // this, and a request that would need more is refused at Create.
 inline constexpr uint32_t kMaxJournalRecordBytes = 16u << 20;

@@ -1,6 +1,7 @@
 #include "sched/chat_renderer.h"
 
 #include <cassert>
+#include <cctype>
 
 namespace valet {
 
@@ -11,20 +12,76 @@ constexpr std::string_view kChatMlEndOfTurn = "<|im_end|>";
 Status CheckRoles(const std::vector<ChatMessage>& messages) {
   bool any_content = false;
   for (const ChatMessage& m : messages) {
-    if (m.role != "user" && m.role != "assistant" && m.role != "system") {
-      return InvalidArgument("unknown chat role '" + m.role + "' (expected system, user or assistant)");
+    if (m.role != "user" && m.role != "assistant" && m.role != "system" && m.role != "tool") {
+      return InvalidArgument("unknown chat role '" + m.role + "' (expected system, user, assistant or tool)");
     }
-    any_content = any_content || !m.content.empty();
+    if (!m.tool_calls.empty() && m.role != "assistant") {
+      return InvalidArgument("a '" + m.role + "' message with tool calls (only the assistant calls tools)");
+    }
+    if (!m.tool_call_id.empty() && m.role != "tool") {
+      return InvalidArgument("a '" + m.role + "' message with a tool_call_id (only a tool message answers a call)");
+    }
+    any_content = any_content || !m.content.empty() || !m.tool_calls.empty();
   }
   if (!any_content) return InvalidArgument("chat messages are all empty");
   return Status::Ok();
 }
 
-Json Message(std::string_view role, std::string_view content) {
+// 1-64 of [A-Za-z0-9_-], as OpenAI's API takes function names.
+bool ValidToolName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// A JSON object from its text (`what` names it in the error).
+Result<Json> ObjectFromText(std::string_view text, const std::string& what) {
+  if (text.size() > kMaxToolSchemaBytes) {
+    return InvalidArgument(what + " is over " + std::to_string(kMaxToolSchemaBytes) + " bytes");
+  }
+  Result<Json> parsed = ParseJson(text);
+  if (!parsed.ok()) return InvalidArgument(what + " is not JSON: " + parsed.status().message());
+  if (!parsed->is_object()) return InvalidArgument(what + " is not a JSON object");
+  return parsed;
+}
+
+Result<Json> Message(const ChatMessage& message) {
   Json m = Json::object();
-  m["role"] = std::string(role);
-  m["content"] = std::string(content);
+  m["role"] = message.role;
+  m["content"] = message.content;
+  if (!message.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (const ToolCall& c : message.tool_calls) {
+      if (!ValidToolName(c.name)) return InvalidArgument("tool call name '" + c.name + "' is not 1-64 of [A-Za-z0-9_-]");
+      VALET_ASSIGN_OR_RETURN(Json arguments, ObjectFromText(c.arguments, "the arguments of a call to " + c.name));
+      calls.push_back(Json{{"id", c.id}, {"type", "function"},
+                           {"function", Json{{"name", c.name}, {"arguments", std::move(arguments)}}}});
+    }
+    m["tool_calls"] = std::move(calls);
+  }
+  if (!message.tool_call_id.empty()) m["tool_call_id"] = message.tool_call_id;
   return m;
+}
+
+Result<Json> ToolsJson(std::span<const ToolDefinition> tools) {
+  if (tools.size() > kMaxTools) {
+    return InvalidArgument(std::to_string(tools.size()) + " tools (at most " + std::to_string(kMaxTools) + ")");
+  }
+  Json out = Json::array();
+  for (const ToolDefinition& t : tools) {
+    if (!ValidToolName(t.name)) return InvalidArgument("tool name '" + t.name + "' is not 1-64 of [A-Za-z0-9_-]");
+    Json parameters = Json{{"type", "object"}};
+    if (!t.parameters.empty()) {
+      VALET_ASSIGN_OR_RETURN(parameters, ObjectFromText(t.parameters, "the parameters of tool " + t.name));
+    }
+    Json function{{"name", t.name}};
+    if (!t.description.empty()) function["description"] = t.description;
+    function["parameters"] = std::move(parameters);
+    out.push_back(Json{{"type", "function"}, {"function", std::move(function)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -55,13 +112,20 @@ ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format, ChatRendererOptio
   return r;
 }
 
-Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt,
-                                                const std::vector<ChatMessage>& messages) const {
+Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages,
+                                                std::span<const ToolDefinition> tools) const {
   VALET_RETURN_IF_ERROR(CheckRoles(messages));
   chat::ChatRenderInput input;
   input.messages = Json::array();
-  if (!system_prompt.empty()) input.messages.push_back(Message("system", system_prompt));
-  for (const ChatMessage& m : messages) input.messages.push_back(Message(m.role, m.content));
+  if (!system_prompt.empty()) input.messages.push_back(Json{{"role", "system"}, {"content", system_prompt}});
+  for (const ChatMessage& m : messages) {
+    VALET_ASSIGN_OR_RETURN(Json message, Message(m));
+    input.messages.push_back(std::move(message));
+  }
+  if (!tools.empty()) {
+    VALET_ASSIGN_OR_RETURN(Json tools_json, ToolsJson(tools));
+    input.variables = Json{{"tools", std::move(tools_json)}};
+  }
   input.add_generation_prompt = true;
   input.bos_token = format_.bos_token;
   input.eos_token = format_.eos_token;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,9 +46,13 @@ class ChatRenderer {
   // fallback_reason() says why.
   static ChatRenderer ForFormat(const ChatFormat& format, ChatRendererOptions options = {});
 
-  // InvalidArgument for an unknown role, all-empty messages, or when the
-  // template refuses the conversation (its raise_exception message).
-  Result<RenderedPrompt> RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages) const;
+  // InvalidArgument for an unknown role, all-empty messages, a tool call or
+  // tool that is not well formed, or when the template refuses the
+  // conversation (its raise_exception message). Tools reach the template as
+  // its `tools` variable and tool calls as each message's `tool_calls`, in
+  // the form Hugging Face's templates read (arguments as an object).
+  Result<RenderedPrompt> RenderChat(std::string_view system_prompt, const std::vector<ChatMessage>& messages,
+                                    std::span<const ToolDefinition> tools = {}) const;
   // A raw prompt after an optional plain-text system prompt ("S\n\n").
   static RenderedPrompt RenderRaw(std::string_view system_prompt, std::string_view prompt);
 

@@ -13,6 +13,9 @@ TaskPreparer::TaskPreparer(const EngineInterface& engine, ChatRendererOptions ch
 
 Status TaskPreparer::CheckFields(const TaskRequest& request) const {
   if (Result<Tier> tier = TierFromInt(static_cast<int>(request.tier)); !tier.ok()) return tier.status();
+  if (!request.tools.empty() && request.messages.empty()) {
+    return InvalidArgument("tools reach the model through its chat template: they need messages");
+  }
   if (request.messages.empty() && request.prompt.empty() && request.prompt_tokens.empty()) {
     return InvalidArgument("empty prompt");
   }
@@ -50,7 +53,7 @@ Status TaskPreparer::Tokenize(const TaskRequest& request, PreparedTask* out) con
   }
   RenderedPrompt rendered;
   if (!request.messages.empty()) {
-    VALET_ASSIGN_OR_RETURN(rendered, chat_.RenderChat(request.system_prompt, request.messages));
+    VALET_ASSIGN_OR_RETURN(rendered, chat_.RenderChat(request.system_prompt, request.messages, request.tools));
     out->stop.stop_strings.insert(out->stop.stop_strings.end(), chat_.stop_strings().begin(),
                                   chat_.stop_strings().end());
   } else {

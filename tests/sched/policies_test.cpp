@@ -86,6 +86,57 @@ TEST(ChatRenderer, UsesTheModelsTemplateAndItsBosText) {
   EXPECT_EQ(own_system->own, "<s>[system]S[user]x[assistant]");
 }
 
+// Tools reach the template as `tools` in OpenAI's function form, a call's
+// arguments as an object (templates read its keys or dump it), and a tool
+// message keeps the id of the call it answers.
+TEST(ChatRenderer, ToolsAndToolCallsReachTheTemplate) {
+  ChatFormat f;
+  f.template_source =
+      "{% for t in tools %}{{ t.type }}:{{ t.function.name }}:{{ t.function.description }}:"
+      "{{ t.function.parameters | tojson }};{% endfor %}"
+      "{% for m in messages %}[{{ m.role }}]{{ m.content }}"
+      "{% for c in m.tool_calls %}({{ c.id }} {{ c.type }} {{ c.function.name }} city={{ c.function.arguments.city }})"
+      "{% endfor %}{% if m.tool_call_id %}<{{ m.tool_call_id }}>{% endif %}{% endfor %}";
+  const ChatRenderer chat = ChatRenderer::ForFormat(f);
+  const std::vector<ToolDefinition> tools = {
+      {"get_weather", "Weather now.", R"({"type":"object","properties":{"city":{"type":"string"}}})"},
+      {"no_args", "", ""}};
+  const std::vector<ChatMessage> messages = {
+      {"user", "Oslo?"},
+      {"assistant", "", {{"c1", "get_weather", R"({"city": "Oslo"})"}}},
+      {"tool", "-3", {}, "c1"}};
+  Result<RenderedPrompt> r = chat.RenderChat("", messages, tools);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->own,
+            "function:get_weather:Weather now.:"
+            R"({"type": "object", "properties": {"city": {"type": "string"}}};)"
+            R"(function:no_args::{"type": "object"};)"
+            "[user]Oslo?[assistant](c1 function get_weather city=Oslo)[tool]-3<c1>");
+}
+
+TEST(ChatRenderer, MalformedToolsAndCallsAreRefused) {
+  const ChatRenderer chat = ChatRenderer::ForFormat({});
+  const std::vector<ChatMessage> user = {{"user", "x"}};
+  const auto refused = [&](const std::vector<ChatMessage>& messages, const std::vector<ToolDefinition>& tools,
+                           std::string_view why) {
+    Result<RenderedPrompt> r = chat.RenderChat("", messages, tools);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << why;
+    EXPECT_NE(r.status().message().find(why), std::string::npos) << r.status().message();
+  };
+  refused(user, {{"get weather"}}, "tool name 'get weather'");
+  refused(user, {{std::string(65, 'a')}}, "is not 1-64");
+  refused(user, {{"f", "", "[1]"}}, "the parameters of tool f is not a JSON object");
+  refused(user, {{"f", "", "{"}}, "the parameters of tool f is not JSON");
+  refused(user, {{"f", "", "{\"a\":\"" + std::string(kMaxToolSchemaBytes, 'x') + "\"}"}}, "bytes");
+  refused(user, std::vector<ToolDefinition>(kMaxTools + 1, ToolDefinition{"f"}), "tools (at most");
+  refused({{"user", "x", {{"c", "f", "{}"}}}}, {}, "a 'user' message with tool calls");
+  refused({{"user", "x", {}, "c"}}, {}, "a 'user' message with a tool_call_id");
+  refused({{"assistant", "", {{"c", "f", "[]"}}}}, {}, "the arguments of a call to f is not a JSON object");
+  refused({{"assistant", "", {{"c", "", "{}"}}}}, {}, "tool call name ''");
+  refused({{"robot", "x"}}, {}, "unknown chat role 'robot'");
+  EXPECT_TRUE(chat.RenderChat("", {{"assistant", "", {{"c", "f", "{}"}}}}).ok()) << "a call is content enough";
+}
+
 TEST(ChatRenderer, TheTemplatesOwnRefusalIsTheError) {
   ChatFormat f;
   f.template_source =

@@ -197,12 +197,15 @@ TEST(SchedulerCore, BadInputIsAClearErrorWithNoEffectOnOtherTasks) {
   r = h.Request(Tier::kForegroundChat, "", 5);
   r.messages = {{"wizard", "hi"}};
   EXPECT_EQ(code(r), StatusCode::kInvalidArgument);
+  r = h.Request(Tier::kForegroundChat, "x", 5);
+  r.tools = {{"f"}};  // tools are shown through the chat template: a raw prompt has none
+  EXPECT_EQ(code(r), StatusCode::kInvalidArgument);
   EXPECT_EQ(h.core.OnLifecycleEvent(LifecycleEvent::kOnResume).code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(h.core.lifecycle_state(), LifecycleState::kResumed);
   h.core.RunUntilIdle();
   EXPECT_EQ(h.out[good].tokens, ExpectedAlone(h.engine, "fine", 7, 10));
   const SchedulerStats s = h.core.recorder().Stats();
-  EXPECT_EQ(s.rejected, 7);
+  EXPECT_EQ(s.rejected, 8);
   EXPECT_EQ(s.submitted, 1);
   EXPECT_EQ(h.out.size(), 1u);  // no callback for rejected requests
 }

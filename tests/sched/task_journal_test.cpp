@@ -106,7 +106,13 @@ TaskRequest FullRequest() {
   r.tier = Tier::kOfflineIndexing;
   r.system_prompt = "Tu es un assistant. \xE2\x9C\x93"s;
   r.messages = {
-      {"user", "h\xC3\xA9llo\0w\xF0\x9F\x98\x80rld"s}, {"assistant", ""}, {"user", "\0"s}};
+      {"user", "h\xC3\xA9llo\0w\xF0\x9F\x98\x80rld"s},
+      {"assistant", "", {{"call_1", "get_weather", R"({"city":"Z\u00fcrich"})"}, {"", "f", "{}"}}},
+      {"tool", "{\"temp\": -3}\0"s, {}, "call_1"},
+      {"assistant", ""},
+      {"user", "\0"s}};
+  r.tools = {{"get_weather", "The weather.", R"({"type":"object","properties":{"city":{"type":"string"}}})"},
+             {"f", "", ""}};
   r.prompt = "raw <|im_start|> prompt\0tail"s;
   r.prompt_tokens = {1, 0, 2147483647, 42};
   r.max_tokens = 0;
@@ -130,10 +136,8 @@ void ExpectSameRequest(const TaskRequest& a, const TaskRequest& b) {
   EXPECT_EQ(a.tier, b.tier);
   EXPECT_EQ(a.system_prompt, b.system_prompt);
   ASSERT_EQ(a.messages.size(), b.messages.size());
-  for (size_t i = 0; i < a.messages.size(); ++i) {
-    EXPECT_EQ(a.messages[i].role, b.messages[i].role);
-    EXPECT_EQ(a.messages[i].content, b.messages[i].content);
-  }
+  for (size_t i = 0; i < a.messages.size(); ++i) EXPECT_TRUE(a.messages[i] == b.messages[i]) << "message " << i;
+  EXPECT_TRUE(a.tools == b.tools);
   EXPECT_EQ(a.prompt, b.prompt);
   EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
   EXPECT_EQ(a.max_tokens, b.max_tokens);
