@@ -1,6 +1,7 @@
 // libFuzzer target for the constraint engine: the input is a constraint's
 // text, a NUL byte, then bytes to feed. The text is compiled as each kind a
-// request may carry (a GBNF grammar, a JSON Schema, a regular expression):
+// request may carry (a GBNF grammar, a JSON Schema, a regular expression, a
+// tool-call spec):
 // each must compile or fail with an error within its limits; a compiled
 // grammar's matcher takes the bytes one at a time, and before each the mask over a small vocabulary
 // must equal the brute-force one (every token tried on a copy of the matcher), both the one from
@@ -107,7 +108,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       nul == std::string_view::npos ? std::string_view() : input.substr(nul + 1);
   for (valet::ConstraintKind kind :
        {valet::ConstraintKind::kGrammar, valet::ConstraintKind::kJsonSchema,
-        valet::ConstraintKind::kRegex}) {
+        valet::ConstraintKind::kRegex, valet::ConstraintKind::kToolCall}) {
     valet::Result<valet::Grammar> grammar = Compile({kind, std::string(text)});
     if (!grammar.ok()) {
       Check(!grammar.status().message().empty());

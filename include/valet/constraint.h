@@ -1,5 +1,6 @@
 // What a generation's output must follow: a JSON Schema, any JSON object, a
-// GBNF grammar or a regular expression (docs/structured-output.md). The
+// GBNF grammar, a regular expression or calls of the tools a chat offers
+// (docs/structured-output.md). The
 // constraint is compiled once per (constraint, vocabulary) and applied as a
 // mask before sampling, so the output always parses.
 #pragma once
@@ -18,6 +19,7 @@ enum class ConstraintKind : int32_t {
   kJsonObject,  // any JSON object; text unused
   kGrammar,     // text: a GBNF grammar, as llama.cpp reads it
   kRegex,       // text: a regular expression the whole output matches
+  kToolCall,    // text: the tools and how the model writes a call (JSON; structured-output.md)
 };
 VALET_API const char* ConstraintKindName(ConstraintKind kind);  // "none", "json_schema", ...
 // InvalidArgument for any other name.

@@ -94,7 +94,8 @@ typedef enum valet_constraint_kind {
   VALET_CONSTRAINT_JSON_SCHEMA = 1, /* constraint_text: the JSON Schema */
   VALET_CONSTRAINT_JSON_OBJECT = 2, /* any JSON object; constraint_text unused */
   VALET_CONSTRAINT_GRAMMAR = 3,     /* constraint_text: a GBNF grammar (llama.cpp's syntax) */
-  VALET_CONSTRAINT_REGEX = 4        /* constraint_text: a regular expression the whole output matches */
+  VALET_CONSTRAINT_REGEX = 4,       /* constraint_text: a regular expression the whole output matches */
+  VALET_CONSTRAINT_TOOL_CALL = 5    /* constraint_text: tools and how the model writes a call (JSON) */
 } valet_constraint_kind;
 
 typedef enum valet_task_state {

@@ -59,7 +59,8 @@ using valet::capi::ToC;
 static_assert(VALET_CONSTRAINT_JSON_SCHEMA == static_cast<int>(valet::ConstraintKind::kJsonSchema) &&
                   VALET_CONSTRAINT_JSON_OBJECT == static_cast<int>(valet::ConstraintKind::kJsonObject) &&
                   VALET_CONSTRAINT_GRAMMAR == static_cast<int>(valet::ConstraintKind::kGrammar) &&
-                  VALET_CONSTRAINT_REGEX == static_cast<int>(valet::ConstraintKind::kRegex),
+                  VALET_CONSTRAINT_REGEX == static_cast<int>(valet::ConstraintKind::kRegex) &&
+                  VALET_CONSTRAINT_TOOL_CALL == static_cast<int>(valet::ConstraintKind::kToolCall),
               "valet_constraint_kind mirrors valet::ConstraintKind");
 static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::kJournalIo) &&
                   VALET_PARK_CAUSE_POWER == static_cast<int>(valet::ParkCause::kPower) &&
@@ -313,7 +314,7 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
   if (p.durable_key != nullptr) {
     VALET_ASSIGN_OR_RETURN(r.durable_key, Text(p.durable_key, 0, "durable_key"));
   }
-  if (p.constraint_kind < VALET_CONSTRAINT_NONE || p.constraint_kind > VALET_CONSTRAINT_REGEX) {
+  if (p.constraint_kind < VALET_CONSTRAINT_NONE || p.constraint_kind > VALET_CONSTRAINT_TOOL_CALL) {
     return valet::InvalidArgument("constraint_kind " + std::to_string(p.constraint_kind) + " is not a valet_constraint_kind");
   }
   r.constraint.kind = static_cast<valet::ConstraintKind>(p.constraint_kind);

@@ -4,11 +4,12 @@
 
 #include "constrain/json_schema_gbnf.h"
 #include "constrain/regex_gbnf.h"
+#include "constrain/tool_call_gbnf.h"
 
 namespace valet {
 namespace {
 
-constexpr const char* kKindNames[] = {"none", "json_schema", "json_object", "grammar", "regex"};
+constexpr const char* kKindNames[] = {"none", "json_schema", "json_object", "grammar", "regex", "tool_call"};
 
 }  // namespace
 
@@ -22,7 +23,7 @@ Result<ConstraintKind> ConstraintKindFromName(const char* name) {
     if (std::strcmp(name, kKindNames[i]) == 0) return static_cast<ConstraintKind>(i);
   }
   return InvalidArgument(std::string("unknown constraint kind '") + (name ? name : "(null)") +
-                         "' (none, json_schema, json_object, grammar, regex)");
+                         "' (none, json_schema, json_object, grammar, regex, tool_call)");
 }
 
 Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& c,
@@ -42,6 +43,11 @@ Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& c,
       return ConstraintGrammar{JsonObjectGbnf(json), JsonSchemaGrammarLimits(json)};
     case ConstraintKind::kJsonSchema: {
       VALET_ASSIGN_OR_RETURN(std::string gbnf, JsonSchemaToGbnf(c.text, json));
+      return ConstraintGrammar{std::move(gbnf), JsonSchemaGrammarLimits(json)};
+    }
+    case ConstraintKind::kToolCall: {
+      VALET_ASSIGN_OR_RETURN(ToolCallSpec spec, ParseToolCallSpec(c.text, json));
+      VALET_ASSIGN_OR_RETURN(std::string gbnf, ToolCallsToGbnf(spec, json));
       return ConstraintGrammar{std::move(gbnf), JsonSchemaGrammarLimits(json)};
     }
     case ConstraintKind::kRegex: {

@@ -106,9 +106,10 @@ uint8_t KindOfValue(const Json& v) {
 
 class SchemaCompiler {
  public:
-  SchemaCompiler(const Json& root, const JsonSchemaOptions& options)
-      : root_(root), options_(options), terms_(b_, options.max_whitespace) {}
+  SchemaCompiler(const Json& root, const JsonSchemaOptions& options, GbnfBuilder& b, JsonTerms& terms)
+      : root_(root), options_(options), b_(b), terms_(terms) {}
 
+  // The rule of the whole value; every rule it needs is in the builder after.
   Result<std::string> Run() {
     VALET_ASSIGN_OR_RETURN(std::string top, RuleFor(root_, "#", "value"));
     while (!pending_.empty()) {
@@ -117,8 +118,7 @@ class SchemaCompiler {
       VALET_ASSIGN_OR_RETURN(std::string body, Compile(*p.node, p.path));
       b_.Define(p.rule, std::move(body));
     }
-    terms_.DefineWhitespace();
-    return b_.Text(top);
+    return top;
   }
 
  private:
@@ -153,8 +153,8 @@ class SchemaCompiler {
 
   const Json& root_;
   const JsonSchemaOptions& options_;
-  GbnfBuilder b_;
-  JsonTerms terms_;
+  GbnfBuilder& b_;
+  JsonTerms& terms_;
   std::map<const Json*, std::string> rules_;
   std::deque<Pending> pending_;
 };
@@ -575,8 +575,17 @@ GrammarLimits JsonSchemaGrammarLimits(const JsonSchemaOptions& options) {
   return limits;
 }
 
+Result<std::string> AddJsonSchemaRules(const Json& schema, const JsonSchemaOptions& options, GbnfBuilder& b,
+                                       JsonTerms& terms) {
+  return SchemaCompiler(schema, options, b, terms).Run();
+}
+
 Result<std::string> ParsedJsonSchemaToGbnf(const Json& schema, const JsonSchemaOptions& options) {
-  return SchemaCompiler(schema, options).Run();
+  GbnfBuilder b;
+  JsonTerms terms(b, options.max_whitespace);
+  VALET_ASSIGN_OR_RETURN(std::string top, AddJsonSchemaRules(schema, options, b, terms));
+  terms.DefineWhitespace();
+  return b.Text(top);
 }
 
 Result<std::string> JsonSchemaToGbnf(std::string_view schema_text,

@@ -18,7 +18,9 @@
 #include <string_view>
 
 #include "common/json.h"
+#include "constrain/gbnf_builder.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/json_terms_gbnf.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -42,6 +44,11 @@ Result<std::string> JsonSchemaToGbnf(std::string_view schema_text,
 // An already parsed schema (a tool's parameters inside a request).
 Result<std::string> ParsedJsonSchemaToGbnf(const Json& schema,
                                            const JsonSchemaOptions& options = {});
+// The schema's rules added to `b`, over `terms` (whose whitespace the caller
+// defines once at the end); the name of the rule of the whole value. Several
+// schemas may go into one builder: `$ref`s resolve within each.
+Result<std::string> AddJsonSchemaRules(const Json& schema, const JsonSchemaOptions& options, GbnfBuilder& b,
+                                       JsonTerms& terms);
 
 // `{"type": "json_object"}`: any JSON object.
 std::string JsonObjectGbnf(const JsonSchemaOptions& options = {});

@@ -250,7 +250,7 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
   r.stop.reserve(n_stop);
   for (uint32_t i = 0; i < n_stop && d.ok(); ++i) r.stop.push_back(d.Str());
   const int32_t kind = d.I32();
-  if (kind < 0 || kind > static_cast<int32_t>(ConstraintKind::kRegex)) return false;
+  if (kind < 0 || kind > static_cast<int32_t>(ConstraintKind::kToolCall)) return false;
   r.constraint.kind = static_cast<ConstraintKind>(kind);
   r.constraint.text = d.Str();
   r.constraint.max_whitespace = d.U32();

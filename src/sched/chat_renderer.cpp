@@ -3,6 +3,8 @@
 #include <cassert>
 #include <cctype>
 
+#include "chat/tool_calls.h"
+
 namespace valet {
 
 namespace {
@@ -36,6 +38,11 @@ bool ValidToolName(std::string_view name) {
   return true;
 }
 
+// A name as an error message quotes it: at most 64 bytes of what was sent.
+std::string Quoted(std::string_view name) {
+  return "'" + std::string(name.substr(0, 64)) + (name.size() > 64 ? "...'" : "'");
+}
+
 // A JSON object from its text (`what` names it in the error).
 Result<Json> ObjectFromText(std::string_view text, const std::string& what) {
   if (text.size() > kMaxToolSchemaBytes) {
@@ -54,7 +61,7 @@ Result<Json> Message(const ChatMessage& message) {
   if (!message.tool_calls.empty()) {
     Json calls = Json::array();
     for (const ToolCall& c : message.tool_calls) {
-      if (!ValidToolName(c.name)) return InvalidArgument("tool call name '" + c.name + "' is not 1-64 of [A-Za-z0-9_-]");
+      if (!ValidToolName(c.name)) return InvalidArgument("tool call name " + Quoted(c.name) + " is not 1-64 of [A-Za-z0-9_-]");
       VALET_ASSIGN_OR_RETURN(Json arguments, ObjectFromText(c.arguments, "the arguments of a call to " + c.name));
       calls.push_back(Json{{"id", c.id}, {"type", "function"},
                            {"function", Json{{"name", c.name}, {"arguments", std::move(arguments)}}}});
@@ -65,13 +72,26 @@ Result<Json> Message(const ChatMessage& message) {
   return m;
 }
 
+// For a template that does not show tools: what valet tells the model
+// instead, in the generic syntax chat/tool_calls.h reads back.
+std::string ToolsInstruction(const Json& tools) {
+  std::string out =
+      "You may call one of these tools: answer with only a JSON object {\"name\": <the tool's name>, "
+      "\"arguments\": <an object of its arguments>}. Otherwise answer in text.\nTools:";
+  for (const Json& t : tools) {
+    out += '\n';
+    out += DumpJson(t.at("function"));
+  }
+  return out;
+}
+
 Result<Json> ToolsJson(std::span<const ToolDefinition> tools) {
   if (tools.size() > kMaxTools) {
     return InvalidArgument(std::to_string(tools.size()) + " tools (at most " + std::to_string(kMaxTools) + ")");
   }
   Json out = Json::array();
   for (const ToolDefinition& t : tools) {
-    if (!ValidToolName(t.name)) return InvalidArgument("tool name '" + t.name + "' is not 1-64 of [A-Za-z0-9_-]");
+    if (!ValidToolName(t.name)) return InvalidArgument("tool name " + Quoted(t.name) + " is not 1-64 of [A-Za-z0-9_-]");
     Json parameters = Json{{"type", "object"}};
     if (!t.parameters.empty()) {
       VALET_ASSIGN_OR_RETURN(parameters, ObjectFromText(t.parameters, "the parameters of tool " + t.name));
@@ -98,6 +118,7 @@ ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format, ChatRendererOptio
     if (parsed.ok()) {
       r.template_ = std::make_shared<const chat::ChatTemplate>(std::move(parsed).value());
       r.uses_model_template_ = true;
+      r.template_shows_tools_ = ToolCallSyntaxForTemplate(format.template_source).template_shows_tools;
       return r;
     }
     r.fallback_reason_ = "the model's chat template could not be parsed (" + parsed.status().message() +
@@ -124,7 +145,13 @@ Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt, 
   }
   if (!tools.empty()) {
     VALET_ASSIGN_OR_RETURN(Json tools_json, ToolsJson(tools));
-    input.variables = Json{{"tools", std::move(tools_json)}};
+    if (template_shows_tools_) {
+      input.variables = Json{{"tools", std::move(tools_json)}};
+    } else if (Json& first = input.messages.front(); first["role"] == "system") {
+      first["content"] = first["content"].get<std::string>() + "\n\n" + ToolsInstruction(tools_json);
+    } else {
+      input.messages.insert(input.messages.begin(), Json{{"role", "system"}, {"content", ToolsInstruction(tools_json)}});
+    }
   }
   input.add_generation_prompt = true;
   input.bos_token = format_.bos_token;

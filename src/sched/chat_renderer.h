@@ -72,6 +72,7 @@ class ChatRenderer {
   ChatFormat format_;
   std::vector<std::string> stop_strings_;
   bool uses_model_template_ = false;
+  bool template_shows_tools_ = false;  // else valet describes them in a system message
   std::string fallback_reason_;
 };
 

@@ -1,5 +1,6 @@
 #include "server/completion_handler.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <variant>
@@ -8,6 +9,7 @@
 #include "server/durable_submit.h"
 #include "server/http_reply.h"
 #include "server/openai_response.h"
+#include "server/tool_reply.h"
 #include "server/utf8_assembler.h"
 
 namespace valet {
@@ -39,14 +41,19 @@ ApiError ErrorFromResult(const TaskResult& result) {
 class CompletionReply {
  public:
   CompletionReply(std::shared_ptr<ServerContext> ctx, std::shared_ptr<http::HttpExchange> exchange,
-                  std::shared_ptr<TaskSlot> slot, const CompletionRequest& request)
+                  std::shared_ptr<TaskSlot> slot, const CompletionRequest& request,
+                  std::optional<ToolCallSyntax> tool_syntax)
       : ctx_(std::move(ctx)),
         exchange_(std::move(exchange)),
         slot_(std::move(slot)),
         endpoint_(request.endpoint),
         stream_(request.stream),
         include_usage_(request.include_usage),
-        logprobs_(request.logprobs) {}
+        logprobs_(request.logprobs),
+        tool_syntax_(std::move(tool_syntax)),
+        tools_(request.task.tools) {
+    if (tool_syntax_) calls_stream_.emplace(*tool_syntax_);
+  }
 
   // Before the token's OnToken.
   void OnLogprobs(const TokenLogprobs& logprobs) {
@@ -59,7 +66,7 @@ class CompletionReply {
     ctx_->tasks.AddToken(*slot_, id);
     if (!stream_) return;
     Start(id);
-    Emit(utf8_.Push(text));
+    Emit(Showable(utf8_.Push(text)));
   }
 
   void OnDone(TaskId id, const TaskResult& result) {
@@ -67,10 +74,23 @@ class CompletionReply {
     ctx_->metrics.ObserveFinished(result);
     const bool ok = result.state == TaskState::kDone;
     if (!started_ && !ok) return exchange_->Reply(ErrorReply(*ctx_, ErrorFromResult(result)));
-    if (!stream_) return exchange_->Reply(JsonReply(200, CompletionBody(Meta(id), result)));
+    std::optional<ToolAnswer> answer;
+    if (ok && tool_syntax_) answer = ReadToolAnswer(result.text, *tool_syntax_, tools_);
+    if (!stream_) return exchange_->Reply(JsonReply(200, CompletionBody(Meta(id), result, answer ? &*answer : nullptr)));
     Start(id);
-    Emit(utf8_.Flush());
-    exchange_->Write(StreamEnd(result));
+    Emit(Showable(utf8_.Flush()));
+    const bool calls = answer && !answer->calls.empty();
+    if (calls_stream_) {
+      // What was held back: the rest of the content before the calls, or all of it.
+      const std::string& held = calls ? answer->content : calls_stream_->text();
+      if (held.size() > calls_stream_->shown()) Emit(held.substr(calls_stream_->shown()));
+    }
+    if (calls) {
+      ChunkOptions o;
+      o.usage_null = include_usage_;
+      exchange_->Write(ToolCallsChunk(meta_, answer->calls, o));
+    }
+    exchange_->Write(StreamEnd(result, calls));
     exchange_->EndStream();
   }
 
@@ -93,6 +113,9 @@ class CompletionReply {
     if (endpoint_ == Endpoint::kChatCompletions) EmitChunk("", /*first=*/true);
   }
 
+  // Streamed text that may be shown: all of it, unless it may become a tool call.
+  std::string Showable(std::string text) { return calls_stream_ ? calls_stream_->Push(text) : text; }
+
   // A chunk for new text, or for tokens whose text is still held back
   // (an unfinished UTF-8 character) when their log-probabilities are due.
   void Emit(const std::string& text) {
@@ -114,13 +137,13 @@ class CompletionReply {
   }
 
   // The events that end a stream: the last chunk and usage, or the error; [DONE].
-  std::string StreamEnd(const TaskResult& result) const {
+  std::string StreamEnd(const TaskResult& result, bool tool_calls) const {
     std::string out;
     if (result.state != TaskState::kDone) {
       out += StreamError(ErrorFromResult(result).ToJson());
     } else {
       ChunkOptions o;
-      o.finish_reason = FinishReason(result.stop_reason);
+      o.finish_reason = tool_calls ? "tool_calls" : FinishReason(result.stop_reason);
       o.usage_null = include_usage_;
       out += StreamChunk(meta_, "", o);
       if (include_usage_) out += UsageChunk(meta_, result.metrics);
@@ -141,6 +164,9 @@ class CompletionReply {
   size_t logprob_bytes_ = 0;                     // of the tokens sent (completions' text_offset)
   Utf8Assembler utf8_;
   bool started_ = false;
+  const std::optional<ToolCallSyntax> tool_syntax_;  // the answer may call tools
+  const std::vector<ToolDefinition> tools_;
+  std::optional<ToolCallStream> calls_stream_;
 };
 
 TaskCallbacks MakeCallbacks(const std::shared_ptr<CompletionReply>& reply) {
@@ -176,7 +202,13 @@ void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<htt
     return exchange->Reply(std::move(reply));
   }
   if (request.task.durable) return SubmitDurable(ctx, exchange, std::move(slot), std::move(request));
-  request.task.callbacks = MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request));
+  std::optional<ToolCallSyntax> tool_syntax;
+  if (auto e = PrepareToolCalls(ctx->vocab.chat_format(), &request, &tool_syntax)) {
+    ctx->tasks.Release(*slot);
+    return exchange->Reply(ErrorReply(*ctx, *e));
+  }
+  request.task.callbacks =
+      MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request, std::move(tool_syntax)));
   Result<TaskId> id = ctx->scheduler.Submit(std::move(request.task));
   if (!id.ok()) {
     ctx->tasks.Release(*slot);

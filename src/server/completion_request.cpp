@@ -217,11 +217,19 @@ MaybeError ReadMessage(const json& m, size_t index, ChatMessage* out) {
   const std::string& r = role->get_ref<const std::string&>();
   if (r == "system" || r == "developer") {
     out->role = "system";
-  } else if (r == "user" || r == "assistant") {
+  } else if (r == "user" || r == "assistant" || r == "tool") {
     out->role = r;
   } else {
-    return BadRequest("unsupported role " + QuoteClientText(r) + " (system, developer, user, assistant)",
+    return BadRequest("unsupported role " + QuoteClientText(r) + " (system, developer, user, assistant, tool)",
                       param + ".role", "unsupported_value");
+  }
+  if (r == "assistant") {
+    if (auto e = ReadToolCalls(m, param, &out->tool_calls)) return e;
+  }
+  if (r == "tool") {
+    auto id = m.find("tool_call_id");
+    if (id == m.end() || !id->is_string()) return TypeError(param + ".tool_call_id", "a string");
+    out->tool_call_id = id->get<std::string>();
   }
   return ReadContent(m, param + ".content", &out->content);
 }
@@ -319,6 +327,10 @@ MaybeError ReadDurable(const json& body, CompletionRequest* r) {
     return BadRequest("durable tasks do not keep log-probabilities (a resumed task could not answer them)",
                       "logprobs", "unsupported_value");
   }
+  if (r->tool_choice.kind != ToolChoice::Kind::kNone) {
+    return BadRequest("durable tasks answer text; a request whose answer may call tools is not durable",
+                      "tools", "unsupported_value");
+  }
   return std::nullopt;
 }
 
@@ -368,6 +380,11 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   const bool chat = endpoint == Endpoint::kChatCompletions;
   if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
+  if (chat) {
+    if (auto e = ReadTools(body, body_text, &r.task.tools, &r.tool_choice)) return *e;
+    // "none": the answer is text, so the model is not shown what it may not call.
+    if (r.tool_choice.kind == ToolChoice::Kind::kNone) r.task.tools.clear();
+  }
   if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
   if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
   if (auto e = ReadDurable(body, &r)) return *e;

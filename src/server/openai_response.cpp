@@ -51,12 +51,29 @@ ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model)
 
 const char* FinishReason(StopReason reason) { return reason == StopReason::kMaxTokens ? "length" : "stop"; }
 
-std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result) {
+static json ToolCallsJson(const std::vector<ToolCall>& calls, bool indexed) {
+  json out = json::array();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    json call = {{"id", calls[i].id},
+                 {"type", "function"},
+                 {"function", {{"name", calls[i].name}, {"arguments", calls[i].arguments}}}};
+    if (indexed) call["index"] = i;
+    out.push_back(std::move(call));
+  }
+  return out;
+}
+
+std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result, const ToolAnswer* tools) {
   json body = Envelope(meta, /*chunk=*/false);
   json logprobs = nullptr;
   if (meta.logprobs) logprobs = IsChat(meta) ? ChatLogprobs(result.logprobs) : CompletionLogprobs(result.logprobs, 0);
   json choice = {{"index", 0}, {"finish_reason", FinishReason(result.stop_reason)}, {"logprobs", std::move(logprobs)}};
-  if (IsChat(meta)) {
+  if (IsChat(meta) && tools != nullptr && !tools->calls.empty()) {
+    choice["message"] = {{"role", "assistant"},
+                         {"content", tools->content.empty() ? json(nullptr) : json(tools->content)},
+                         {"tool_calls", ToolCallsJson(tools->calls, false)}};
+    choice["finish_reason"] = "tool_calls";
+  } else if (IsChat(meta)) {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};
   } else {
     choice["text"] = result.text;
@@ -79,6 +96,15 @@ std::string StreamChunk(const ResponseMeta& meta, std::string_view text, const C
   } else {
     choice["text"] = std::string(text);
   }
+  body["choices"] = json::array({std::move(choice)});
+  if (options.usage_null) body["usage"] = nullptr;
+  return "data: " + Dump(body) + "\n\n";
+}
+
+std::string ToolCallsChunk(const ResponseMeta& meta, const std::vector<ToolCall>& calls, const ChunkOptions& options) {
+  json body = Envelope(meta, /*chunk=*/true);
+  json choice = {{"index", 0}, {"finish_reason", nullptr}, {"logprobs", nullptr}};
+  choice["delta"] = {{"tool_calls", ToolCallsJson(calls, true)}};
   body["choices"] = json::array({std::move(choice)});
   if (options.usage_null) body["usage"] = nullptr;
   return "data: " + Dump(body) + "\n\n";

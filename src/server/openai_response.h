@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "server/completion_request.h"
+#include "server/tool_reply.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -27,8 +28,9 @@ ResponseMeta MakeResponseMeta(Endpoint endpoint, TaskId task, std::string model)
 const char* FinishReason(StopReason reason);
 
 // The whole non-streamed response (with meta.logprobs, result.logprobs in
-// the choice's "logprobs").
-std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result);
+// the choice's "logprobs"). With an answer that calls tools: its text (null
+// when none) and "tool_calls", finish_reason "tool_calls".
+std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result, const ToolAnswer* tools = nullptr);
 
 struct ChunkOptions {
   bool first = false;               // chat: the delta carries the role
@@ -41,6 +43,8 @@ struct ChunkOptions {
 };
 // One SSE event ("data: {...}\n\n") carrying `text`.
 std::string StreamChunk(const ResponseMeta& meta, std::string_view text, const ChunkOptions& options);
+// The calls of a streamed answer, each whole in one delta.
+std::string ToolCallsChunk(const ResponseMeta& meta, const std::vector<ToolCall>& calls, const ChunkOptions& options);
 // The final include_usage event: empty choices, the usage object.
 std::string UsageChunk(const ResponseMeta& meta, const TaskMetrics& metrics);
 // An error reported inside a stream that has already started.

@@ -26,8 +26,6 @@ bool NoneOrAuto(const json& v) { return v.is_null() || v == "none" || v == "auto
 bool TextModality(const json& v) { return v.is_null() || (v.is_array() && v.size() == 1 && v[0] == "text"); }
 
 constexpr Rule kRules[] = {
-    {"tools", true, false, Kind::kParameter, EmptyOrNull, "valet does not call tools"},
-    {"tool_choice", true, false, Kind::kValue, NoneOrAuto, "valet does not call tools"},
     {"functions", true, false, Kind::kParameter, EmptyOrNull, "valet does not call functions"},
     {"function_call", true, false, Kind::kValue, NoneOrAuto, "valet does not call functions"},
     {"logit_bias", true, true, Kind::kParameter, EmptyOrNull, "valet does not bias logits"},

@@ -114,6 +114,24 @@ TEST(ChatRenderer, ToolsAndToolCallsReachTheTemplate) {
             "[user]Oslo?[assistant](c1 function get_weather city=Oslo)[tool]-3<c1>");
 }
 
+// A template that does not show tools (the built-in ChatML, Gemma 3, Phi-3.5)
+// gets them from valet in a system message, with the generic call form
+// chat/tool_calls.h reads back; after the task's own system prompt if any.
+TEST(ChatRenderer, ATemplateWithoutToolsGetsThemInASystemMessage) {
+  const ChatRenderer chat = ChatRenderer::ForFormat({});
+  const std::vector<ToolDefinition> tools = {{"ping", "Is it up?", ""}};
+  Result<RenderedPrompt> alone = chat.RenderChat("", {{"user", "Up?"}}, tools);
+  ASSERT_TRUE(alone.ok()) << alone.status().ToString();
+  EXPECT_EQ(alone->own.rfind("<|im_start|>system\nYou may call one of these tools", 0), 0u) << alone->own;
+  EXPECT_NE(alone->own.find(R"({"name":"ping","description":"Is it up?","parameters":{"type":"object"}})"),
+            std::string::npos)
+      << alone->own;
+  Result<RenderedPrompt> with_system = chat.RenderChat("Be brief.", {{"user", "Up?"}}, tools);
+  ASSERT_TRUE(with_system.ok());
+  EXPECT_EQ(with_system->shared.rfind("<|im_start|>system\nBe brief.\n\nYou may call one of these tools", 0), 0u)
+      << with_system->shared;
+}
+
 TEST(ChatRenderer, MalformedToolsAndCallsAreRefused) {
   const ChatRenderer chat = ChatRenderer::ForFormat({});
   const std::vector<ChatMessage> user = {{"user", "x"}};

@@ -218,10 +218,7 @@ TEST_F(CompletionRequestTest, FieldsValetCannotHonourAre400) {
     json value;
     const char* code;
   };
-  const json tool = {{"type", "function"}, {"function", {{"name", "f"}}}};
   const Case cases[] = {
-      {Endpoint::kChatCompletions, "tools", json::array({tool}), "unsupported_parameter"},
-      {Endpoint::kChatCompletions, "tool_choice", "required", "unsupported_value"},
       {Endpoint::kChatCompletions, "functions", json::array({{{"name", "f"}}}), "unsupported_parameter"},
       {Endpoint::kChatCompletions, "function_call", {{"name", "f"}}, "unsupported_value"},
       {Endpoint::kChatCompletions, "logit_bias", {{"5", 1}}, "unsupported_parameter"},
@@ -253,6 +250,85 @@ TEST_F(CompletionRequestTest, FieldsValetCannotHonourAre400) {
                               {"functions", json::array()}, {"modalities", json::array({"text"})},
                               {"audio", nullptr}, {"store", true}, {"metadata", {{"k", "v"}}}};
   EXPECT_EQ(Ok(Endpoint::kChatCompletions, chat_harmless).task.messages.size(), 1u);
+}
+
+// Tools keep their parameters in the order the request lists them; tool
+// messages and the assistant's calls are read; tool_choice picks how the
+// answer may call them.
+TEST_F(CompletionRequestTest, ToolsToolChoiceAndToolMessages) {
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"get_weather","description":"d",
+      "parameters":{"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}}}},
+      {"type":"function","function":{"name":"ping"}}])";
+  auto parse = [&](const std::string& rest) {
+    return ParseCompletionRequest(Endpoint::kChatCompletions, "{" + rest + "}", "", defaults_);
+  };
+  auto ok = [&](const std::string& rest) {
+    ParsedCompletion p = parse(rest);
+    if (const ApiError* e = std::get_if<ApiError>(&p)) ADD_FAILURE() << rest << ": " << e->message;
+    return std::holds_alternative<CompletionRequest>(p) ? std::get<CompletionRequest>(p) : CompletionRequest{};
+  };
+  const std::string user = R"("messages":[{"role":"user","content":"x"}])";
+  CompletionRequest r = ok(user + "," + tools);
+  ASSERT_EQ(r.task.tools.size(), 2u);
+  EXPECT_EQ(r.task.tools[0].name, "get_weather");
+  EXPECT_EQ(r.task.tools[0].description, "d");
+  EXPECT_EQ(r.task.tools[0].parameters,
+            R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})");
+  EXPECT_EQ(r.task.tools[1].parameters, "");
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_FALSE(r.tool_choice.parallel);
+  EXPECT_EQ(ok(user + "," + tools + R"(,"tool_choice":"required","parallel_tool_calls":false)").tool_choice.kind,
+            ToolChoice::Kind::kRequired);
+  EXPECT_TRUE(ok(user + "," + tools + R"(,"parallel_tool_calls":true)").tool_choice.parallel);
+  r = ok(user + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"ping"}})");
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kNamed);
+  EXPECT_EQ(r.tool_choice.name, "ping");
+  r = ok(user + "," + tools + R"(,"tool_choice":"none")");
+  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_TRUE(r.task.tools.empty()) << "a model that may not call tools is not shown them";
+  EXPECT_EQ(ok(user).tool_choice.kind, ToolChoice::Kind::kNone);
+
+  r = ok(R"("messages":[{"role":"user","content":"Oslo?"},
+      {"role":"assistant","content":null,"tool_calls":[{"id":"abc123XYZ","type":"function",
+        "function":{"name":"get_weather","arguments":"{\"zeta\":\"Oslo\"}"}}]},
+      {"role":"tool","tool_call_id":"abc123XYZ","content":"-3"}])");
+  ASSERT_EQ(r.task.messages.size(), 3u);
+  ASSERT_EQ(r.task.messages[1].tool_calls.size(), 1u);
+  EXPECT_EQ(r.task.messages[1].tool_calls[0], (ToolCall{"abc123XYZ", "get_weather", R"({"zeta":"Oslo"})"}));
+  EXPECT_EQ(r.task.messages[1].content, "");
+  EXPECT_EQ(r.task.messages[2].role, "tool");
+  EXPECT_EQ(r.task.messages[2].tool_call_id, "abc123XYZ");
+  EXPECT_EQ(r.task.messages[2].content, "-3");
+
+  struct Bad {
+    std::string rest;
+    const char* param;
+  };
+  for (const Bad& b : {
+           Bad{user + R"(,"tools":{})", "tools"},
+           Bad{user + R"(,"tools":[{"type":"retrieval"}])", "tools[0]"},
+           Bad{user + R"(,"tools":[{"type":"function","function":{}}])", "tools[0].function.name"},
+           Bad{user + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":[]}}])",
+               "tools[0].function.parameters"},
+           Bad{user + R"(,"tool_choice":"required")", "tool_choice"},
+           Bad{user + "," + tools + R"(,"tool_choice":"sometimes")", "tool_choice"},
+           Bad{user + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"nope"}})", "tool_choice"},
+           Bad{user + "," + tools + R"(,"parallel_tool_calls":"yes")", "parallel_tool_calls"},
+           Bad{user + "," + tools + R"(,"durable":true)", "tools"},
+           Bad{R"("messages":[{"role":"tool","content":"x"}])", "messages[0].tool_call_id"},
+           Bad{R"("messages":[{"role":"assistant","tool_calls":[{"type":"function","function":{"name":"f"}}]}])",
+               "messages[0].tool_calls[0].function.arguments"},
+       }) {
+    ParsedCompletion p = parse(b.rest);
+    ASSERT_TRUE(std::holds_alternative<ApiError>(p)) << b.rest;
+    EXPECT_EQ(std::get<ApiError>(p).param, b.param) << b.rest;
+    EXPECT_EQ(std::get<ApiError>(p).http_status, 400);
+  }
+  std::string many = user + R"(,"tools":[)";
+  for (size_t i = 0; i <= kMaxTools; ++i) many += std::string(i ? "," : "") + R"({"type":"function","function":{"name":"f"}})";
+  ParsedCompletion p = parse(many + "]");
+  ASSERT_TRUE(std::holds_alternative<ApiError>(p));
+  EXPECT_EQ(std::get<ApiError>(p).param, "tools");
 }
 
 // response_format and llama-server's grammar become the task's constraint;

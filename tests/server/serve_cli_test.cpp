@@ -240,6 +240,70 @@ TEST(ServeCliTest, SpecialTextsInMessagesAreTextUnlessTheFlagSaysOtherwise) {
   EXPECT_EQ(parsing.Stop(), 0);
 }
 
+// Real templates and vocabularies (../shared): Qwen 2's writes calls in
+// <tool_call> tags, Llama 3's as a bare object with "parameters", the tiny
+// model's ChatML gets the tools from valet. A required call's arguments follow
+// the schema, streamed or not; the call and its result go back in a later turn.
+TEST(ServeCliTest, EachFamilyAnswersARequiredToolCallUnderItsSchema) {
+  const json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", "get_weather"},
+                       {"parameters",
+                        {{"type", "object"},
+                         {"properties", {{"city", {{"type", "string"}, {"maxLength", 12}}},
+                                         {"days", {{"type", "integer"}, {"minimum", 1}, {"maximum", 7}}}}},
+                         {"required", {"city", "days"}},
+                         {"additionalProperties", false}}}}}};
+  const TinyModel tiny("valet_serve_tools");
+  ASSERT_TRUE(tiny.ok());
+  for (const std::string& model : {std::string(VALET_SHARED_DIR) + "/models/qwen2-q4_0.gguf",
+                                   std::string(VALET_SHARED_DIR) + "/models/llama3-bpe-q4_k_m.gguf", tiny.path()}) {
+    SCOPED_TRACE(model);
+    ASSERT_TRUE(std::filesystem::exists(model)) << "../shared beside the checkout";
+    ServeProcess serve(model, {"--ctx-size", "2048"});
+    ASSERT_GT(serve.port(), 0) << serve.first_line();
+    httplib::Client c("127.0.0.1", serve.port());
+    c.set_read_timeout(120, 0);
+    json request = {{"messages", json::array({{{"role", "user"}, {"content", "Weather in Oslo for 3 days?"}}})},
+                    {"tools", json::array({tool})},
+                    {"tool_choice", "required"},
+                    {"max_tokens", 120},
+                    {"temperature", 1.0},
+                    {"seed", 11}};
+    httplib::Result res = c.Post("/v1/chat/completions", request.dump(), "application/json");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+    const json answer = json::parse(res->body);
+    ASSERT_EQ(answer["choices"][0]["finish_reason"], "tool_calls") << res->body;
+    const json call = answer["choices"][0]["message"]["tool_calls"][0];
+    EXPECT_EQ(call["function"]["name"], "get_weather");
+    const json args = json::parse(call["function"]["arguments"].get<std::string>());
+    ASSERT_TRUE(args["city"].is_string()) << args.dump();
+    EXPECT_LE(args["city"].get<std::string>().size(), 12u * 4) << "12 characters of at most 4 bytes";
+    ASSERT_TRUE(args["days"].is_number_integer()) << args.dump();
+    EXPECT_GE(args["days"].get<int>(), 1);
+    EXPECT_LE(args["days"].get<int>(), 7);
+    EXPECT_EQ(args.size(), 2u);
+
+    request["stream"] = true;
+    res = c.Post("/v1/chat/completions", request.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_NE(res->body.find(R"("tool_calls":[{"function":{"arguments":)" + json(call["function"]["arguments"]).dump()),
+              std::string::npos)
+        << "the same call, whole in one delta: " << res->body;
+
+    request.erase("stream");
+    request["tool_choice"] = "none";
+    request["max_tokens"] = 4;
+    request["messages"].push_back({{"role", "assistant"}, {"content", nullptr}, {"tool_calls", json::array({call})}});
+    request["messages"].push_back({{"role", "tool"}, {"tool_call_id", call["id"]}, {"content", R"({"temp": -3})"}});
+    res = c.Post("/v1/chat/completions", request.dump(), "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(serve.Stop(), 0);
+  }
+}
+
 // A scratch directory for key files, removed afterwards.
 class KeyDir {
  public:

@@ -239,8 +239,29 @@ const std::vector<Field>& AllFields() {
       {"n", kBoth, Is(2), {}, Refused("n")},
       {"best_of", kBoth, Is(2), {}, Refused("best_of")},
       {"logit_bias", kBoth, Is({{"5", 1}}), {}, Refused("logit_bias")},
-      {"tools", kChat, Is(json::array({kTool})), {}, Refused("tools")},
-      {"tool_choice", kChat, Is("required"), {}, Refused("tool_choice")},
+      // Tools: shown to the model (the fake engine's ChatML gets them in a
+      // system message), a required call generated under its constraint.
+      {"tools", kChat, Is(json::array({kTool})), {},
+       [](const Observed& base, const Observed& with) {
+         ASSERT_EQ(with.status, 200) << with.body.dump();
+         EXPECT_GT(At(with.usage, {"prompt_tokens"}), At(base.usage, {"prompt_tokens"}));
+       }},
+      {"tool_choice", kChat, Is("required"), {{"tools", json::array({kTool})}, {"max_tokens", 80}},
+       [](const Observed& base, const Observed& with) {
+         ASSERT_EQ(with.status, 200) << with.body.dump();
+         EXPECT_EQ(with.finish_reason, "tool_calls");
+         ASSERT_EQ(with.specs.size(), 1u);
+         EXPECT_EQ(with.specs[0].constraint.kind, ConstraintKind::kToolCall);
+         EXPECT_FALSE(base.specs[0].constraint.active());
+       }},
+      {"parallel_tool_calls", kChat, Is(true),
+       {{"tools", json::array({kTool})}, {"tool_choice", "required"}, {"max_tokens", 80}},
+       [](const Observed&, const Observed& with) {
+         ASSERT_EQ(with.status, 200) << with.body.dump();
+         ASSERT_EQ(with.specs.size(), 1u);
+         // ChatML's generic form holds one call either way (tool_reply_test: Qwen's holds 8).
+         EXPECT_NE(with.specs[0].constraint.text.find(R"("max_calls":1)"), std::string::npos);
+       }},
       {"functions", kChat, Is(json::array({{{"name", "f"}}})), {}, Refused("functions")},
       {"function_call", kChat, Is({{"name", "f"}}), {}, Refused("function_call")},
       {"response_format", kBoth, Is({{"type", "json_schema"}, {"json_schema", {{"name", "n"}, {"schema", {
@@ -369,6 +390,7 @@ TEST_F(ServerFieldsTest, EveryAcceptedFieldHasItsEffectOrIsRefused) {
   std::set<std::string> named = FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/completion_request.cpp");
   named.merge(FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/unsupported_fields.cpp"));
   named.merge(FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/response_format.cpp"));
+  named.merge(FieldsNamedIn(VALET_SERVER_SOURCE_DIR "/tool_request.cpp"));
   std::set<std::string> listed;
   for (const Field& f : AllFields()) listed.insert(f.name);
   for (const std::string& f : named) EXPECT_TRUE(listed.count(f)) << f << " is read but not in AllFields()";

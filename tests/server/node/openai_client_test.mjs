@@ -1,6 +1,6 @@
 // valet serve against the official `openai` npm client (pinned by
 // package-lock.json): non-streamed and streamed chat and completions, usage,
-// errors and the tier field. Usage: node openai_client_test.mjs FAKE_SERVE_BIN
+// errors, the tier field, structured output and tool calls. Usage: node openai_client_test.mjs FAKE_SERVE_BIN
 // Exit 0: pass, 1: fail, 77: skipped (the client is not installed; in CI,
 // CI=true, that is a failure: CI installs it, so a run cannot pass without it).
 import { spawn } from 'node:child_process';
@@ -126,6 +126,74 @@ const tests = {
         response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'integer', multipleOf: 2 } } },
       }),
       (e) => e instanceof OpenAI.BadRequestError && e.code === 'unsupported_value' && /multipleOf/.test(e.message),
+    );
+  },
+  async toolCallsFollowTheParameters() {
+    const tools = [
+      {
+        type: 'function',
+        function: {
+          name: 'get_weather',
+          description: 'The weather in a city.',
+          parameters: {
+            type: 'object',
+            properties: { city: { type: 'string', maxLength: 10 }, unit: { enum: ['c', 'f'] } },
+            required: ['city', 'unit'],
+            additionalProperties: false,
+          },
+        },
+      },
+      { type: 'function', function: { name: 'ping', parameters: { type: 'object', properties: {} } } },
+    ];
+    const request = {
+      model: 'fake',
+      messages: [{ role: 'user', content: 'Weather in Oslo?' }],
+      max_tokens: 120,
+      seed: 9,
+      tools,
+      tool_choice: { type: 'function', function: { name: 'get_weather' } },
+    };
+    const r = await client.chat.completions.create(request);
+    assert.equal(r.choices[0].finish_reason, 'tool_calls');
+    const [call] = r.choices[0].message.tool_calls;
+    assert.equal(call.type, 'function');
+    assert.match(call.id, /^[A-Za-z0-9]{9}$/);
+    assert.equal(call.function.name, 'get_weather');
+    const args = JSON.parse(call.function.arguments);
+    assert.deepEqual(Object.keys(args), ['city', 'unit'], call.function.arguments);
+    assert.ok([...args.city].length <= 10 && ['c', 'f'].includes(args.unit), call.function.arguments);
+    // Streamed: the same call, whole in one delta, and no text.
+    const streamed = [];
+    let finish = null;
+    for await (const chunk of await client.chat.completions.create({ ...request, stream: true })) {
+      const delta = chunk.choices[0]?.delta ?? {};
+      assert.ok(!delta.content, `no text in a required call's stream: ${delta.content}`);
+      if (delta.tool_calls) streamed.push(...delta.tool_calls);
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    assert.equal(finish, 'tool_calls');
+    assert.equal(streamed.length, 1);
+    assert.equal(streamed[0].index, 0);
+    assert.equal(streamed[0].function.name, 'get_weather');
+    assert.equal(streamed[0].function.arguments, call.function.arguments);
+    // Any tool, required: a call of one of them.
+    const any = await client.chat.completions.create({ ...request, tool_choice: 'required' });
+    assert.ok(['get_weather', 'ping'].includes(any.choices[0].message.tool_calls[0].function.name));
+    // The call and its result sent back: the conversation goes on in text.
+    const next = await client.chat.completions.create({
+      ...request,
+      tool_choice: 'none',
+      messages: [
+        ...request.messages,
+        { role: 'assistant', content: null, tool_calls: [call] },
+        { role: 'tool', tool_call_id: call.id, content: '{"temp": -3}' },
+      ],
+    });
+    assert.equal(typeof next.choices[0].message.content, 'string');
+    assert.equal(next.choices[0].message.tool_calls, undefined);
+    await assert.rejects(
+      client.chat.completions.create({ ...request, tool_choice: { type: 'function', function: { name: 'nope' } } }),
+      (e) => e instanceof OpenAI.BadRequestError && e.param === 'tool_choice',
     );
   },
   async errorsAreApiErrors() {
