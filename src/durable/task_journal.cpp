@@ -148,6 +148,18 @@ void EncodeRecord(uint8_t type, std::span<const uint8_t> payload, std::vector<ui
 // The structured bindings are a tripwire: a field added to TaskRequest (or
 // SamplingParams, ChatMessage) stops this from compiling until the journal
 // stores it too (with kJournalFormatVersion bumped) or says here why not.
+// A count, then per record its three strings (a ToolCall, a ToolDefinition);
+// the binding stops the build if the record gains a field.
+template <class Record>
+void EncodeStringTriples(Encoder& e, const std::vector<Record>& records) {
+  e.U32(static_cast<uint32_t>(records.size()));
+  for (const auto& [a, b, c] : records) {
+    e.Str(a);
+    e.Str(b);
+    e.Str(c);
+  }
+}
+
 std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   [[maybe_unused]] const auto& [tier, system_prompt, messages, tools, prompt, prompt_tokens, max_tokens,
                                 sampling, top_logprobs, stop, constraint, durable, durable_key, callbacks] = request;
@@ -163,20 +175,10 @@ std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
     const auto& [role, content, tool_calls, tool_call_id] = m;
     e.Str(role);
     e.Str(content);
-    e.U32(static_cast<uint32_t>(tool_calls.size()));
-    for (const auto& [id, name, arguments] : tool_calls) {
-      e.Str(id);
-      e.Str(name);
-      e.Str(arguments);
-    }
+    EncodeStringTriples(e, tool_calls);  // id, name, arguments
     e.Str(tool_call_id);
   }
-  e.U32(static_cast<uint32_t>(tools.size()));
-  for (const auto& [name, description, parameters] : tools) {
-    e.Str(name);
-    e.Str(description);
-    e.Str(parameters);
-  }
+  EncodeStringTriples(e, tools);  // name, description, parameters
   e.Str(prompt);
   e.I32s(prompt_tokens);
   e.I32(max_tokens);
@@ -199,6 +201,22 @@ std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
   return std::move(e.bytes());
 }
 
+template <class Record>
+std::vector<Record> DecodeStringTriples(Decoder& d) {
+  const uint32_t n = d.Count(12);
+  std::vector<Record> records;
+  records.reserve(n);
+  for (uint32_t i = 0; i < n && d.ok(); ++i) {
+    Record r;
+    auto& [a, b, c] = r;
+    a = d.Str();
+    b = d.Str();
+    c = d.Str();
+    records.push_back(std::move(r));
+  }
+  return records;
+}
+
 bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
   Decoder d(payload);
   Result<Tier> tier = TierFromInt(d.I32());
@@ -211,27 +229,11 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
     ChatMessage m;
     m.role = d.Str();
     m.content = d.Str();
-    const uint32_t n_calls = d.Count(12);
-    m.tool_calls.reserve(n_calls);
-    for (uint32_t k = 0; k < n_calls && d.ok(); ++k) {
-      ToolCall c;
-      c.id = d.Str();
-      c.name = d.Str();
-      c.arguments = d.Str();
-      m.tool_calls.push_back(std::move(c));
-    }
+    m.tool_calls = DecodeStringTriples<ToolCall>(d);
     m.tool_call_id = d.Str();
     r.messages.push_back(std::move(m));
   }
-  const uint32_t n_tools = d.Count(12);
-  r.tools.reserve(n_tools);
-  for (uint32_t i = 0; i < n_tools && d.ok(); ++i) {
-    ToolDefinition t;
-    t.name = d.Str();
-    t.description = d.Str();
-    t.parameters = d.Str();
-    r.tools.push_back(std::move(t));
-  }
+  r.tools = DecodeStringTriples<ToolDefinition>(d);
   r.prompt = d.Str();
   r.prompt_tokens = d.I32s();
   r.max_tokens = d.I32();

@@ -31,6 +31,10 @@ std::string ApiError::ToJson() const {
   return Body().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+ApiError TypeError(const std::string& param, const char* expected) {
+  return BadRequest("'" + param + "' must be " + expected, param, "invalid_type");
+}
+
 ApiError BadRequest(std::string message, std::string param, std::string code) {
   ApiError e;
   e.message = std::move(message);

@@ -23,6 +23,8 @@ struct ApiError {
 
 // A 400; `param` may be empty (null), `code` names the reason.
 ApiError BadRequest(std::string message, std::string param, std::string code);
+// A 400 "invalid_type": "'<param>' must be <expected>".
+ApiError TypeError(const std::string& param, const char* expected);
 // Any status without a param; 5xx are "server_error"s.
 ApiError ApiErrorOf(int http_status, std::string message, std::string code);
 // Bad requests are 400: InvalidArgument ("invalid_value"), OutOfRange (over

@@ -35,10 +35,6 @@ constexpr TierInfo kTiers[] = {
     {Tier::kOfflineIndexing, "offline_indexing"},
 };
 
-ApiError TypeError(const std::string& param, const char* expected) {
-  return BadRequest("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
 ApiError RangeError(const std::string& param, const std::string& range) {
   return BadRequest("'" + param + "' must be " + range, param, "invalid_value");
 }

@@ -9,10 +9,6 @@ namespace {
 
 using nlohmann::json;
 
-ApiError TypeError(const std::string& param, const char* expected) {
-  return BadRequest("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
 // The schema at `path` of the body re-read in document order.
 std::optional<ApiError> OrderedSchema(std::string_view body_text,
                                       std::initializer_list<const char*> path, Constraint* out) {

@@ -9,10 +9,6 @@ namespace {
 using nlohmann::json;
 using MaybeError = std::optional<ApiError>;
 
-ApiError TypeError(const std::string& param, const char* expected) {
-  return BadRequest("'" + param + "' must be " + expected, param, "invalid_type");
-}
-
 // A string member of an object, or a TypeError naming it.
 MaybeError ReadString(const json& object, const char* key, const std::string& param, bool required,
                       std::string* out) {
