@@ -203,7 +203,7 @@ void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<htt
   }
   if (request.task.durable) return SubmitDurable(ctx, exchange, std::move(slot), std::move(request));
   std::optional<ToolCallSyntax> tool_syntax;
-  if (auto e = PrepareToolCalls(ctx->vocab.chat_format(), &request, &tool_syntax)) {
+  if (auto e = PrepareToolCalls(ctx->tool_syntax, &request, &tool_syntax)) {
     ctx->tasks.Release(*slot);
     return exchange->Reply(ErrorReply(*ctx, *e));
   }

@@ -28,13 +28,13 @@ std::string FreshCallId() {
 
 }  // namespace
 
-std::optional<ApiError> PrepareToolCalls(const ChatFormat& format, CompletionRequest* request,
+std::optional<ApiError> PrepareToolCalls(const ToolCallSyntax& family, CompletionRequest* request,
                                          std::optional<ToolCallSyntax>* syntax) {
   syntax->reset();
   const ToolChoice& choice = request->tool_choice;
   TaskRequest& task = request->task;
   if (choice.kind == ToolChoice::Kind::kNone || task.tools.empty()) return std::nullopt;
-  ToolCallSyntax s = ToolCallSyntaxForTemplate(format.template_source);
+  ToolCallSyntax s = family;
   if (!choice.parallel) s.max_calls = 1;
   *syntax = s;
   if (choice.kind == ToolChoice::Kind::kAuto) return std::nullopt;

@@ -10,16 +10,16 @@
 
 #include "common/tool_call_syntax.h"
 #include "server/completion_request.h"
-#include "valet/engine_interface.h"
 
 namespace valet {
 
 // For a request whose answer may call tools (tool_choice auto, required or
-// named): the syntax the model's family writes calls in; a required or named
+// named): `family` (the syntax the model's family writes calls in) with this
+// request's call count; a required or named
 // call also becomes the task's constraint (the call's arguments then always
 // follow the tool's parameters). nullopt syntax: the answer is plain text.
 // A 400 when response_format already constrains a required call.
-std::optional<ApiError> PrepareToolCalls(const ChatFormat& format, CompletionRequest* request,
+std::optional<ApiError> PrepareToolCalls(const ToolCallSyntax& family, CompletionRequest* request,
                                          std::optional<ToolCallSyntax>* syntax);
 
 struct ToolAnswer {

@@ -21,12 +21,8 @@ CompletionRequest WithTools(ToolChoice::Kind kind, std::string name = "") {
   return r;
 }
 
-ChatFormat Hermes() {
-  ChatFormat f;
-  f.template_source = "{% if tools %}<tools>{{ tools | tojson }}</tools> <tool_call>{% endif %}";
-  return f;
-}
-const ChatFormat kHermes = Hermes();
+const ToolCallSyntax kHermes =
+    ToolCallSyntaxForTemplate("{% if tools %}<tools>{{ tools | tojson }}</tools> <tool_call>{% endif %}");
 
 TEST(ToolReply, ARequiredOrNamedCallIsConstrainedAnAutoOneIsNot) {
   std::optional<ToolCallSyntax> syntax;
