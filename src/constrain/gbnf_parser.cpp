@@ -54,6 +54,7 @@ class GbnfParser {
   Status ParsePostfix(Group& g);
   Result<uint32_t> ParseCount();
   Result<GrammarSymbol> StarOf(GrammarSymbol element);
+  Result<GrammarSymbol> Counted(GrammarSymbol element, uint32_t min, uint32_t max);
 
   std::string_view text_;
   GrammarLimits limits_;
@@ -65,6 +66,7 @@ class GbnfParser {
   std::unordered_map<std::string, uint32_t> names_;
   std::vector<ByteSet> byte_sets_;
   std::map<ByteSet, uint32_t> byte_set_ids_;
+  std::vector<GrammarRepeat> repeats_;
 };
 
 Status GbnfParser::Error(const std::string& message) const {
@@ -151,7 +153,7 @@ Result<Grammar> GbnfParser::Parse() {
   if (root == names_.end() || !rules_[root->second].defined) {
     return InvalidArgument("grammar: no 'root' rule (the grammar starts there)");
   }
-  return BuildGrammar(std::move(rules_), std::move(byte_sets_), root->second);
+  return BuildGrammar(std::move(rules_), std::move(byte_sets_), std::move(repeats_), root->second);
 }
 
 Status GbnfParser::ParseRule() {
@@ -210,10 +212,16 @@ Result<bool> GbnfParser::ParseElement(std::vector<Group>& groups) {
     Group inner = std::move(groups.back());
     groups.pop_back();
     inner.alternatives.push_back(std::move(inner.sequence));
-    VALET_ASSIGN_OR_RETURN(const uint32_t id, NewRule(std::move(inner.alternatives)));
-    VALET_RETURN_IF_ERROR(CountSymbols(1));
     Group& outer = groups.back();
     outer.last_start = outer.sequence.size();
+    VALET_RETURN_IF_ERROR(CountSymbols(1));
+    // (x) is x: every (json_char){0,n} then loops over the one json_char rule,
+    // and the loops share their position masks.
+    if (inner.alternatives.size() == 1 && inner.alternatives[0].size() == 1) {
+      outer.sequence.push_back(inner.alternatives[0][0]);
+      return true;
+    }
+    VALET_ASSIGN_OR_RETURN(const uint32_t id, NewRule(std::move(inner.alternatives)));
     outer.sequence.push_back({SymbolKind::kRule, id});
   } else if (c == '|') {
     ++pos_;
@@ -420,24 +428,43 @@ Status GbnfParser::ParsePostfix(Group& g) {
     min = 0;
     max = 1;
   }
-  VALET_RETURN_IF_ERROR(CountSymbols(min));
-  for (uint32_t i = 0; i < min; ++i) g.sequence.push_back(element);
   if (unbounded) {
+    if (min >= 2) {
+      VALET_ASSIGN_OR_RETURN(const GrammarSymbol counted, Counted(element, min, min));
+      g.sequence.push_back(counted);
+    } else if (min == 1) {
+      g.sequence.push_back(element);
+    }
     VALET_ASSIGN_OR_RETURN(const GrammarSymbol star, StarOf(element));
     g.sequence.push_back(star);
     return Status::Ok();
   }
-  // n - m optional copies, nested: O1 ::= x | (empty), Ok ::= x O(k-1) | (empty).
-  GrammarSymbol tail{};
-  for (uint32_t k = 0; k < max - min; ++k) {
-    VALET_RETURN_IF_ERROR(CountSymbols(2));
-    std::vector<GrammarSymbol> alt = {element};
-    if (k > 0) alt.push_back(tail);
-    VALET_ASSIGN_OR_RETURN(const uint32_t id, NewRule({std::move(alt), {}}));
-    tail = {SymbolKind::kRule, id};
+  if (max >= 2) {
+    VALET_ASSIGN_OR_RETURN(const GrammarSymbol counted, Counted(element, min, max));
+    g.sequence.push_back(counted);
+    return Status::Ok();
   }
-  if (max > min) g.sequence.push_back(tail);
+  if (max == 1) {
+    VALET_RETURN_IF_ERROR(CountSymbols(1));
+    if (min == 1) {
+      g.sequence.push_back(element);
+      return Status::Ok();
+    }
+    VALET_ASSIGN_OR_RETURN(const uint32_t id, NewRule({{element}, {}}));  // x? as O ::= x | (empty)
+    g.sequence.push_back({SymbolKind::kRule, id});
+  }
   return Status::Ok();
+}
+
+// x{m,n} (n >= 2) as one counted position over x's rule.
+Result<GrammarSymbol> GbnfParser::Counted(GrammarSymbol element, uint32_t min, uint32_t max) {
+  VALET_RETURN_IF_ERROR(CountSymbols(2));
+  if (element.kind != SymbolKind::kRule) {
+    VALET_ASSIGN_OR_RETURN(const uint32_t id, NewRule({{element}}));
+    element = {SymbolKind::kRule, id};
+  }
+  repeats_.push_back({element.value, min, max});
+  return GrammarSymbol{SymbolKind::kRepeat, static_cast<uint32_t>(repeats_.size() - 1)};
 }
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace {
 // fixpoint loop would be quadratic, and grammar text is untrusted): each
 // alternative counts its symbols not yet known nullable, and a rule becoming
 // nullable decrements the alternatives that mention it.
-std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules) {
+std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules,
+                                const std::vector<GrammarRepeat>& repeats) {
   struct Alt { uint32_t rule; uint32_t remaining; };
   std::vector<Alt> alts;
   std::vector<std::vector<uint32_t>> uses(rules.size());  // rule -> alternatives mentioning it
@@ -21,9 +22,14 @@ std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules) {
       for (const GrammarSymbol& s : seq) has_terminal |= s.kind == SymbolKind::kBytes;
       if (has_terminal) continue;  // never nullable
       const auto id = static_cast<uint32_t>(alts.size());
-      alts.push_back({r, static_cast<uint32_t>(seq.size())});
-      for (const GrammarSymbol& s : seq) uses[s.value].push_back(id);
-      if (seq.empty() && !nullable[r]) {
+      alts.push_back({r, 0});
+      for (const GrammarSymbol& s : seq) {
+        // x{0,n} matches nothing whatever x is; x{m,n} as x does.
+        if (s.kind == SymbolKind::kRepeat && repeats[s.value].min == 0) continue;
+        uses[s.kind == SymbolKind::kRepeat ? repeats[s.value].rule : s.value].push_back(id);
+        ++alts[id].remaining;
+      }
+      if (alts[id].remaining == 0 && !nullable[r]) {
         nullable[r] = true;
         queue.push_back(r);
       }
@@ -45,15 +51,18 @@ std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules) {
 // A rule that can reach itself through leftmost references (each preceded
 // only by nullable symbols) is left-recursive. Iterative DFS: nesting in the
 // grammar text must never become nesting on the C++ stack.
-Status RefuseLeftRecursion(const std::vector<GrammarRuleDef>& rules) {
-  const std::vector<bool> nullable = NullableRules(rules);
+Status RefuseLeftRecursion(const std::vector<GrammarRuleDef>& rules,
+                           const std::vector<GrammarRepeat>& repeats) {
+  const std::vector<bool> nullable = NullableRules(rules, repeats);
   std::vector<std::vector<uint32_t>> left(rules.size());
   for (uint32_t r = 0; r < rules.size(); ++r) {
     for (const auto& seq : rules[r].alternatives) {
       for (const GrammarSymbol& s : seq) {
-        if (s.kind != SymbolKind::kRule) break;
-        left[r].push_back(s.value);
-        if (!nullable[s.value]) break;
+        if (s.kind == SymbolKind::kBytes) break;
+        const bool repeat = s.kind == SymbolKind::kRepeat;
+        const uint32_t callee = repeat ? repeats[s.value].rule : s.value;
+        left[r].push_back(callee);
+        if (!nullable[callee] && !(repeat && repeats[s.value].min == 0)) break;
       }
     }
   }
@@ -88,16 +97,20 @@ Status RefuseLeftRecursion(const std::vector<GrammarRuleDef>& rules) {
 }  // namespace
 
 Result<Grammar> BuildGrammar(std::vector<GrammarRuleDef> rules, std::vector<ByteSet> byte_sets,
-                             uint32_t root) {
+                             std::vector<GrammarRepeat> repeats, uint32_t root) {
   for (const GrammarRuleDef& rule : rules) {
     if (!rule.defined) return InvalidArgument("grammar: undefined rule '" + rule.name + "'");
   }
   if (root >= rules.size()) return Internal("grammar: root rule out of range");
-  VALET_RETURN_IF_ERROR(RefuseLeftRecursion(rules));
+  for (const GrammarRepeat& r : repeats) {
+    if (r.rule >= rules.size() || r.max == 0 || r.max < r.min) return Internal("grammar: bad repetition");
+  }
+  VALET_RETURN_IF_ERROR(RefuseLeftRecursion(rules, repeats));
 
   Grammar g;
   g.root = root;
   g.byte_sets = std::move(byte_sets);
+  g.repeats = std::move(repeats);
   for (GrammarRuleDef& rule : rules) {
     g.rule_alts.push_back(static_cast<uint32_t>(g.alt_starts.size()));
     for (const auto& seq : rule.alternatives) {

@@ -38,9 +38,20 @@ struct ByteSet {
 };
 
 enum class SymbolKind : uint8_t {
-  kEnd,    // ends an alternative
-  kBytes,  // one byte out of byte_sets[value]
-  kRule,   // the rule numbered value
+  kEnd,     // ends an alternative
+  kBytes,   // one byte out of byte_sets[value]
+  kRule,    // the rule numbered value
+  kRepeat,  // repeats[value]: its rule, matched min to max times
+};
+
+// x{m,n} as one looping position with a count on the stack rather than n
+// nested copies: the element rule then has one caller, whose return the
+// precomputed position masks can fix, and a long bounded string costs no
+// more grammar than a short one (XGrammar and llguidance count too).
+struct GrammarRepeat {
+  uint32_t rule = 0;
+  uint32_t min = 0;
+  uint32_t max = 0;  // >= 1 and >= min
 };
 
 struct GrammarSymbol {
@@ -56,6 +67,7 @@ struct Grammar {
   std::vector<uint32_t> rule_alts;      // rule r owns alt_starts[rule_alts[r] .. rule_alts[r + 1])
   std::vector<std::string> rule_names;  // for errors; generated rules are named "<rule>_<n>"
   std::vector<ByteSet> byte_sets;
+  std::vector<GrammarRepeat> repeats;
   uint32_t root = 0;
 
   uint32_t rule_count() const { return static_cast<uint32_t>(rule_names.size()); }
@@ -65,13 +77,13 @@ struct Grammar {
 struct GrammarRuleDef {
   std::string name;
   bool defined = false;
-  std::vector<std::vector<GrammarSymbol>> alternatives;  // kBytes and kRule only
+  std::vector<std::vector<GrammarSymbol>> alternatives;  // kBytes, kRule and kRepeat
 };
 
 // Flattens `rules` into a Grammar rooted at `root` after refusing undefined
 // rules and left recursion (direct, indirect or through rules that can match
 // nothing), which a top-down matcher would expand forever.
 Result<Grammar> BuildGrammar(std::vector<GrammarRuleDef> rules, std::vector<ByteSet> byte_sets,
-                             uint32_t root);
+                             std::vector<GrammarRepeat> repeats, uint32_t root);
 
 }  // namespace valet

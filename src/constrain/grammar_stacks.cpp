@@ -5,6 +5,31 @@
 namespace valet {
 namespace {
 
+// Pushes, for a counted repetition at `pos` whose iteration `done` has just
+// ended (0: none yet) below frame `parent`, the next iteration under a frame
+// counting it and, once `min` is reached, the way on past the loop. A
+// symbolic count (position masks) loops without bound, and its exit is a
+// stack that waits at an escape frame keeping the count: a token may end
+// there, and a byte more escapes (what follows the loop is not known).
+void RepeatFrom(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, uint32_t pos,
+                uint32_t parent, uint32_t done, std::vector<MatcherStack>& out, StackScratch& scratch) {
+  const GrammarRepeat& rep = g.repeats[g.symbols[pos].value];
+  const bool symbolic = (done & kSymbolicCount) != 0;
+  const uint32_t n = done & ~kSymbolicCount;
+  const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
+  if (symbolic) {
+    out.push_back({kEscapePos, frames.Make(kEscapePos, parent, depth, done)});
+  } else if (n >= rep.min) {
+    scratch.work.push_back({pos + 1, parent});
+  }
+  if (!symbolic && n >= rep.max) return;
+  scratch.peak_depth = std::max(scratch.peak_depth, depth);
+  if (depth > limits.max_depth) return;  // too deep: this path is dropped
+  const uint32_t frame = frames.Make(pos, parent, depth, done + 1);
+  const uint32_t first = g.rule_alts[rep.rule];
+  for (uint32_t a = g.rule_alts[rep.rule + 1]; a > first; --a) scratch.work.push_back({g.alt_starts[a - 1], frame});
+}
+
 // Expands the items on scratch.work until every stack's top is a terminal or
 // the stack is accepted. Termination is guaranteed by the grammar having no
 // left recursion; the expansion count bounds its cost.
@@ -32,11 +57,21 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, s
           scratch.escaped = true;
           break;
         }
+        if (g.symbols[f.pos].kind == SymbolKind::kRepeat) {  // an iteration ended
+          if (++expansions > limits.max_expansions) return false;
+          scratch.peak_expansions = std::max(scratch.peak_expansions, expansions);
+          RepeatFrom(g, limits, frames, f.pos, f.parent, f.count, out, scratch);
+          break;
+        }
         s = {f.pos, f.parent};
         continue;
       }
       if (++expansions > limits.max_expansions) return false;
       scratch.peak_expansions = std::max(scratch.peak_expansions, expansions);
+      if (sym.kind == SymbolKind::kRepeat) {
+        RepeatFrom(g, limits, frames, s.pos, s.parent, 0, out, scratch);
+        break;
+      }
       // A reference in tail position returns straight to the caller's frame,
       // so x* (right recursion) runs in constant depth.
       uint32_t parent = s.parent;
@@ -68,17 +103,18 @@ bool Finish(const MatcherLimits& limits, std::vector<MatcherStack>& out, size_t 
 void FrameArena::Assign(std::span<const MatcherFrame> frames) {
   frames_.assign(frames.begin(), frames.end());
   index_.clear();
-  for (size_t f = 0; f < frames_.size(); ++f) index_.emplace(Key(frames_[f].pos, frames_[f].parent), f);
+  for (size_t f = 0; f < frames_.size(); ++f) index_.emplace(KeyOf(frames_[f]), f);
 }
 
-uint32_t FrameArena::Make(uint32_t pos, uint32_t parent, uint32_t depth) {
-  auto [it, inserted] = index_.emplace(Key(pos, parent), static_cast<uint32_t>(frames_.size()));
-  if (inserted) frames_.push_back({pos, parent, depth});
+uint32_t FrameArena::Make(uint32_t pos, uint32_t parent, uint32_t depth, uint32_t count) {
+  const MatcherFrame frame{pos, parent, depth, count};
+  auto [it, inserted] = index_.emplace(KeyOf(frame), static_cast<uint32_t>(frames_.size()));
+  if (inserted) frames_.push_back(frame);
   return it->second;
 }
 
 void FrameArena::Truncate(size_t n) {
-  for (size_t f = n; f < frames_.size(); ++f) index_.erase(Key(frames_[f].pos, frames_[f].parent));
+  for (size_t f = n; f < frames_.size(); ++f) index_.erase(KeyOf(frames_[f]));
   frames_.resize(n);
 }
 
@@ -101,10 +137,21 @@ bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const M
   scratch.effort += in.size();
   for (size_t i = in.size(); i > 0; --i) {
     const MatcherStack& s = in[i - 1];
+    if (s.pos == kEscapePos && (scratch.exit_follow == nullptr || scratch.exit_follow->Has(b))) {
+      scratch.escaped = true;  // a byte that may go on past a symbolic loop's exit
+    }
     if (s.pos >= kEscapePos) continue;
     if (g.byte_sets[g.symbols[s.pos].value].Has(b)) scratch.work.push_back({s.pos + 1, s.parent});
   }
   if (scratch.work.empty()) return true;
+  return Expand(g, limits, frames, out, scratch) && Finish(limits, out, begin);
+}
+
+bool ExpandStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> items,
+                  FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch) {
+  const size_t begin = out.size();
+  scratch.work.assign(items.rbegin(), items.rend());
+  scratch.escaped = false;
   return Expand(g, limits, frames, out, scratch) && Finish(limits, out, begin);
 }
 
@@ -116,21 +163,17 @@ void CompactFrames(std::vector<MatcherStack>& stacks, std::vector<MatcherFrame>&
   for (const MatcherStack& s : stacks) {
     for (uint32_t f = s.parent; f != kNoFrame && remap[f] == kNoFrame; f = frames[f].parent) remap[f] = kLive;
   }
-  std::vector<MatcherFrame> kept;
-  std::unordered_map<uint64_t, uint32_t> by_content;
+  FrameArena kept;
   for (size_t f = 0; f < frames.size(); ++f) {
     if (remap[f] != kLive) continue;
-    MatcherFrame frame = frames[f];
-    if (frame.parent != kNoFrame) frame.parent = remap[frame.parent];
-    auto [it, inserted] =
-        by_content.emplace(uint64_t{frame.pos} << 32 | frame.parent, static_cast<uint32_t>(kept.size()));
-    remap[f] = it->second;
-    if (inserted) kept.push_back(frame);
+    const MatcherFrame& frame = frames[f];
+    remap[f] = kept.Make(frame.pos, frame.parent == kNoFrame ? kNoFrame : remap[frame.parent], frame.depth,
+                         frame.count);
   }
   for (MatcherStack& s : stacks) {
     if (s.parent != kNoFrame) s.parent = remap[s.parent];
   }
-  frames = std::move(kept);
+  frames = kept.frames();
   std::sort(stacks.begin(), stacks.end());
   stacks.erase(std::unique(stacks.begin(), stacks.end()), stacks.end());
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -30,16 +31,23 @@ constexpr uint32_t kAcceptedPos = UINT32_MAX;  // the stack has matched the whol
 constexpr uint32_t kEscapePos = UINT32_MAX - 1;
 
 struct MatcherStack {
-  uint32_t pos;     // index of a kBytes symbol, or kAcceptedPos
+  uint32_t pos;     // index of a kBytes symbol, kAcceptedPos, or kEscapePos (kSymbolicCount)
   uint32_t parent;  // frame to return to, or kNoFrame
   bool operator==(const MatcherStack&) const = default;
   auto operator<=>(const MatcherStack&) const = default;
 };
 
+// A count with this bit is symbolic: the position masks' precomputation runs
+// a counted repetition without its bounds, counting from 1 the iterations a
+// token goes through, and its exit is a stack {kEscapePos, an escape frame
+// keeping the count}, so the real count can be applied at mask time.
+constexpr uint32_t kSymbolicCount = 1u << 31;
+
 struct MatcherFrame {
-  uint32_t pos;     // where to continue after the referenced rule
+  uint32_t pos;     // where to continue after the referenced rule (a kRepeat: the loop)
   uint32_t parent;
   uint32_t depth;   // frames on the chain, this one included
+  uint32_t count = 0;  // at a kRepeat: the iteration running under this frame, from 1
 };
 
 // The frames stacks return through. A frame is made only when no frame with
@@ -51,7 +59,7 @@ struct MatcherFrame {
 class FrameArena {
  public:
   void Assign(std::span<const MatcherFrame> frames);
-  uint32_t Make(uint32_t pos, uint32_t parent, uint32_t depth);
+  uint32_t Make(uint32_t pos, uint32_t parent, uint32_t depth, uint32_t count = 0);
   // Drops the frames from `n` on (the walk leaving a path).
   void Truncate(size_t n);
   size_t size() const { return frames_.size(); }
@@ -59,10 +67,20 @@ class FrameArena {
   const std::vector<MatcherFrame>& frames() const { return frames_; }
 
  private:
-  static uint64_t Key(uint32_t pos, uint32_t parent) { return uint64_t{pos} << 32 | parent; }
+  struct Key {
+    uint64_t pos_parent;
+    uint32_t count;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.pos_parent ^ uint64_t{k.count} * 0x9E3779B97F4A7C15ull);
+    }
+  };
+  static Key KeyOf(const MatcherFrame& f) { return {uint64_t{f.pos} << 32 | f.parent, f.count}; }
 
   std::vector<MatcherFrame> frames_;
-  std::unordered_map<uint64_t, uint32_t> index_;  // contents -> frame
+  std::unordered_map<Key, uint32_t, KeyHash> index_;  // contents -> frame
 };
 
 // Scratch reused across steps (no allocation in the steady state), and what
@@ -74,6 +92,9 @@ struct StackScratch {
   uint32_t peak_expansions = 0;  // most rule expansions in one step
   uint32_t peak_depth = 0;       // deepest frame a step tried to push
   uint64_t effort = 0;           // stacks stepped and symbols expanded, cumulative
+  // The bytes that may follow a symbolic loop's exit: a waiting exit escapes
+  // on these and dies on any other (null: escapes on every byte).
+  const ByteSet* exit_follow = nullptr;
 };
 
 // Appends to `out` the stacks reachable from the root without input. False
@@ -86,6 +107,11 @@ bool InitialStacks(const Grammar& g, const MatcherLimits& limits, FrameArena& fr
 // (the byte is then refused); an empty result means the byte does not fit.
 bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> in, uint8_t b,
                 FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch);
+
+// Appends to `out` (deduplicated, sorted) the stacks `items` (positions of
+// any kind) expand to without input. False when a limit is exceeded.
+bool ExpandStacks(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherStack> items,
+                  FrameArena& frames, std::vector<MatcherStack>& out, StackScratch& scratch);
 
 inline bool HasAccepted(std::span<const MatcherStack> stacks) {
   for (const MatcherStack& s : stacks) {

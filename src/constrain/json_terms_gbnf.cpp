@@ -70,16 +70,19 @@ void JsonTerms::DefineWhitespace() {
   if (max_ws_ > 0) b_.Shared("json_ws", "[ \\t\\n]{0," + std::to_string(max_ws_) + "}");
 }
 
-std::string JsonTerms::Char() {
+// Two rules of the same characters: one for the unbounded string's loop and
+// one for every counted loop, so that each is repeated in one way only, which
+// the position masks need to share their entries (see position_masks.h).
+std::string JsonTerms::Char(bool counted) {
   Result<std::string> any = CharSetGbnf(NormalizeRanges({}, true), RegexText::kJsonString, b_);
-  return b_.Shared("json_char", any.value());
+  return b_.Shared(counted ? "json_char_counted" : "json_char", any.value());
 }
 
 std::string JsonTerms::Fraction() { return b_.Shared("json_fraction", "\".\" [0-9]{1,16}"); }
 
 std::string JsonTerms::String(uint32_t min_length, bool bounded, uint32_t max_length) {
   const std::string body =
-      Concat({"\"\\\"\" ", Repeat(Char(), min_length, bounded, max_length), " \"\\\"\""});
+      Concat({"\"\\\"\" ", Repeat(Char(bounded), min_length, bounded, max_length), " \"\\\"\""});
   // Every unbounded string is the one shared rule: its character rule then
   // has one caller, whose return the position masks can fix.
   if (min_length == 0 && !bounded) return b_.Shared("json_string", body);

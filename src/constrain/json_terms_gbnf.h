@@ -58,7 +58,7 @@ class JsonTerms {
   // `parts` joined by spaces, with the whitespace rule between JSON tokens
   // where "~" stands (nothing when compact).
   std::string Seq(std::initializer_list<std::string_view> parts) const;
-  std::string Char();
+  std::string Char(bool counted);
   std::string Fraction();
 
   GbnfBuilder& b_;

@@ -14,7 +14,13 @@ namespace {
 constexpr uint32_t kUnreached = UINT32_MAX;
 constexpr uint32_t kMany = UINT32_MAX - 1;
 constexpr uint32_t kRootFrame = UINT32_MAX - 2;
+// kCounted + r: returns into a counted repetition's frame of rule r.
+constexpr uint32_t kCounted = 1u << 30;
 constexpr size_t kMaxChain = 8;  // forced frames followed above a position
+constexpr uint32_t kNeedsContext = UINT32_MAX;
+constexpr uint32_t kMaxPremadeIterations = 256;
+
+bool IsCounted(uint32_t v) { return v >= kCounted && v < kRootFrame; }
 
 uint32_t Join(uint32_t a, uint32_t b) {
   if (a == kUnreached) return b;
@@ -22,9 +28,18 @@ uint32_t Join(uint32_t a, uint32_t b) {
   return kMany;
 }
 
+// What the loops over one rule have in common (a rule repeated in several
+// places shares its entries).
+struct CountedRule {
+  uint32_t loop_pos = kNoFrame;  // one kRepeat position over the rule
+  uint32_t max_room = 0;         // the largest maximum of its loops
+  ByteSet follow;                // bytes that may come first after any of its loops
+};
+
 struct RuleGraph {
   std::vector<uint32_t> rule_of;  // by symbol
   std::vector<uint32_t> parent;   // by rule: the lattice value
+  std::vector<CountedRule> counted;  // by rule
 };
 
 // A rule's instances return to the position after a non-tail reference to it,
@@ -42,6 +57,11 @@ RuleGraph AnalyzeParents(const Grammar& g) {
         rg.rule_of[p] = r;
         const GrammarSymbol sym = g.symbols[p];
         if (sym.kind == SymbolKind::kEnd) break;
+        if (sym.kind == SymbolKind::kRepeat) {
+          const uint32_t rule = g.repeats[sym.value].rule;
+          rg.parent[rule] = Join(rg.parent[rule], kCounted + rule);
+          continue;
+        }
         if (sym.kind != SymbolKind::kRule) continue;
         if (g.symbols[p + 1].kind == SymbolKind::kEnd) {
           tail_callees[r].push_back(sym.value);
@@ -69,6 +89,33 @@ RuleGraph AnalyzeParents(const Grammar& g) {
   return rg;
 }
 
+// For each rule a counted repetition loops over: a loop position, the largest
+// maximum, and the bytes its loops' exits may be followed by (every byte when
+// a loop ends its rule or a limit is met: then an exit and a byte more always
+// depend on the context).
+void AnalyzeLoops(const Grammar& g, const MatcherLimits& limits, RuleGraph& rg) {
+  rg.counted.assign(g.rule_count(), {});
+  FrameArena frames;
+  StackScratch scratch;
+  std::vector<MatcherStack> tops;
+  for (uint32_t pos = 0; pos < g.symbols.size(); ++pos) {
+    if (g.symbols[pos].kind != SymbolKind::kRepeat) continue;
+    const GrammarRepeat& rep = g.repeats[g.symbols[pos].value];
+    CountedRule& c = rg.counted[rep.rule];
+    c.loop_pos = pos;
+    c.max_room = std::max(c.max_room, rep.max);
+    frames.Assign(std::vector<MatcherFrame>{{kEscapePos, kNoFrame, 0, 0}});
+    tops.clear();
+    const MatcherStack after{pos + 1, 0};
+    if (!ExpandStacks(g, limits, std::span<const MatcherStack>(&after, 1), frames, tops, scratch) ||
+        scratch.escaped || HasAccepted(tops)) {
+      c.follow.AddRange(0, 255);
+      continue;
+    }
+    for (const MatcherStack& t : tops) c.follow.Merge(g.byte_sets[g.symbols[t.pos].value]);
+  }
+}
+
 // The forced chain above `pos`; false when the position is unreachable.
 bool ForcedChain(const RuleGraph& rg, uint32_t pos, PositionMask& out) {
   uint32_t rule = rg.rule_of[pos];
@@ -77,6 +124,11 @@ bool ForcedChain(const RuleGraph& rg, uint32_t pos, PositionMask& out) {
     const uint32_t up = rg.parent[rule];
     if (up == kRootFrame) {
       out.rooted = true;
+      break;
+    }
+    if (IsCounted(up)) {
+      out.counted = true;
+      out.counted_rule = up - kCounted;
       break;
     }
     if (up == kMany || up == kUnreached) break;
@@ -104,13 +156,17 @@ class EntryBuilder {
   // Runs every text token from `pos` over its forced chain (and an escape
   // frame below it unless rooted). False when a matcher limit was met on the
   // way (the entry would not hold in every context) or the budget ran out.
-  bool Run(uint32_t pos, PositionMask& entry, uint64_t& budget);
+  bool Run(uint32_t pos, const RuleGraph& rg, PositionMask& entry, uint64_t& budget);
 
  private:
   void Start(uint32_t pos, const PositionMask& entry);
   bool Scan(PositionMask& entry, uint64_t& budget);
+  bool ScanCounted(PositionMask& entry, uint64_t& budget);
+  uint32_t Need();
   bool Store(PositionMask& entry, uint64_t& budget);
+  void StoreCounted(PositionMask& entry);
   bool AcceptTokens(std::span<const int32_t> tokens, uint64_t& budget);
+  bool CountTokens(std::span<const int32_t> tokens, uint32_t need, uint64_t& budget);
 
   const Grammar& g_;
   const TokenTrie& trie_;
@@ -119,6 +175,9 @@ class EntryBuilder {
   std::vector<MatcherFrame> frames_;
   std::vector<uint64_t> words_;
   size_t accepted_ = 0;
+  const CountedRule* loop_ = nullptr;  // the entry's loop when counted
+  std::vector<uint32_t> exits_;
+  std::vector<std::pair<uint32_t, int32_t>> counted_;  // need, token
 };
 
 bool EntryBuilder::AcceptTokens(std::span<const int32_t> tokens, uint64_t& budget) {
@@ -132,14 +191,34 @@ bool EntryBuilder::AcceptTokens(std::span<const int32_t> tokens, uint64_t& budge
   return true;
 }
 
+bool EntryBuilder::CountTokens(std::span<const int32_t> tokens, uint32_t need, uint64_t& budget) {
+  if (need <= 1) return AcceptTokens(tokens, budget);
+  if (!Charge(budget, tokens.size())) return false;
+  for (int32_t t : tokens) counted_.push_back({need, t});
+  return true;
+}
+
 // The stack the position's instances have: its top, the forced frames, and
-// the escape frame (depth 0: a real context's depth shifts every frame above).
+// the escape frame (depth 0: a real context's depth shifts every frame above),
+// with a counted loop's frame in its first symbolic iteration between them.
 void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
   frames_.clear();
+  counted_.clear();
   uint32_t parent = kNoFrame;
   if (!entry.rooted) {
     frames_.push_back({kEscapePos, kNoFrame, 0});
     parent = 0;
+  }
+  if (entry.counted) {
+    // The loop's frames for the iterations a token can go through and their
+    // exits, made here rather than by the steps: the stepper then remembers
+    // the transitions of sets using them, as it does inside a string.
+    const uint32_t iterations = std::min(loop_->max_room, kMaxPremadeIterations) + 1;
+    for (uint32_t n = 1; n <= iterations; ++n) {
+      frames_.push_back({kEscapePos, 0, 1, kSymbolicCount | n});
+      frames_.push_back({loop_->loop_pos, 0, 1, kSymbolicCount | n});
+    }
+    parent = 2;  // the first iteration's
   }
   for (size_t i = entry.chain.size(); i > 0; --i) {
     const uint32_t depth = parent == kNoFrame ? 1 : frames_[parent].depth + 1;
@@ -148,6 +227,7 @@ void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
   }
   const MatcherStack start{pos, parent};
   stepper_.Reset(g_, limits_, frames_, std::span<const MatcherStack>(&start, 1));
+  stepper_.SetExitFollow(entry.counted ? &loop_->follow : nullptr);
   words_.assign((static_cast<size_t>(trie_.vocab_size()) + 63) / 64, 0);
   accepted_ = 0;
 }
@@ -183,6 +263,85 @@ bool EntryBuilder::Scan(PositionMask& entry, uint64_t& budget) {
   return true;
 }
 
+// How many iterations the deepest level's stacks need (the header's k): the
+// fewest a stack inside the loop has run, or an exit has completed; an exit
+// must also fit at the loop's minimum wherever it is the only way, which holds
+// for any loop when the exits go up to one short of the inside's count.
+// kNeedsContext otherwise, or for exits after iterations with gaps.
+uint32_t EntryBuilder::Need() {
+  uint32_t inside = kNeedsContext;
+  exits_.clear();
+  const FrameArena& frames = stepper_.frames();
+  for (const MatcherStack& s : stepper_.stacks()) {
+    uint32_t f = s.parent;
+    while (f != kNoFrame && (frames[f].count & kSymbolicCount) == 0) f = frames[f].parent;
+    if (f == kNoFrame) return kNeedsContext;
+    const uint32_t n = frames[f].count & ~kSymbolicCount;
+    if (s.pos == kEscapePos) {
+      exits_.push_back(n);
+    } else {
+      inside = std::min(inside, n);
+    }
+  }
+  if (exits_.empty()) return inside;
+  std::sort(exits_.begin(), exits_.end());
+  exits_.erase(std::unique(exits_.begin(), exits_.end()), exits_.end());
+  const uint32_t lo = exits_.front();
+  const uint32_t hi = exits_.back();
+  if (hi - lo + 1 != exits_.size()) return kNeedsContext;
+  if (lo < inside && (inside == kNeedsContext || hi + 1 < inside)) return kNeedsContext;
+  return std::min(inside, lo);
+}
+
+// Scan for a counted entry: each token's need instead of one verdict. A need
+// past every loop's maximum refuses the subtree (needs only grow down a path).
+bool EntryBuilder::ScanCounted(PositionMask& entry, uint64_t& budget) {
+  const std::span<const TokenTrieNode> nodes = trie_.nodes();
+  const std::span<const int32_t> tokens = trie_.node_tokens();
+  uint64_t effort = stepper_.effort();
+  for (size_t i = 1; i < nodes.size();) {
+    const TokenTrieNode& node = nodes[i];
+    const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
+    if (!Charge(budget, 1 + stepper_.effort() - effort)) return false;
+    effort = stepper_.effort();
+    if (!step.alive && !step.escaped) {
+      i = node.subtree_end;
+      continue;
+    }
+    const uint32_t need = step.escaped ? kNeedsContext : Need();
+    if (need == kNeedsContext) {
+      entry.dependent.push_back(static_cast<uint32_t>(i));
+      i = node.subtree_end;
+    } else if (need > loop_->max_room) {
+      i = node.subtree_end;
+    } else if (step.looped && node.below != kNoSummary && stepper_.LoopsOn(trie_.below(node.below))) {
+      if (!CountTokens(trie_.subtree_tokens(static_cast<uint32_t>(i)), need, budget)) return false;
+      i = node.subtree_end;
+    } else {
+      const auto own = tokens.subspan(node.tokens_begin, node.tokens_end - node.tokens_begin);
+      if (!CountTokens(own, need, budget)) return false;
+      ++i;
+    }
+  }
+  return true;
+}
+
+void EntryBuilder::StoreCounted(PositionMask& entry) {
+  std::sort(counted_.begin(), counted_.end());
+  entry.counted_ids.reserve(counted_.size());
+  for (const auto& [need, token] : counted_) {
+    while (entry.counted_ends.size() + 2 < need) {
+      entry.counted_ends.push_back(static_cast<uint32_t>(entry.counted_ids.size()));
+    }
+    entry.counted_ids.push_back(token);
+  }
+  entry.counted_ends.push_back(static_cast<uint32_t>(entry.counted_ids.size()));
+  if (counted_.size() > words_.size()) {
+    entry.counted_words.assign(words_.size(), 0);
+    for (int32_t t : entry.counted_ids) entry.counted_words[static_cast<size_t>(t) >> 6] |= uint64_t{1} << (t & 63);
+  }
+}
+
 // Keeps the accepted tokens and the context-dependent ones each in the
 // smaller of a bitset and a list.
 bool EntryBuilder::Store(PositionMask& entry, uint64_t& budget) {
@@ -207,15 +366,18 @@ bool EntryBuilder::Store(PositionMask& entry, uint64_t& budget) {
   } else {
     entry.accepted_words = words_;
   }
+  if (entry.counted) StoreCounted(entry);
   return true;
 }
 
-bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& budget) {
+bool EntryBuilder::Run(uint32_t pos, const RuleGraph& rg, PositionMask& entry, uint64_t& budget) {
   // The bitset's clearing and final pass are work too: a grammar of many
   // strict positions must not cost vocabulary-sized passes for free.
   if (!Charge(budget, 2 * ((static_cast<uint64_t>(trie_.vocab_size()) + 63) / 64))) return false;
+  loop_ = entry.counted ? &rg.counted[entry.counted_rule] : nullptr;
   Start(pos, entry);
-  if (!Scan(entry, budget) || stepper_.limit_hit()) return false;
+  const bool scanned = entry.counted ? ScanCounted(entry, budget) : Scan(entry, budget);
+  if (!scanned || stepper_.limit_hit()) return false;
   entry.peak_expansions = stepper_.peak_expansions();
   entry.peak_stacks = stepper_.peak_stacks();
   entry.peak_depth = stepper_.peak_depth();
@@ -227,7 +389,9 @@ bool EntryBuilder::Run(uint32_t pos, PositionMask& entry, uint64_t& budget) {
 size_t PositionMask::memory_bytes() const {
   return sizeof(PositionMask) + chain.size() * sizeof(uint32_t) +
          accepted_words.size() * sizeof(uint64_t) + accepted_ids.size() * sizeof(int32_t) +
-         dependent.size() * sizeof(uint32_t) + dependent_words.size() * sizeof(uint64_t);
+         dependent.size() * sizeof(uint32_t) + dependent_words.size() * sizeof(uint64_t) +
+         counted_ids.size() * sizeof(int32_t) + counted_ends.size() * sizeof(uint32_t) +
+         counted_words.size() * sizeof(uint64_t);
 }
 
 std::shared_ptr<const PositionMasks> PositionMasks::Build(const Grammar& g, const TokenTrie& trie,
@@ -235,7 +399,8 @@ std::shared_ptr<const PositionMasks> PositionMasks::Build(const Grammar& g, cons
                                                           const PositionMaskLimits& bounds) {
   auto out = std::make_shared<PositionMasks>();
   out->index_.assign(g.symbols.size(), -1);
-  const RuleGraph rg = AnalyzeParents(g);
+  RuleGraph rg = AnalyzeParents(g);
+  AnalyzeLoops(g, limits, rg);
   EntryBuilder builder(g, trie, limits);
   uint64_t steps = bounds.max_steps;
   for (uint32_t pos = 0; pos < g.symbols.size(); ++pos) {
@@ -244,7 +409,7 @@ std::shared_ptr<const PositionMasks> PositionMasks::Build(const Grammar& g, cons
     PositionMask entry;
     if (!ForcedChain(rg, pos, entry)) continue;
     if (steps == 0 || out->memory_bytes_ >= bounds.max_bytes) continue;
-    if (!builder.Run(pos, entry, steps)) continue;
+    if (!builder.Run(pos, rg, entry, steps)) continue;
     out->memory_bytes_ += entry.memory_bytes();
     out->index_[pos] = static_cast<int32_t>(out->masks_.size());
     out->masks_.push_back(std::move(entry));

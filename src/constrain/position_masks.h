@@ -15,6 +15,13 @@
 //     checks these against the matcher's real stacks.
 // Inside a JSON string nearly every token is accepted or rejected; only those
 // that close the string and go on depend on what follows it.
+//
+// A rule repeated by a counted repetition (x{m,n}) returns into the loop's
+// frame, whose count is only known at mask time. Its positions' entries run
+// the loop without bounds, counting the iterations each token goes through:
+// a token needing k iterations (the one running included) fits while the real
+// count c leaves room, c + k - 1 <= n. A token that reaches the loop's end
+// fits there too, and one going past it depends on what follows.
 #pragma once
 
 #include <cstddef>
@@ -43,6 +50,8 @@ struct PositionMaskLimits {
 struct PositionMask {
   std::vector<uint32_t> chain;  // forced return positions above the position, innermost first
   bool rooted = false;          // the chain ends at the root: no context, no escape frame
+  bool counted = false;         // above the chain: a counted repetition's frame of counted_rule
+  uint32_t counted_rule = 0;
   // The most the runs needed, in expansions per byte, stacks after a byte,
   // and frame depth over the escape frame: a real context adds to these, and
   // the entry holds only while the sums stay within the matcher's limits.
@@ -59,6 +68,12 @@ struct PositionMask {
   // Their tokens as a bitset when there are many (clearing them word by word
   // beats visiting each), else empty.
   std::vector<uint64_t> dependent_words;
+  // counted: the tokens that need at least two iterations, fewest first;
+  // counted_ends[i] is how many need at most i + 2; all of them as a bitset
+  // when they are many (else empty).
+  std::vector<int32_t> counted_ids;
+  std::vector<uint32_t> counted_ends;
+  std::vector<uint64_t> counted_words;
 
   size_t memory_bytes() const;
 };

@@ -66,8 +66,11 @@ void TokenMasker::MakeKey(const GrammarMatcher& matcher) {
   for (const MatcherStack& s : matcher.stacks()) {
     const auto offset = static_cast<uint32_t>(chain_.size());
     chain_.push_back(s.pos);
-    for (uint32_t f = s.parent; f != kNoFrame; f = frames[f].parent)
+    for (uint32_t f = s.parent; f != kNoFrame; f = frames[f].parent) {
       chain_.push_back(frames[f].pos);
+      // A loop's count, marked apart from positions (which stay below it).
+      if (frames[f].count != 0) chain_.push_back(frames[f].count | kSymbolicCount);
+    }
     chains_.push_back({offset, static_cast<uint32_t>(chain_.size()) - offset});
   }
   std::sort(chains_.begin(), chains_.end(), [this](const auto& a, const auto& b) {
@@ -150,6 +153,7 @@ void TokenMasker::Walk(const GrammarMatcher& matcher, TokenMask& mask) {
 // real context could meet a limit (the entries assume none is met).
 bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
   const CompiledGrammar& compiled = matcher.compiled();
+  const Grammar& g = *compiled.grammar;
   const std::vector<MatcherFrame>& frames = matcher.frames();
   uint64_t expansions = 0;
   uint64_t stacks = 0;
@@ -165,17 +169,66 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
       f = frames[f].parent;
     }
     if (entry->rooted && f != kNoFrame) return false;
+    uint32_t room = 0;
+    if (entry->counted) {
+      if (f == kNoFrame) return false;
+      const GrammarSymbol loop = g.symbols[frames[f].pos];
+      if (loop.kind != SymbolKind::kRepeat || g.repeats[loop.value].rule != entry->counted_rule) return false;
+      room = LoopRoom(matcher, f, expansions, stacks);
+      if (room == 0) return false;
+      f = frames[f].parent;
+    }
     const uint64_t shift = f == kNoFrame ? 0 : frames[f].depth;
     if (shift + entry->peak_depth > compiled.limits.max_depth) return false;
     expansions += entry->peak_expansions;
     stacks += entry->peak_stacks;
     dependent += entry->dependent.size();
-    used_.push_back(entry);
+    used_.push_back({entry, room});
   }
   // So many subtrees to check (many stacks, each with its own) that walking
   // the whole trie once costs less.
   if (dependent > compiled.trie->nodes().size() / 4) return false;
   return expansions <= compiled.limits.max_expansions && stacks <= compiled.limits.max_stacks;
+}
+
+uint32_t TokenMasker::LoopRoom(const GrammarMatcher& matcher, uint32_t loop, uint64_t& expansions,
+                               uint64_t& stacks) {
+  const CompiledGrammar& compiled = matcher.compiled();
+  const Grammar& g = *compiled.grammar;
+  const MatcherFrame& frame = matcher.frames()[loop];
+  const GrammarRepeat& rep = g.repeats[g.symbols[frame.pos].value];
+  if (frame.count == 0 || frame.count > rep.max) return 0;
+  loop_frames_.Assign(matcher.frames());
+  loop_stacks_.clear();
+  loop_scratch_.peak_expansions = 0;
+  loop_scratch_.peak_depth = 0;
+  const MatcherStack after{frame.pos + 1, frame.parent};
+  if (!ExpandStacks(g, compiled.limits, std::span<const MatcherStack>(&after, 1), loop_frames_, loop_stacks_,
+                    loop_scratch_) ||
+      loop_stacks_.empty()) {
+    return 0;
+  }
+  expansions += loop_scratch_.peak_expansions;
+  stacks += loop_stacks_.size();
+  return rep.max + 1 - frame.count;
+}
+
+// The counted tokens that need at most `room` iterations: the few as a list,
+// or all of them but the few that need more.
+void TokenMasker::AllowCounted(const PositionMask& entry, uint32_t room, TokenMask& mask) {
+  if (room < 2 || entry.counted_ids.empty()) return;
+  const size_t n = entry.counted_ids.size();
+  const size_t fit = entry.counted_ends[std::min<size_t>(room - 2, entry.counted_ends.size() - 1)];
+  if (entry.counted_words.empty() || fit < n - fit) {
+    for (size_t i = 0; i < fit; ++i) mask.Allow(entry.counted_ids[i]);
+    return;
+  }
+  counted_words_ = entry.counted_words;
+  for (size_t i = fit; i < n; ++i) {
+    const int32_t t = entry.counted_ids[i];
+    counted_words_[static_cast<size_t>(t) >> 6] &= ~(uint64_t{1} << (t & 63));
+  }
+  mask.AllowAll(counted_words_);
 }
 
 bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) {
@@ -188,9 +241,10 @@ bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) 
   }
   dependent_.clear();
   int lists = 0;
-  for (const PositionMask* entry : used_) {
+  for (const auto& [entry, room] : used_) {
     mask.AllowAll(entry->accepted_words);
     for (int32_t t : entry->accepted_ids) mask.Allow(t);
+    if (entry->counted) AllowCounted(*entry, room, mask);
     if (entry->dependent.empty()) continue;
     lists += 1;
     dependent_.insert(dependent_.end(), entry->dependent.begin(), entry->dependent.end());
@@ -199,7 +253,7 @@ bool TokenMasker::FromPositions(const GrammarMatcher& matcher, TokenMask& mask) 
   if (dependent_.empty()) return true;
   // Another stack may have accepted these tokens, but only the real stacks
   // decide them.
-  for (const PositionMask* entry : used_) {
+  for (const auto& [entry, room] : used_) {
     if (!entry->dependent_words.empty()) {
       mask.DisallowAll(entry->dependent_words);
       continue;

@@ -88,6 +88,11 @@ class TokenMasker {
   // not cover the state.
   bool FromPositions(const GrammarMatcher& matcher, TokenMask& mask);
   bool CollectPositions(const GrammarMatcher& matcher);
+  // For an entry inside a counted loop (frame `loop`): the room its real
+  // count leaves, after checking that the way on past the loop expands within
+  // the limits (the entry assumes a token can end there). 0: it cannot.
+  uint32_t LoopRoom(const GrammarMatcher& matcher, uint32_t loop, uint64_t& expansions, uint64_t& stacks);
+  void AllowCounted(const PositionMask& entry, uint32_t room, TokenMask& mask);
   // Scans nodes [begin, end) of the trie in preorder with stepper_, allowing
   // the tokens whose bytes survive; the levels of begin's ancestors must be
   // in place.
@@ -100,7 +105,15 @@ class TokenMasker {
   TrieStepper stepper_;
   std::vector<uint32_t> path_;  // path_[d]: the node whose level is at depth d
   std::vector<uint32_t> ancestors_;
-  std::vector<const PositionMask*> used_;
+  struct Used {
+    const PositionMask* entry;
+    uint32_t room;  // counted entries: iterations the loop's real count leaves
+  };
+  std::vector<Used> used_;
+  FrameArena loop_frames_;
+  StackScratch loop_scratch_;
+  std::vector<MatcherStack> loop_stacks_;
+  std::vector<uint64_t> counted_words_;
   std::vector<uint32_t> dependent_;  // trie subtrees to check against the real stacks
   Counts counts_;
   size_t cache_capacity_;

@@ -110,6 +110,12 @@ TrieStepper::Step TrieStepper::Advance(uint32_t depth, uint8_t byte) {
   return step;
 }
 
+std::span<const MatcherStack> TrieStepper::stacks() const {
+  const Level& level = levels_.back();
+  if (level.set >= 0) return sets_[static_cast<size_t>(level.set)].stacks;
+  return {stacks_.data() + level.stacks_begin, level.stacks_end - level.stacks_begin};
+}
+
 bool TrieStepper::LoopsOn(const ByteSet& bytes) {
   const int32_t set = levels_.back().set;
   if (set < 0) return false;

@@ -32,6 +32,9 @@ class TrieStepper {
   void Reset(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherFrame> frames,
              std::span<const MatcherStack> stacks);
 
+  // What a symbolic loop's exit may be followed by (StackScratch::exit_follow).
+  void SetExitFollow(const ByteSet* follow) { scratch_.exit_follow = follow; }
+
   // Steps the level at depth-1 by `byte` (depth >= 1, at most the current
   // depth + 1), dropping the levels from `depth` on first.
   Step Advance(uint32_t depth, uint8_t byte);
@@ -40,6 +43,9 @@ class TrieStepper {
   bool LoopsOn(const ByteSet& bytes);
 
   uint32_t depth() const { return static_cast<uint32_t>(levels_.size()) - 1; }
+  // The deepest level's stacks, over frames().
+  std::span<const MatcherStack> stacks() const;
+  const FrameArena& frames() const { return arena_; }
   // Since Reset: a step exceeded a limit, and the peaks the steps reached.
   bool limit_hit() const { return limit_hit_; }
   uint32_t peak_expansions() const { return scratch_.peak_expansions; }

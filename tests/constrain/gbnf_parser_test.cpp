@@ -2,6 +2,7 @@
 // error the parser reports (each naming what is wrong).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "constrain/gbnf_parser.h"
@@ -85,6 +86,34 @@ TEST(GbnfParser, Repetitions) {
   EXPECT_TRUE(Matches(empty, "x"));
 }
 
+// x{m,n} is a counted loop: every count from m to n, nothing else, for
+// elements of several lengths, nested loops and an element that can be empty.
+TEST(GbnfParser, CountedRepetitionsMatchExactlyTheirCounts) {
+  for (uint32_t min = 0; min <= 3; ++min) {
+    for (uint32_t max = std::max(min, 1u); max <= 5; ++max) {
+      const std::string text =
+          "root ::= (\"a\" | \"bc\"){" + std::to_string(min) + "," + std::to_string(max) + "} \"z\"";
+      auto g = Compile(text);
+      for (uint32_t n = 0; n <= max + 2; ++n) {
+        for (uint32_t pattern = 0; pattern < (1u << n); ++pattern) {
+          std::string s;
+          for (uint32_t i = 0; i < n; ++i) s += (pattern >> i) & 1 ? "bc" : "a";
+          EXPECT_EQ(Matches(g, s + "z"), n >= min && n <= max) << text << " on " << s;
+        }
+      }
+    }
+  }
+  auto nested = Compile(R"(root ::= ("x" [0-9]{1,3}){2,3})");
+  EXPECT_TRUE(Matches(nested, "x1x22"));
+  EXPECT_TRUE(Matches(nested, "x123x4x56"));
+  EXPECT_FALSE(Matches(nested, "x1"));
+  EXPECT_FALSE(Matches(nested, "x1234x1"));
+  EXPECT_FALSE(Matches(nested, "x1x2x3x4"));
+  auto nullable = Compile(R"(root ::= ("a"?){2,3} "b")");
+  for (const char* ok : {"b", "ab", "aab", "aaab"}) EXPECT_TRUE(Matches(nullable, ok)) << ok;
+  EXPECT_FALSE(Matches(nullable, "aaaab"));
+}
+
 TEST(GbnfParser, CharacterClasses) {
   auto c = Compile(R"(root ::= [a-cx] [^a-z] . [\]\-] [\u00e0-\u00ff])");
   EXPECT_TRUE(Matches(c, "bQ!]\xC3\xA9"));
@@ -162,11 +191,14 @@ TEST(GbnfParser, LimitsAreCheckedAndNamed) {
   GrammarLimits rules;
   rules.max_rules = 3;
   EXPECT_NE(ErrorOf("root ::= a\na ::= b\nb ::= c\nc ::= \"x\"", rules).find("max_rules"), std::string::npos);
-  EXPECT_NE(ErrorOf("root ::= (\"a\" (\"b\" (\"c\")))", rules).find("max_rules"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= (\"a\" | (\"b\" | (\"c\" | \"d\")))", rules).find("max_rules"), std::string::npos);
   GrammarLimits symbols;
   symbols.max_symbols = 100;
-  EXPECT_NE(ErrorOf("root ::= \"ab\"{99}", symbols).find("max_symbols"), std::string::npos);
-  EXPECT_NE(ErrorOf("root ::= \"a\"{0,60}", symbols).find("max_symbols"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"" + std::string(120, 'a') + "\"", symbols).find("max_symbols"), std::string::npos);
+  EXPECT_NE(ErrorOf("root ::= \"a\"+ \"b\"{99,} \"c\"* \"" + std::string(90, 'd') + "\"", symbols).find("max_symbols"),
+            std::string::npos);
+  // A counted repetition is one position whatever its count.
+  EXPECT_TRUE(ParseGbnf("root ::= \"ab\"{99} \"a\"{0,60} \"b\"{7,}", symbols).ok());
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ constexpr char kAlphabet[] = "abc\" ,1";
 std::shared_ptr<const TokenTrie> RandomTrie(std::mt19937& rng, int extra) {
   std::vector<std::string> texts;
   for (int b = 0; b < 256; ++b) texts.push_back(std::string(1, static_cast<char>(b)));
-  std::uniform_int_distribution<int> len(2, 6);
+  std::uniform_int_distribution<int> len(2, 8);
   std::uniform_int_distribution<int> pick(0, sizeof(kAlphabet) - 2);
   for (int i = 0; i < extra; ++i) {
     std::string t;
@@ -72,7 +72,8 @@ std::string RandomItem(std::mt19937& rng, int rule, int rules) {
       item += std::to_string(t);
     }
   }
-  std::uniform_int_distribution<int> suffix(0, 5);
+  std::uniform_int_distribution<int> suffix(0, 7);
+  std::uniform_int_distribution<int> count(0, 4);
   switch (suffix(rng)) {
     case 0:
       return item + "*";
@@ -80,6 +81,12 @@ std::string RandomItem(std::mt19937& rng, int rule, int rules) {
       return item + "?";
     case 2:
       return item + "{1,2}";
+    case 3: {  // counted repetitions: the loop's count decides tokens that run several iterations
+      const int min = count(rng);
+      return item + "{" + std::to_string(min) + "," + std::to_string(min + 1 + count(rng)) + "}";
+    }
+    case 4:
+      return item + "{" + std::to_string(2 + count(rng)) + "}";
     default:
       return item;
   }
@@ -286,6 +293,41 @@ TEST(PositionMasks, TokensCrossingRuleBoundariesAreDecidedByTheContext) {
   EXPECT_EQ(masker.counts().walked, 0u);
   std::mt19937 rng(5);
   ASSERT_TRUE(CompareRandomWalk(compiled, rng, 20, masker, "items"));
+}
+
+// Loops of several bounds over one character rule share its entries, which
+// leave to the real count the tokens that go through several iterations: each
+// mask along the strings comes from the positions and equals brute force.
+TEST(PositionMasks, CountedLoopsDecideTokensByTheRealCount) {
+  auto trie = WordTrie({"a", "ab", "abc", "abcd", "bcdab", "a\"", "ab\",", "\"", "\",\"", ","});
+  auto compiled = test::Compile(
+      "root ::= \"\\\"\" c{0,3} \"\\\",\\\"\" c{2,5} \"\\\"\"\nc ::= [a-d]", trie);
+  const PositionMask* loop = nullptr;
+  for (uint32_t pos = 0; pos < compiled->grammar->symbols.size(); ++pos) {
+    const PositionMask* e = compiled->positions->Find(pos);
+    if (e != nullptr && e->counted) loop = e;
+  }
+  ASSERT_NE(loop, nullptr);
+  EXPECT_FALSE(loop->counted_ids.empty());  // "abc" needs three iterations
+  GrammarMatcher m = MakeMatcher(compiled);
+  ASSERT_TRUE(m.AcceptBytes("\"ab"));
+  TokenMasker masker(0);
+  TokenMask mask;
+  ASSERT_TRUE(masker.Compute(m, mask).ok());
+  EXPECT_TRUE(mask.Allowed(Id(*trie, "a")));   // the third character
+  EXPECT_FALSE(mask.Allowed(Id(*trie, "ab")));  // a fourth: past {0,3}
+  EXPECT_TRUE(mask.Allowed(Id(*trie, "a\"")));
+  EXPECT_TRUE(mask.Allowed(Id(*trie, "\",\"")));
+  GrammarMatcher second = MakeMatcher(compiled);
+  ASSERT_TRUE(second.AcceptBytes("\"\",\"a"));
+  ASSERT_TRUE(masker.Compute(second, mask).ok());
+  EXPECT_TRUE(mask.Allowed(Id(*trie, "abcd")));   // five in all
+  EXPECT_FALSE(mask.Allowed(Id(*trie, "bcdab")));  // six
+  EXPECT_FALSE(mask.Allowed(Id(*trie, "\"")));      // one, short of {2,5}
+  EXPECT_EQ(masker.counts().walked, 0u);
+  std::mt19937 rng(9);
+  for (int walk = 0; walk < 40; ++walk) ASSERT_TRUE(CompareRandomWalk(compiled, rng, 12, masker, "loops"));
+  EXPECT_EQ(masker.counts().walked, 0u);
 }
 
 TEST(PositionMasks, EndOfGenerationWithRootedPositions) {
