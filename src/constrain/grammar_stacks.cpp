@@ -8,9 +8,9 @@ namespace {
 // Pushes, for a counted repetition at `pos` whose iteration `done` has just
 // ended (0: none yet) below frame `parent`, the next iteration under a frame
 // counting it and, once `min` is reached, the way on past the loop. A
-// symbolic count (position masks) loops without bound, and its exit is a
-// stack that waits at an escape frame keeping the count: a token may end
-// there, and a byte more escapes (what follows the loop is not known).
+// symbolic count (position masks) loops without bound, and its exit is an
+// escape frame keeping the count, where the path waits (a token may end
+// there) or, with exit_goes_on, which the loop's rule returns into.
 void RepeatFrom(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, uint32_t pos,
                 uint32_t parent, uint32_t done, std::vector<MatcherStack>& out, StackScratch& scratch) {
   const GrammarRepeat& rep = g.repeats[g.symbols[pos].value];
@@ -18,7 +18,12 @@ void RepeatFrom(const Grammar& g, const MatcherLimits& limits, FrameArena& frame
   const uint32_t n = done & ~kSymbolicCount;
   const uint32_t depth = parent == kNoFrame ? 1 : frames[parent].depth + 1;
   if (symbolic) {
-    out.push_back({kEscapePos, frames.Make(kEscapePos, parent, depth, done)});
+    const uint32_t exit = frames.Make(kEscapePos, parent, depth, done);
+    if (scratch.exit_goes_on) {
+      scratch.work.push_back({pos + 1, exit});
+    } else {
+      out.push_back({kEscapePos, exit});
+    }
   } else if (n >= rep.min) {
     scratch.work.push_back({pos + 1, parent});
   }
@@ -53,8 +58,9 @@ bool Expand(const Grammar& g, const MatcherLimits& limits, FrameArena& frames, s
           break;
         }
         const MatcherFrame& f = frames[s.parent];
-        if (f.pos == kEscapePos) {  // the rest depends on a context the step does not know
-          scratch.escaped = true;
+        if (f.pos == kEscapePos) {  // a context the step does not know: a token may end here
+          out.push_back({kEscapePos, s.parent});
+          if ((f.count & kSymbolicCount) == 0) scratch.returned = true;
           break;
         }
         if (g.symbols[f.pos].kind == SymbolKind::kRepeat) {  // an iteration ended
@@ -137,10 +143,15 @@ bool StepStacks(const Grammar& g, const MatcherLimits& limits, std::span<const M
   scratch.effort += in.size();
   for (size_t i = in.size(); i > 0; --i) {
     const MatcherStack& s = in[i - 1];
-    if (s.pos == kEscapePos && (scratch.exit_follow == nullptr || scratch.exit_follow->Has(b))) {
-      scratch.escaped = true;  // a byte that may go on past a symbolic loop's exit
+    if (s.pos == kEscapePos) {
+      // A byte past the context's edge depends on the context, or past a
+      // symbolic loop's exit on what may follow the loop.
+      const bool exit = (frames[s.parent].count & kSymbolicCount) != 0;
+      const ByteSet* follow = exit ? scratch.exit_follow : scratch.context_follow;
+      if (follow == nullptr || follow->Has(b)) scratch.escaped = true;
+      continue;
     }
-    if (s.pos >= kEscapePos) continue;
+    if (s.pos == kAcceptedPos) continue;
     if (g.byte_sets[g.symbols[s.pos].value].Has(b)) scratch.work.push_back({s.pos + 1, s.parent});
   }
   if (scratch.work.empty()) return true;

@@ -26,8 +26,9 @@ constexpr uint32_t kNoFrame = UINT32_MAX;
 constexpr uint32_t kAcceptedPos = UINT32_MAX;  // the stack has matched the whole root rule
 // The position of an escape frame: the unknown context below a rule, used
 // when the token mask precomputes what a grammar position accepts on its own
-// (position_masks.h). A path that returns into it ends there and sets
-// StackScratch::escaped; matchers never hold one.
+// (position_masks.h). A path that returns into it waits there as a stack
+// {kEscapePos, the frame} (StackScratch::returned): a token may end on it,
+// and a byte more sets StackScratch::escaped. Matchers never hold one.
 constexpr uint32_t kEscapePos = UINT32_MAX - 1;
 
 struct MatcherStack {
@@ -88,13 +89,20 @@ class FrameArena {
 // only while these peaks, shifted by that context, stay within the limits.
 struct StackScratch {
   std::vector<MatcherStack> work;
-  bool escaped = false;          // the last step returned into an escape frame
+  bool escaped = false;          // the last step's byte went past an escape frame
+  bool returned = false;         // a step returned into an escape frame (cumulative)
   uint32_t peak_expansions = 0;  // most rule expansions in one step
   uint32_t peak_depth = 0;       // deepest frame a step tried to push
   uint64_t effort = 0;           // stacks stepped and symbols expanded, cumulative
-  // The bytes that may follow a symbolic loop's exit: a waiting exit escapes
-  // on these and dies on any other (null: escapes on every byte).
+  // The bytes that may follow where a stack waits at an escape frame: the
+  // context (context_follow) or a symbolic loop's exit (exit_follow). A byte
+  // among them escapes, any other ends the path (null: every byte escapes).
+  const ByteSet* context_follow = nullptr;
   const ByteSet* exit_follow = nullptr;
+  // A symbolic loop's exit goes on in the loop's rule, under its escape
+  // frame, instead of waiting at once (when the rule is looped over in one
+  // place only, so that what follows the loop is known).
+  bool exit_goes_on = false;
 };
 
 // Appends to `out` the stacks reachable from the root without input. False

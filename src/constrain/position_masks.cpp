@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "constrain/follow_sets.h"
 #include "constrain/grammar_matcher.h"
 #include "constrain/trie_stepper.h"
 
@@ -32,8 +33,11 @@ uint32_t Join(uint32_t a, uint32_t b) {
 // places shares its entries).
 struct CountedRule {
   uint32_t loop_pos = kNoFrame;  // one kRepeat position over the rule
+  uint32_t loops = 0;            // how many
   uint32_t max_room = 0;         // the largest maximum of its loops
-  ByteSet follow;                // bytes that may come first after any of its loops
+  // The bytes that may come first after any of its loops or, for one loop,
+  // after the rule holding it (its exit then goes on there).
+  ByteSet follow;
 };
 
 struct RuleGraph {
@@ -89,30 +93,21 @@ RuleGraph AnalyzeParents(const Grammar& g) {
   return rg;
 }
 
-// For each rule a counted repetition loops over: a loop position, the largest
-// maximum, and the bytes its loops' exits may be followed by (every byte when
-// a loop ends its rule or a limit is met: then an exit and a byte more always
-// depend on the context).
-void AnalyzeLoops(const Grammar& g, const MatcherLimits& limits, RuleGraph& rg) {
+// For each rule a counted repetition loops over: a loop position, how many,
+// the largest maximum, and what may follow (CountedRule::follow).
+void AnalyzeLoops(const Grammar& g, const FollowSets& follow, RuleGraph& rg) {
   rg.counted.assign(g.rule_count(), {});
-  FrameArena frames;
-  StackScratch scratch;
-  std::vector<MatcherStack> tops;
   for (uint32_t pos = 0; pos < g.symbols.size(); ++pos) {
     if (g.symbols[pos].kind != SymbolKind::kRepeat) continue;
     const GrammarRepeat& rep = g.repeats[g.symbols[pos].value];
     CountedRule& c = rg.counted[rep.rule];
     c.loop_pos = pos;
+    c.loops += 1;
     c.max_room = std::max(c.max_room, rep.max);
-    frames.Assign(std::vector<MatcherFrame>{{kEscapePos, kNoFrame, 0, 0}});
-    tops.clear();
-    const MatcherStack after{pos + 1, 0};
-    if (!ExpandStacks(g, limits, std::span<const MatcherStack>(&after, 1), frames, tops, scratch) ||
-        scratch.escaped || HasAccepted(tops)) {
-      c.follow.AddRange(0, 255);
-      continue;
-    }
-    for (const MatcherStack& t : tops) c.follow.Merge(g.byte_sets[g.symbols[t.pos].value]);
+    c.follow.Merge(follow.AfterPosition(pos + 1));
+  }
+  for (CountedRule& c : rg.counted) {
+    if (c.loops == 1) c.follow = follow.AfterRule(rg.rule_of[c.loop_pos]);
   }
 }
 
@@ -156,7 +151,8 @@ class EntryBuilder {
   // Runs every text token from `pos` over its forced chain (and an escape
   // frame below it unless rooted). False when a matcher limit was met on the
   // way (the entry would not hold in every context) or the budget ran out.
-  bool Run(uint32_t pos, const RuleGraph& rg, PositionMask& entry, uint64_t& budget);
+  bool Run(uint32_t pos, const RuleGraph& rg, const FollowSets& follow, PositionMask& entry,
+           uint64_t& budget);
 
  private:
   void Start(uint32_t pos, const PositionMask& entry);
@@ -176,6 +172,7 @@ class EntryBuilder {
   std::vector<uint64_t> words_;
   size_t accepted_ = 0;
   const CountedRule* loop_ = nullptr;  // the entry's loop when counted
+  ByteSet context_follow_;
   std::vector<uint32_t> exits_;
   std::vector<std::pair<uint32_t, int32_t>> counted_;  // need, token
 };
@@ -227,7 +224,7 @@ void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
   }
   const MatcherStack start{pos, parent};
   stepper_.Reset(g_, limits_, frames_, std::span<const MatcherStack>(&start, 1));
-  stepper_.SetExitFollow(entry.counted ? &loop_->follow : nullptr);
+  stepper_.SetFollow(&context_follow_, entry.counted ? &loop_->follow : nullptr, entry.exit_goes_on);
   words_.assign((static_cast<size_t>(trie_.vocab_size()) + 63) / 64, 0);
   accepted_ = 0;
 }
@@ -277,7 +274,7 @@ uint32_t EntryBuilder::Need() {
     while (f != kNoFrame && (frames[f].count & kSymbolicCount) == 0) f = frames[f].parent;
     if (f == kNoFrame) return kNeedsContext;
     const uint32_t n = frames[f].count & ~kSymbolicCount;
-    if (s.pos == kEscapePos) {
+    if (frames[f].pos == kEscapePos) {  // past the loop's exit
       exits_.push_back(n);
     } else {
       inside = std::min(inside, n);
@@ -370,14 +367,19 @@ bool EntryBuilder::Store(PositionMask& entry, uint64_t& budget) {
   return true;
 }
 
-bool EntryBuilder::Run(uint32_t pos, const RuleGraph& rg, PositionMask& entry, uint64_t& budget) {
+bool EntryBuilder::Run(uint32_t pos, const RuleGraph& rg, const FollowSets& follow, PositionMask& entry,
+                       uint64_t& budget) {
   // The bitset's clearing and final pass are work too: a grammar of many
   // strict positions must not cost vocabulary-sized passes for free.
   if (!Charge(budget, 2 * ((static_cast<uint64_t>(trie_.vocab_size()) + 63) / 64))) return false;
   loop_ = entry.counted ? &rg.counted[entry.counted_rule] : nullptr;
+  entry.exit_goes_on = entry.counted && loop_->loops == 1;
+  // The rule whose instance returns into the context.
+  context_follow_ = follow.AfterRule(rg.rule_of[entry.chain.empty() ? pos : entry.chain.back()]);
   Start(pos, entry);
   const bool scanned = entry.counted ? ScanCounted(entry, budget) : Scan(entry, budget);
   if (!scanned || stepper_.limit_hit()) return false;
+  entry.returns = stepper_.returned();
   entry.peak_expansions = stepper_.peak_expansions();
   entry.peak_stacks = stepper_.peak_stacks();
   entry.peak_depth = stepper_.peak_depth();
@@ -400,16 +402,17 @@ std::shared_ptr<const PositionMasks> PositionMasks::Build(const Grammar& g, cons
   auto out = std::make_shared<PositionMasks>();
   out->index_.assign(g.symbols.size(), -1);
   RuleGraph rg = AnalyzeParents(g);
-  AnalyzeLoops(g, limits, rg);
-  EntryBuilder builder(g, trie, limits);
   uint64_t steps = bounds.max_steps;
+  const FollowSets follow = FollowSets::Compute(g, steps);
+  AnalyzeLoops(g, follow, rg);
+  EntryBuilder builder(g, trie, limits);
   for (uint32_t pos = 0; pos < g.symbols.size(); ++pos) {
     if (g.symbols[pos].kind != SymbolKind::kBytes) continue;
     ++out->positions_;
     PositionMask entry;
     if (!ForcedChain(rg, pos, entry)) continue;
     if (steps == 0 || out->memory_bytes_ >= bounds.max_bytes) continue;
-    if (!builder.Run(pos, rg, entry, steps)) continue;
+    if (!builder.Run(pos, rg, follow, entry, steps)) continue;
     out->memory_bytes_ += entry.memory_bytes();
     out->index_[pos] = static_cast<int32_t>(out->masks_.size());
     out->masks_.push_back(std::move(entry));

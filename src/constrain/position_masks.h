@@ -9,9 +9,11 @@
 // context, unknown here, stood in for by an escape frame. Every text token is
 // run from the position over that chain and classified:
 //   - accepted: some path consumes all its bytes without escaping, and no
-//     path escapes; true in every context that has the forced chain;
+//     path escapes; true in every context that has the forced chain (a path
+//     may end where the chain returns into the context: the token is then
+//     accepted if the context goes on from there, which the mask checks);
 //   - rejected: every path dies without escaping; false in every context;
-//   - context-dependent: some path returned into the context; the mask
+//   - context-dependent: some path went on into the context; the mask
 //     checks these against the matcher's real stacks.
 // Inside a JSON string nearly every token is accepted or rejected; only those
 // that close the string and go on depend on what follows it.
@@ -20,8 +22,10 @@
 // frame, whose count is only known at mask time. Its positions' entries run
 // the loop without bounds, counting the iterations each token goes through:
 // a token needing k iterations (the one running included) fits while the real
-// count c leaves room, c + k - 1 <= n. A token that reaches the loop's end
-// fits there too, and one going past it depends on what follows.
+// count c leaves room, c + k - 1 <= n. A token may also leave the loop (after
+// enough iterations), and go on to the end of the loop's rule when only one
+// loop repeats the rule; a byte that may come after that depends on what
+// follows.
 #pragma once
 
 #include <cstddef>
@@ -50,8 +54,10 @@ struct PositionMaskLimits {
 struct PositionMask {
   std::vector<uint32_t> chain;  // forced return positions above the position, innermost first
   bool rooted = false;          // the chain ends at the root: no context, no escape frame
+  bool returns = false;         // an accepted token may end where the chain returns into the context
   bool counted = false;         // above the chain: a counted repetition's frame of counted_rule
   uint32_t counted_rule = 0;
+  bool exit_goes_on = false;    // counted: tokens may go on past the loop to its rule's end
   // The most the runs needed, in expansions per byte, stacks after a byte,
   // and frame depth over the escape frame: a real context adds to these, and
   // the entry holds only while the sums stay within the matcher's limits.

@@ -6,6 +6,16 @@
 #include <string>
 
 namespace valet {
+namespace {
+
+// A kEnd symbol: a stack there returns into its frame as an ended rule does.
+uint32_t EndPosition(const Grammar& g) {
+  uint32_t pos = 0;
+  while (g.symbols[pos].kind != SymbolKind::kEnd) ++pos;
+  return pos;
+}
+
+}  // namespace
 
 void TokenMask::Reset(int32_t n_vocab, bool value) {
   n_vocab_ = n_vocab;
@@ -171,12 +181,15 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
     if (entry->rooted && f != kNoFrame) return false;
     uint32_t room = 0;
     if (entry->counted) {
-      if (f == kNoFrame) return false;
+      if (f == kNoFrame || entry->returns) return false;
       const GrammarSymbol loop = g.symbols[frames[f].pos];
       if (loop.kind != SymbolKind::kRepeat || g.repeats[loop.value].rule != entry->counted_rule) return false;
-      room = LoopRoom(matcher, f, expansions, stacks);
+      room = LoopRoom(matcher, *entry, f, expansions, stacks);
       if (room == 0) return false;
       f = frames[f].parent;
+    } else if (entry->returns && f != kNoFrame &&
+               !GoesOn(matcher, {EndPosition(g), f}, expansions, stacks)) {  // a return into f
+      return false;
     }
     const uint64_t shift = f == kNoFrame ? 0 : frames[f].depth;
     if (shift + entry->peak_depth > compiled.limits.max_depth) return false;
@@ -191,25 +204,34 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
   return expansions <= compiled.limits.max_expansions && stacks <= compiled.limits.max_stacks;
 }
 
-uint32_t TokenMasker::LoopRoom(const GrammarMatcher& matcher, uint32_t loop, uint64_t& expansions,
-                               uint64_t& stacks) {
+bool TokenMasker::GoesOn(const GrammarMatcher& matcher, MatcherStack item, uint64_t& expansions,
+                         uint64_t& stacks) {
   const CompiledGrammar& compiled = matcher.compiled();
-  const Grammar& g = *compiled.grammar;
+  way_frames_.Assign(matcher.frames());
+  way_stacks_.clear();
+  way_scratch_.peak_expansions = 0;
+  if (!ExpandStacks(*compiled.grammar, compiled.limits, std::span<const MatcherStack>(&item, 1), way_frames_,
+                    way_stacks_, way_scratch_) ||
+      way_stacks_.empty()) {
+    return false;
+  }
+  expansions += way_scratch_.peak_expansions;
+  stacks += way_stacks_.size();
+  return true;
+}
+
+uint32_t TokenMasker::LoopRoom(const GrammarMatcher& matcher, const PositionMask& entry, uint32_t loop,
+                               uint64_t& expansions, uint64_t& stacks) {
+  const Grammar& g = *matcher.compiled().grammar;
   const MatcherFrame& frame = matcher.frames()[loop];
   const GrammarRepeat& rep = g.repeats[g.symbols[frame.pos].value];
   if (frame.count == 0 || frame.count > rep.max) return 0;
-  loop_frames_.Assign(matcher.frames());
-  loop_stacks_.clear();
-  loop_scratch_.peak_expansions = 0;
-  loop_scratch_.peak_depth = 0;
-  const MatcherStack after{frame.pos + 1, frame.parent};
-  if (!ExpandStacks(g, compiled.limits, std::span<const MatcherStack>(&after, 1), loop_frames_, loop_stacks_,
-                    loop_scratch_) ||
-      loop_stacks_.empty()) {
+  if (!GoesOn(matcher, {frame.pos + 1, frame.parent}, expansions, stacks)) return 0;
+  // A token that leaves the loop may end its rule too: where that returns.
+  if (entry.exit_goes_on && frame.parent != kNoFrame &&
+      !GoesOn(matcher, {EndPosition(g), frame.parent}, expansions, stacks)) {
     return 0;
   }
-  expansions += loop_scratch_.peak_expansions;
-  stacks += loop_stacks_.size();
   return rep.max + 1 - frame.count;
 }
 

@@ -88,10 +88,14 @@ class TokenMasker {
   // not cover the state.
   bool FromPositions(const GrammarMatcher& matcher, TokenMask& mask);
   bool CollectPositions(const GrammarMatcher& matcher);
+  // Whether `item` expands, in the matcher's frames, to some stack: where a
+  // token may end when an entry leaves the rest to the context. Its cost is
+  // added to the step's totals (the entry's peaks do not count it).
+  bool GoesOn(const GrammarMatcher& matcher, MatcherStack item, uint64_t& expansions, uint64_t& stacks);
   // For an entry inside a counted loop (frame `loop`): the room its real
-  // count leaves, after checking that the way on past the loop expands within
-  // the limits (the entry assumes a token can end there). 0: it cannot.
-  uint32_t LoopRoom(const GrammarMatcher& matcher, uint32_t loop, uint64_t& expansions, uint64_t& stacks);
+  // count leaves, once the ways on past the loop go on. 0: they do not.
+  uint32_t LoopRoom(const GrammarMatcher& matcher, const PositionMask& entry, uint32_t loop,
+                    uint64_t& expansions, uint64_t& stacks);
   void AllowCounted(const PositionMask& entry, uint32_t room, TokenMask& mask);
   // Scans nodes [begin, end) of the trie in preorder with stepper_, allowing
   // the tokens whose bytes survive; the levels of begin's ancestors must be
@@ -110,9 +114,9 @@ class TokenMasker {
     uint32_t room;  // counted entries: iterations the loop's real count leaves
   };
   std::vector<Used> used_;
-  FrameArena loop_frames_;
-  StackScratch loop_scratch_;
-  std::vector<MatcherStack> loop_stacks_;
+  FrameArena way_frames_;  // GoesOn's
+  StackScratch way_scratch_;
+  std::vector<MatcherStack> way_stacks_;
   std::vector<uint64_t> counted_words_;
   std::vector<uint32_t> dependent_;  // trie subtrees to check against the real stacks
   Counts counts_;

@@ -16,6 +16,7 @@ void TrieStepper::Reset(const Grammar& g, const MatcherLimits& limits,
   set_index_.clear();
   scratch_.peak_expansions = 0;
   scratch_.peak_depth = 0;
+  scratch_.returned = false;
   peak_stacks_ = static_cast<uint32_t>(stacks.size());
   limit_hit_ = false;
   stacks_.assign(stacks.begin(), stacks.end());

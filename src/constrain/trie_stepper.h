@@ -23,7 +23,7 @@ class TrieStepper {
  public:
   struct Step {
     bool alive = false;    // some stack survives the byte; a new level was pushed
-    bool escaped = false;  // some path returned into an escape frame
+    bool escaped = false;  // some path's byte went past an escape frame
     bool looped = false;   // the stacks are the parent level's again (a string's characters)
   };
 
@@ -32,8 +32,13 @@ class TrieStepper {
   void Reset(const Grammar& g, const MatcherLimits& limits, std::span<const MatcherFrame> frames,
              std::span<const MatcherStack> stacks);
 
-  // What a symbolic loop's exit may be followed by (StackScratch::exit_follow).
-  void SetExitFollow(const ByteSet* follow) { scratch_.exit_follow = follow; }
+  // What may follow the context's edge and a symbolic loop's exit, and
+  // whether the exit goes on in the loop's rule (StackScratch's fields).
+  void SetFollow(const ByteSet* context, const ByteSet* exit, bool exit_goes_on) {
+    scratch_.context_follow = context;
+    scratch_.exit_follow = exit;
+    scratch_.exit_goes_on = exit_goes_on;
+  }
 
   // Steps the level at depth-1 by `byte` (depth >= 1, at most the current
   // depth + 1), dropping the levels from `depth` on first.
@@ -52,6 +57,7 @@ class TrieStepper {
   uint32_t peak_depth() const { return scratch_.peak_depth; }
   uint32_t peak_stacks() const { return peak_stacks_; }
   uint64_t effort() const { return scratch_.effort; }  // StackScratch::effort, cumulative
+  bool returned() const { return scratch_.returned; }  // a path waits at an escape frame
 
  private:
   static constexpr int32_t kUnknown = -2;  // transition not computed, or set not interned

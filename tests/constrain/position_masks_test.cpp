@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "constrain/follow_sets.h"
+#include "constrain/gbnf_parser.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 #include "grammar_test_util.h"
@@ -328,6 +330,42 @@ TEST(PositionMasks, CountedLoopsDecideTokensByTheRealCount) {
   std::mt19937 rng(9);
   for (int walk = 0; walk < 40; ++walk) ASSERT_TRUE(CompareRandomWalk(compiled, rng, 12, masker, "loops"));
   EXPECT_EQ(masker.counts().walked, 0u);
+}
+
+std::string Bytes(const ByteSet& set) {
+  std::string out;
+  for (int b = 0; b < 256; ++b) {
+    if (set.Has(static_cast<uint8_t>(b))) out += static_cast<char>(b);
+  }
+  return out;
+}
+
+uint32_t RuleNamed(const Grammar& g, const std::string& name) {
+  for (uint32_t r = 0; r < g.rule_count(); ++r) {
+    if (g.rule_names[r] == name) return r;
+  }
+  return g.rule_count();
+}
+
+// What may follow a rule: after each reference, through rules whose rest can
+// be empty, another iteration inside a loop, and nothing after the root.
+TEST(PositionMasks, FollowSetsSeeThroughEveryReference) {
+  Result<Grammar> g = ParseGbnf(
+      "root ::= \"(\" list \")\" end\n"
+      "list ::= item (\",\" item)*\n"
+      "item ::= [a-c]{1,3} tail?\n"
+      "tail ::= \"!\"\n"
+      "end ::= \";\"?");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  uint64_t budget = 1u << 20;
+  const FollowSets follow = FollowSets::Compute(*g, budget);
+  EXPECT_EQ(Bytes(follow.AfterRule(RuleNamed(*g, "item"))), "),");
+  EXPECT_EQ(Bytes(follow.AfterRule(RuleNamed(*g, "tail"))), "),");
+  EXPECT_EQ(Bytes(follow.AfterRule(RuleNamed(*g, "list"))), ")");
+  EXPECT_EQ(Bytes(follow.AfterRule(RuleNamed(*g, "end"))), "");
+  EXPECT_EQ(Bytes(follow.AfterRule(RuleNamed(*g, "root"))), "");
+  uint64_t none = 0;  // out of budget: every byte, which is always safe
+  EXPECT_EQ(Bytes(FollowSets::Compute(*g, none).AfterRule(RuleNamed(*g, "end"))).size(), 256u);
 }
 
 TEST(PositionMasks, EndOfGenerationWithRootedPositions) {
