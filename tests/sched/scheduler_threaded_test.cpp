@@ -3,7 +3,9 @@
 // on completion events (WaitIdle, condition variables); no sleeps.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <set>
@@ -327,7 +329,30 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   // inference thread may finish all of the victim before the chat arrives.
   testing::StepGate gate;
   gate.Close();
-  engine.set_step_hook([&](std::span<const StepItem>) { return gate.Pass(); });
+  // Callbacks are delivered off the inference thread, which could finish the
+  // victim before the chat's callback cancels it: once the chat has run, a
+  // step of the victim alone waits for that cancel.
+  std::mutex cancel_mu;
+  std::condition_variable cancel_cv;
+  bool cancel_sent = false;
+  SequenceId victim_seq = 0;  // these two on the inference thread only
+  bool chat_ran = false;
+  engine.set_step_hook([&](std::span<const StepItem> items) {
+    Status passed = gate.Pass();
+    if (victim_seq == 0) {
+      victim_seq = items.front().seq;  // the first step is the victim's
+      return passed;
+    }
+    const bool victim_alone =
+        std::all_of(items.begin(), items.end(), [&](const StepItem& item) { return item.seq == victim_seq; });
+    if (!victim_alone) {
+      chat_ran = true;
+    } else if (chat_ran) {
+      std::unique_lock<std::mutex> lock(cancel_mu);
+      cancel_cv.wait(lock, [&] { return cancel_sent; });
+    }
+    return passed;
+  });
   SchedulerOptions o;
   o.clock = engine.ClockFunction();
   std::unique_ptr<Scheduler> s = std::move(Scheduler::Create(engine, o)).value();
@@ -343,6 +368,11 @@ TEST(SchedulerThreaded, CallbacksMaySubmitCancelAndSendLifecycleEvents) {
   first.callbacks.on_done = [&, done](TaskId id, const TaskResult& r) {
     done(id, r);
     EXPECT_TRUE(s->Cancel(victim_id).ok());
+    {
+      std::lock_guard<std::mutex> lock(cancel_mu);
+      cancel_sent = true;
+    }
+    cancel_cv.notify_all();
     EXPECT_TRUE(s->OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
     TaskRequest next = Req(Tier::kForegroundChat, "second", 3);
     sink.Attach(next);
