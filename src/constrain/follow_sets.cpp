@@ -1,16 +1,9 @@
 #include "constrain/follow_sets.h"
 
+#include "constrain/work_budget.h"
+
 namespace valet {
 namespace {
-
-bool Charge(uint64_t& budget, uint64_t n) {
-  if (budget < n) {
-    budget = 0;
-    return false;
-  }
-  budget -= n;
-  return true;
-}
 
 bool MergeChanged(ByteSet& into, const ByteSet& from) {
   const ByteSet before = into;
@@ -18,15 +11,10 @@ bool MergeChanged(ByteSet& into, const ByteSet& from) {
   return into != before;
 }
 
-// The rule a reference or repetition enters.
-uint32_t Callee(const Grammar& g, GrammarSymbol sym) {
-  return sym.kind == SymbolKind::kRepeat ? g.repeats[sym.value].rule : sym.value;
-}
-
-bool SymbolNullable(const Grammar& g, GrammarSymbol sym, const std::vector<bool>& nullable) {
+bool SymbolNullable(const Grammar& g, GrammarSymbol sym) {
   if (sym.kind == SymbolKind::kBytes) return false;
   if (sym.kind == SymbolKind::kRepeat && g.repeats[sym.value].min == 0) return true;
-  return nullable[Callee(g, sym)];
+  return g.nullable[CalleeOf(g.repeats, sym)];
 }
 
 }  // namespace
@@ -47,25 +35,20 @@ FollowSets FollowSets::Compute(const Grammar& g, uint64_t& budget) {
     }
   }
   std::vector<ByteSet> first(g.rule_count());
-  std::vector<bool> nullable(g.rule_count(), false);
   f.rest_first_.assign(n, ByteSet{});
   f.rest_nullable_.assign(n, false);
-  // First bytes and nullability of every rule, then of every rest.
+  // First bytes of every rule (nullability is the grammar's), then of every rest.
   for (bool changed = true; changed;) {
-    if (!Charge(budget, n)) return f;
+    if (!ChargeWork(budget, n)) return f;
     changed = false;
     for (uint32_t a = 0; a < g.alt_starts.size(); ++a) {
       const uint32_t r = f.rule_of_[g.alt_starts[a]];
-      for (uint32_t p = g.alt_starts[a];; ++p) {
+      for (uint32_t p = g.alt_starts[a]; g.symbols[p].kind != SymbolKind::kEnd; ++p) {
         const GrammarSymbol sym = g.symbols[p];
-        if (sym.kind == SymbolKind::kEnd) {
-          if (!nullable[r]) changed = true;
-          nullable[r] = true;
-          break;
-        }
-        const ByteSet& add = sym.kind == SymbolKind::kBytes ? g.byte_sets[sym.value] : first[Callee(g, sym)];
+        const ByteSet& add =
+            sym.kind == SymbolKind::kBytes ? g.byte_sets[sym.value] : first[CalleeOf(g.repeats, sym)];
         changed |= MergeChanged(first[r], add);
-        if (!SymbolNullable(g, sym, nullable)) break;
+        if (!SymbolNullable(g, sym)) break;
       }
     }
   }
@@ -75,8 +58,8 @@ FollowSets FollowSets::Compute(const Grammar& g, uint64_t& budget) {
       f.rest_nullable_[p] = true;
       continue;
     }
-    f.rest_first_[p] = sym.kind == SymbolKind::kBytes ? g.byte_sets[sym.value] : first[Callee(g, sym)];
-    if (SymbolNullable(g, sym, nullable)) {
+    f.rest_first_[p] = sym.kind == SymbolKind::kBytes ? g.byte_sets[sym.value] : first[CalleeOf(g.repeats, sym)];
+    if (SymbolNullable(g, sym)) {
       f.rest_first_[p].Merge(f.rest_first_[p + 1]);
       f.rest_nullable_[p] = f.rest_nullable_[p + 1];
     }
@@ -86,14 +69,14 @@ FollowSets FollowSets::Compute(const Grammar& g, uint64_t& budget) {
   // bytes inside a repetition.
   f.after_rule_.assign(g.rule_count(), ByteSet{});
   for (bool changed = true; changed;) {
-    if (!Charge(budget, n)) return f;
+    if (!ChargeWork(budget, n)) return f;
     changed = false;
     for (uint32_t p = 0; p < n; ++p) {
       const GrammarSymbol sym = g.symbols[p];
       if (sym.kind != SymbolKind::kRule && sym.kind != SymbolKind::kRepeat) continue;
       ByteSet add = f.rest_first_[p + 1];
       if (f.rest_nullable_[p + 1]) add.Merge(f.after_rule_[f.rule_of_[p]]);
-      const uint32_t callee = Callee(g, sym);
+      const uint32_t callee = CalleeOf(g.repeats, sym);
       if (sym.kind == SymbolKind::kRepeat && g.repeats[sym.value].max >= 2) add.Merge(first[callee]);
       changed |= MergeChanged(f.after_rule_[callee], add);
     }

@@ -26,7 +26,7 @@ std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules,
       for (const GrammarSymbol& s : seq) {
         // x{0,n} matches nothing whatever x is; x{m,n} as x does.
         if (s.kind == SymbolKind::kRepeat && repeats[s.value].min == 0) continue;
-        uses[s.kind == SymbolKind::kRepeat ? repeats[s.value].rule : s.value].push_back(id);
+        uses[CalleeOf(repeats, s)].push_back(id);
         ++alts[id].remaining;
       }
       if (alts[id].remaining == 0 && !nullable[r]) {
@@ -52,17 +52,15 @@ std::vector<bool> NullableRules(const std::vector<GrammarRuleDef>& rules,
 // only by nullable symbols) is left-recursive. Iterative DFS: nesting in the
 // grammar text must never become nesting on the C++ stack.
 Status RefuseLeftRecursion(const std::vector<GrammarRuleDef>& rules,
-                           const std::vector<GrammarRepeat>& repeats) {
-  const std::vector<bool> nullable = NullableRules(rules, repeats);
+                           const std::vector<GrammarRepeat>& repeats, const std::vector<bool>& nullable) {
   std::vector<std::vector<uint32_t>> left(rules.size());
   for (uint32_t r = 0; r < rules.size(); ++r) {
     for (const auto& seq : rules[r].alternatives) {
       for (const GrammarSymbol& s : seq) {
         if (s.kind == SymbolKind::kBytes) break;
-        const bool repeat = s.kind == SymbolKind::kRepeat;
-        const uint32_t callee = repeat ? repeats[s.value].rule : s.value;
+        const uint32_t callee = CalleeOf(repeats, s);
         left[r].push_back(callee);
-        if (!nullable[callee] && !(repeat && repeats[s.value].min == 0)) break;
+        if (!nullable[callee] && !(s.kind == SymbolKind::kRepeat && repeats[s.value].min == 0)) break;
       }
     }
   }
@@ -105,10 +103,12 @@ Result<Grammar> BuildGrammar(std::vector<GrammarRuleDef> rules, std::vector<Byte
   for (const GrammarRepeat& r : repeats) {
     if (r.rule >= rules.size() || r.max == 0 || r.max < r.min) return Internal("grammar: bad repetition");
   }
-  VALET_RETURN_IF_ERROR(RefuseLeftRecursion(rules, repeats));
+  std::vector<bool> nullable = NullableRules(rules, repeats);
+  VALET_RETURN_IF_ERROR(RefuseLeftRecursion(rules, repeats, nullable));
 
   Grammar g;
   g.root = root;
+  g.nullable = std::move(nullable);
   g.byte_sets = std::move(byte_sets);
   g.repeats = std::move(repeats);
   for (GrammarRuleDef& rule : rules) {

@@ -59,6 +59,11 @@ struct GrammarSymbol {
   uint32_t value = 0;
 };
 
+// The rule a kRule or kRepeat symbol enters.
+inline uint32_t CalleeOf(const std::vector<GrammarRepeat>& repeats, GrammarSymbol sym) {
+  return sym.kind == SymbolKind::kRepeat ? repeats[sym.value].rule : sym.value;
+}
+
 // The flat form the matcher walks: a position in a sequence is one uint32_t
 // index into `symbols`, which is what keeps matcher stacks small.
 struct Grammar {
@@ -68,6 +73,7 @@ struct Grammar {
   std::vector<std::string> rule_names;  // for errors; generated rules are named "<rule>_<n>"
   std::vector<ByteSet> byte_sets;
   std::vector<GrammarRepeat> repeats;
+  std::vector<bool> nullable;           // by rule: it can match the empty string
   uint32_t root = 0;
 
   uint32_t rule_count() const { return static_cast<uint32_t>(rule_names.size()); }

@@ -6,6 +6,7 @@
 #include "constrain/follow_sets.h"
 #include "constrain/grammar_matcher.h"
 #include "constrain/trie_stepper.h"
+#include "constrain/work_budget.h"
 
 namespace valet {
 namespace {
@@ -62,7 +63,7 @@ RuleGraph AnalyzeParents(const Grammar& g) {
         const GrammarSymbol sym = g.symbols[p];
         if (sym.kind == SymbolKind::kEnd) break;
         if (sym.kind == SymbolKind::kRepeat) {
-          const uint32_t rule = g.repeats[sym.value].rule;
+          const uint32_t rule = CalleeOf(g.repeats, sym);
           rg.parent[rule] = Join(rg.parent[rule], kCounted + rule);
           continue;
         }
@@ -133,16 +134,6 @@ bool ForcedChain(const RuleGraph& rg, uint32_t pos, PositionMask& out) {
   return true;
 }
 
-// Takes n units of work from the budget; false (budget spent) when short.
-bool Charge(uint64_t& budget, uint64_t n) {
-  if (budget < n) {
-    budget = 0;
-    return false;
-  }
-  budget -= n;
-  return true;
-}
-
 class EntryBuilder {
  public:
   EntryBuilder(const Grammar& g, const TokenTrie& trie, const MatcherLimits& limits)
@@ -157,7 +148,6 @@ class EntryBuilder {
  private:
   void Start(uint32_t pos, const PositionMask& entry);
   bool Scan(PositionMask& entry, uint64_t& budget);
-  bool ScanCounted(PositionMask& entry, uint64_t& budget);
   uint32_t Need();
   bool Store(PositionMask& entry, uint64_t& budget);
   void StoreCounted(PositionMask& entry);
@@ -178,7 +168,7 @@ class EntryBuilder {
 };
 
 bool EntryBuilder::AcceptTokens(std::span<const int32_t> tokens, uint64_t& budget) {
-  if (!Charge(budget, tokens.size())) return false;
+  if (!ChargeWork(budget, tokens.size())) return false;
   for (int32_t t : tokens) {
     uint64_t& w = words_[static_cast<size_t>(t) >> 6];
     const uint64_t bit = uint64_t{1} << (t & 63);
@@ -190,7 +180,7 @@ bool EntryBuilder::AcceptTokens(std::span<const int32_t> tokens, uint64_t& budge
 
 bool EntryBuilder::CountTokens(std::span<const int32_t> tokens, uint32_t need, uint64_t& budget) {
   if (need <= 1) return AcceptTokens(tokens, budget);
-  if (!Charge(budget, tokens.size())) return false;
+  if (!ChargeWork(budget, tokens.size())) return false;
   for (int32_t t : tokens) counted_.push_back({need, t});
   return true;
 }
@@ -229,37 +219,6 @@ void EntryBuilder::Start(uint32_t pos, const PositionMask& entry) {
   accepted_ = 0;
 }
 
-// The mask walk's scan, except that a subtree whose first byte escaped is
-// recorded whole as context-dependent instead of being followed.
-bool EntryBuilder::Scan(PositionMask& entry, uint64_t& budget) {
-  const std::span<const TokenTrieNode> nodes = trie_.nodes();
-  const std::span<const int32_t> tokens = trie_.node_tokens();
-  uint64_t effort = stepper_.effort();
-  for (size_t i = 1; i < nodes.size();) {
-    const TokenTrieNode& node = nodes[i];
-    const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
-    // A node costs one unit, plus the stacks and symbols its step went
-    // through when it was not a remembered transition.
-    if (!Charge(budget, 1 + stepper_.effort() - effort)) return false;
-    effort = stepper_.effort();
-    if (step.escaped) {
-      entry.dependent.push_back(static_cast<uint32_t>(i));
-      i = node.subtree_end;
-    } else if (!step.alive) {
-      i = node.subtree_end;
-    } else if (step.looped && node.below != kNoSummary &&
-               stepper_.LoopsOn(trie_.below(node.below))) {
-      if (!AcceptTokens(trie_.subtree_tokens(static_cast<uint32_t>(i)), budget)) return false;
-      i = node.subtree_end;
-    } else {
-      const auto own = tokens.subspan(node.tokens_begin, node.tokens_end - node.tokens_begin);
-      if (!AcceptTokens(own, budget)) return false;
-      ++i;
-    }
-  }
-  return true;
-}
-
 // How many iterations the deepest level's stacks need (the header's k): the
 // fewest a stack inside the loop has run, or an exit has completed; an exit
 // must also fit at the loop's minimum wherever it is the only way, which holds
@@ -290,26 +249,31 @@ uint32_t EntryBuilder::Need() {
   return std::min(inside, lo);
 }
 
-// Scan for a counted entry: each token's need instead of one verdict. A need
-// past every loop's maximum refuses the subtree (needs only grow down a path).
-bool EntryBuilder::ScanCounted(PositionMask& entry, uint64_t& budget) {
+// The mask walk's scan, except that a subtree whose byte went past the
+// escape frame is recorded whole as context-dependent instead of being
+// followed, and a counted entry keeps each token's need instead of one
+// verdict; a need past every loop's maximum refuses the subtree (needs only
+// grow down a path).
+bool EntryBuilder::Scan(PositionMask& entry, uint64_t& budget) {
   const std::span<const TokenTrieNode> nodes = trie_.nodes();
   const std::span<const int32_t> tokens = trie_.node_tokens();
   uint64_t effort = stepper_.effort();
   for (size_t i = 1; i < nodes.size();) {
     const TokenTrieNode& node = nodes[i];
     const TrieStepper::Step step = stepper_.Advance(node.depth, node.byte);
-    if (!Charge(budget, 1 + stepper_.effort() - effort)) return false;
+    // A node costs one unit, plus the stacks and symbols its step went
+    // through when it was not a remembered transition.
+    if (!ChargeWork(budget, 1 + stepper_.effort() - effort)) return false;
     effort = stepper_.effort();
     if (!step.alive && !step.escaped) {
       i = node.subtree_end;
       continue;
     }
-    const uint32_t need = step.escaped ? kNeedsContext : Need();
+    const uint32_t need = step.escaped ? kNeedsContext : entry.counted ? Need() : 1;
     if (need == kNeedsContext) {
       entry.dependent.push_back(static_cast<uint32_t>(i));
       i = node.subtree_end;
-    } else if (need > loop_->max_room) {
+    } else if (entry.counted && need > loop_->max_room) {
       i = node.subtree_end;
     } else if (step.looped && node.below != kNoSummary && stepper_.LoopsOn(trie_.below(node.below))) {
       if (!CountTokens(trie_.subtree_tokens(static_cast<uint32_t>(i)), need, budget)) return false;
@@ -344,7 +308,7 @@ void EntryBuilder::StoreCounted(PositionMask& entry) {
 bool EntryBuilder::Store(PositionMask& entry, uint64_t& budget) {
   size_t dependent_tokens = 0;
   for (uint32_t node : entry.dependent) dependent_tokens += trie_.subtree_tokens(node).size();
-  if (!Charge(budget, dependent_tokens)) return false;
+  if (!ChargeWork(budget, dependent_tokens)) return false;
   if (dependent_tokens > words_.size()) {
     entry.dependent_words.assign(words_.size(), 0);
     for (uint32_t node : entry.dependent) {
@@ -371,14 +335,13 @@ bool EntryBuilder::Run(uint32_t pos, const RuleGraph& rg, const FollowSets& foll
                        uint64_t& budget) {
   // The bitset's clearing and final pass are work too: a grammar of many
   // strict positions must not cost vocabulary-sized passes for free.
-  if (!Charge(budget, 2 * ((static_cast<uint64_t>(trie_.vocab_size()) + 63) / 64))) return false;
+  if (!ChargeWork(budget, 2 * ((static_cast<uint64_t>(trie_.vocab_size()) + 63) / 64))) return false;
   loop_ = entry.counted ? &rg.counted[entry.counted_rule] : nullptr;
   entry.exit_goes_on = entry.counted && loop_->loops == 1;
   // The rule whose instance returns into the context.
   context_follow_ = follow.AfterRule(rg.rule_of[entry.chain.empty() ? pos : entry.chain.back()]);
   Start(pos, entry);
-  const bool scanned = entry.counted ? ScanCounted(entry, budget) : Scan(entry, budget);
-  if (!scanned || stepper_.limit_hit()) return false;
+  if (!Scan(entry, budget) || stepper_.limit_hit()) return false;
   entry.returns = stepper_.returned();
   entry.peak_expansions = stepper_.peak_expansions();
   entry.peak_stacks = stepper_.peak_stacks();

@@ -169,6 +169,7 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
   uint64_t stacks = 0;
   uint64_t dependent = 0;
   used_.clear();
+  way_frames_for_ = nullptr;
   for (const MatcherStack& s : matcher.stacks()) {
     if (s.pos == kAcceptedPos) continue;
     const PositionMask* entry = compiled.positions->Find(s.pos);
@@ -207,14 +208,17 @@ bool TokenMasker::CollectPositions(const GrammarMatcher& matcher) {
 bool TokenMasker::GoesOn(const GrammarMatcher& matcher, MatcherStack item, uint64_t& expansions,
                          uint64_t& stacks) {
   const CompiledGrammar& compiled = matcher.compiled();
-  way_frames_.Assign(matcher.frames());
+  const size_t base = matcher.frames().size();
+  if (way_frames_for_ != &matcher) {  // once per mask: later calls drop only what they made
+    way_frames_.Assign(matcher.frames());
+    way_frames_for_ = &matcher;
+  }
   way_stacks_.clear();
   way_scratch_.peak_expansions = 0;
-  if (!ExpandStacks(*compiled.grammar, compiled.limits, std::span<const MatcherStack>(&item, 1), way_frames_,
-                    way_stacks_, way_scratch_) ||
-      way_stacks_.empty()) {
-    return false;
-  }
+  const bool fits = ExpandStacks(*compiled.grammar, compiled.limits, std::span<const MatcherStack>(&item, 1),
+                                 way_frames_, way_stacks_, way_scratch_);
+  way_frames_.Truncate(base);
+  if (!fits || way_stacks_.empty()) return false;
   expansions += way_scratch_.peak_expansions;
   stacks += way_stacks_.size();
   return true;

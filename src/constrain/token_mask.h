@@ -114,7 +114,8 @@ class TokenMasker {
     uint32_t room;  // counted entries: iterations the loop's real count leaves
   };
   std::vector<Used> used_;
-  FrameArena way_frames_;  // GoesOn's
+  FrameArena way_frames_;  // GoesOn's: the matcher's frames, copied once per mask
+  const GrammarMatcher* way_frames_for_ = nullptr;
   StackScratch way_scratch_;
   std::vector<MatcherStack> way_stacks_;
   std::vector<uint64_t> counted_words_;
