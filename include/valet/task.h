@@ -99,6 +99,21 @@ struct ToolDefinition {
   bool operator==(const ToolDefinition&) const = default;
 };
 
+// How a task that offers tools lets the model use them (OpenAI's
+// tool_choice and parallel_tool_calls).
+struct ToolChoice {
+  enum class Kind : int32_t {
+    kAuto,      // the model answers in text or calls tools, as it chooses
+    kNone,      // the tools are shown, never called: the answer is text
+    kRequired,  // the answer is calls, generated under their parameters' schemas
+    kNamed,     // the answer is a call of the tool `name`, generated likewise
+  };
+  Kind kind = Kind::kAuto;
+  std::string name{};     // kNamed: one of the task's tools
+  bool parallel = false;  // several calls in one answer (else one)
+  bool operator==(const ToolChoice&) const = default;
+};
+
 struct TaskMetrics;
 struct TaskResult;
 
@@ -129,8 +144,13 @@ struct TaskRequest {
   // Otherwise `prompt` is used as is, special-token texts parsed.
   std::vector<ChatMessage> messages;
   // With messages: the tools the template shows the model (at most
-  // kMaxTools, each name 1-64 of [A-Za-z0-9_-]).
+  // kMaxTools, each name 1-64 of [A-Za-z0-9_-]), and how it may call them.
+  // The answer is read back into TaskResult::tool_calls in the syntax the
+  // model's family writes calls in (docs/structured-output.md); a required
+  // or named call is generated under the tools' parameter schemas, so it
+  // excludes `constraint`.
   std::vector<ToolDefinition> tools{};
+  ToolChoice tool_choice{};
   std::string prompt;
   // Exact prompt token ids, fed as given (no BOS added, no template); when
   // non-empty, `messages`, `prompt` and `system_prompt` must be empty.
@@ -190,6 +210,12 @@ struct TaskResult {
   StopReason stop_reason = StopReason::kNone;
   std::vector<int32_t> tokens;
   std::string text;
+  // A task that offered tools (tool_choice not kNone) and ended kDone: the
+  // calls its answer made, each with a fresh id, when the answer reads as
+  // calls of offered tools only; `content` is then the text before them
+  // (trimmed). Otherwise no calls, and content is text.
+  std::vector<ToolCall> tool_calls;
+  std::string content;
   std::vector<TokenLogprobs> logprobs;  // one per token, with TaskRequest::top_logprobs >= 0
   TaskMetrics metrics;
   std::string durable_key;  // a durable task's name (TaskRequest::durable_key)

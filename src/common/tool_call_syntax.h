@@ -1,11 +1,18 @@
 // How a model family writes tool calls: the wrapper around each call's JSON
-// object and the keys in it. chat/tool_calls.h tells it from a chat template
-// and reads a model's output with it; constrain/tool_call_gbnf.h makes the
-// grammar that generates it.
+// object and the keys in it, and the kToolCall constraint's text, which names
+// a syntax and the tools a call may name. chat/tool_calls.h tells the syntax
+// from a chat template and reads a model's output with it;
+// constrain/tool_call_gbnf.h reads the text back and makes the grammar that
+// generates the calls.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/json.h"
 
 namespace valet {
 
@@ -21,5 +28,26 @@ struct ToolCallSyntax {
   bool template_shows_tools = true;  // false: valet describes the tools itself
   bool operator==(const ToolCallSyntax&) const = default;
 };
+
+// The syntax's strings by their names in the constraint text.
+inline constexpr std::array<std::string_view, 7> kToolCallSyntaxFields = {
+    "prefix", "call_prefix", "call_suffix", "separator", "suffix", "name_key", "arguments_key"};
+std::string& ToolCallSyntaxField(ToolCallSyntax& syntax, std::string_view name);
+
+struct ToolSchema {
+  std::string name;
+  Json parameters;  // a JSON Schema object
+};
+
+inline constexpr uint32_t kMaxToolCallsPerTurn = 16;
+
+struct ToolCallSpec {
+  ToolCallSyntax syntax;
+  std::vector<ToolSchema> tools;  // at least one
+  uint32_t max_calls = 1;         // 1..kMaxToolCallsPerTurn
+};
+
+// A kToolCall constraint's text (constrain/tool_call_gbnf.h has the format).
+std::string ToolCallSpecText(const ToolCallSpec& spec);
 
 }  // namespace valet

@@ -8,19 +8,6 @@
 namespace valet {
 namespace {
 
-constexpr const char* kStringFields[] = {"prefix", "call_prefix", "call_suffix", "separator", "suffix",
-                                         "name_key", "arguments_key"};
-
-std::string* Field(ToolCallSyntax& s, std::string_view name) {
-  if (name == "prefix") return &s.prefix;
-  if (name == "call_prefix") return &s.call_prefix;
-  if (name == "call_suffix") return &s.call_suffix;
-  if (name == "separator") return &s.separator;
-  if (name == "suffix") return &s.suffix;
-  if (name == "name_key") return &s.name_key;
-  return &s.arguments_key;
-}
-
 Status Bad(const std::string& what) { return InvalidArgument(Concat({"tool call constraint: ", what})); }
 
 Result<ToolSchema> ReadTool(const Json& tool, size_t index) {
@@ -40,17 +27,6 @@ Result<ToolSchema> ReadTool(const Json& tool, size_t index) {
 
 }  // namespace
 
-std::string ToolCallSpecText(const ToolCallSpec& spec) {
-  Json out = Json::object();
-  ToolCallSyntax syntax = spec.syntax;
-  for (const char* f : kStringFields) out[f] = *Field(syntax, f);
-  out["max_calls"] = spec.max_calls;
-  Json tools = Json::array();
-  for (const ToolSchema& t : spec.tools) tools.push_back(Json{{"name", t.name}, {"parameters", t.parameters}});
-  out["tools"] = std::move(tools);
-  return DumpJson(out);
-}
-
 Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOptions& options) {
   if (text.size() > options.max_schema_bytes) {
     return OutOfRange("tool call constraint: larger than " + std::to_string(options.max_schema_bytes) + " bytes");
@@ -59,11 +35,11 @@ Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOp
   if (!parsed.ok()) return Bad(parsed.status().message());
   if (!parsed->is_object()) return Bad("not a JSON object");
   ToolCallSpec spec;
-  for (const char* f : kStringFields) {
+  for (std::string_view f : kToolCallSyntaxFields) {
     const Json* v = FindMember(*parsed, f);
     if (v == nullptr) continue;
-    if (!v->is_string()) return Bad(std::string("'") + f + "' is not a string");
-    *Field(spec.syntax, f) = v->get<std::string>();
+    if (!v->is_string()) return Bad(Concat({"'", f, "' is not a string"}));
+    ToolCallSyntaxField(spec.syntax, f) = v->get<std::string>();
   }
   if (spec.syntax.name_key.empty() || spec.syntax.arguments_key.empty()) return Bad("an empty key name");
   if (const Json* m = FindMember(*parsed, "max_calls"); m != nullptr) {

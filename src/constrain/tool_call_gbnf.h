@@ -24,22 +24,9 @@
 
 namespace valet {
 
-struct ToolSchema {
-  std::string name;
-  Json parameters;  // a JSON Schema object
-};
-
-struct ToolCallSpec {
-  ToolCallSyntax syntax;
-  std::vector<ToolSchema> tools;  // at least one
-  uint32_t max_calls = 1;         // 1..kMaxToolCallsPerTurn
-};
-
-inline constexpr uint32_t kMaxToolCallsPerTurn = 16;
-
-// The constraint text of a spec, and back (InvalidArgument naming what is
-// wrong; the text is bounded by options.max_schema_bytes before it is parsed).
-std::string ToolCallSpecText(const ToolCallSpec& spec);
+// A spec from its constraint text (common/tool_call_syntax.h writes it;
+// InvalidArgument naming what is wrong; the text is bounded by
+// options.max_schema_bytes before it is parsed).
 Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOptions& options = {});
 
 // The grammar of the spec's calls (Unsupported naming a tool's schema keyword

@@ -161,7 +161,7 @@ void EncodeStringTriples(Encoder& e, const std::vector<Record>& records) {
 }
 
 std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
-  [[maybe_unused]] const auto& [tier, system_prompt, messages, tools, prompt, prompt_tokens, max_tokens,
+  [[maybe_unused]] const auto& [tier, system_prompt, messages, tools, tool_choice, prompt, prompt_tokens, max_tokens,
                                 sampling, top_logprobs, stop, constraint, durable, durable_key, callbacks] = request;
   // Callbacks are code, not data: the app attaches them again on recovery.
   // durable is true and durable_key is the file's name: both are implied.
@@ -179,6 +179,10 @@ std::vector<uint8_t> EncodeSubmit(const TaskRequest& request) {
     e.Str(tool_call_id);
   }
   EncodeStringTriples(e, tools);  // name, description, parameters
+  const auto& [choice_kind, choice_name, parallel] = tool_choice;
+  e.I32(static_cast<int32_t>(choice_kind));
+  e.Str(choice_name);
+  e.U8(parallel ? 1 : 0);
   e.Str(prompt);
   e.I32s(prompt_tokens);
   e.I32(max_tokens);
@@ -234,6 +238,13 @@ bool DecodeSubmit(std::span<const uint8_t> payload, TaskRequest& r) {
     r.messages.push_back(std::move(m));
   }
   r.tools = DecodeStringTriples<ToolDefinition>(d);
+  const int32_t choice_kind = d.I32();
+  if (choice_kind < 0 || choice_kind > static_cast<int32_t>(ToolChoice::Kind::kNamed)) return false;
+  r.tool_choice.kind = static_cast<ToolChoice::Kind>(choice_kind);
+  r.tool_choice.name = d.Str();
+  const uint8_t parallel = d.U8();
+  if (parallel > 1) return false;
+  r.tool_choice.parallel = parallel == 1;
   r.prompt = d.Str();
   r.prompt_tokens = d.I32s();
   r.max_tokens = d.I32();

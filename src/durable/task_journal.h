@@ -62,9 +62,10 @@ namespace valet {
 
 // 2: the header names the settings that decide tokens (journal_identity.h).
 // 3: the submit record carries the output constraint (valet/constraint.h).
+// 5: and the tool choice (valet/task.h).
 // An older journal is refused: what it was written under is unknown, or it
 // has no room for what decides the tokens now.
-inline constexpr uint32_t kJournalFormatVersion = 4;
+inline constexpr uint32_t kJournalFormatVersion = 5;
 // No record is longer: a corrupt length can never ask for more memory than
 // this, and a request that would need more is refused at Create.
 inline constexpr uint32_t kMaxJournalRecordBytes = 16u << 20;

@@ -118,7 +118,7 @@ ChatRenderer ChatRenderer::ForFormat(const ChatFormat& format, ChatRendererOptio
     if (parsed.ok()) {
       r.template_ = std::make_shared<const chat::ChatTemplate>(std::move(parsed).value());
       r.uses_model_template_ = true;
-      r.template_shows_tools_ = ToolCallSyntaxForTemplate(format.template_source).template_shows_tools;
+      r.tool_syntax_ = ToolCallSyntaxForTemplate(format.template_source);
       return r;
     }
     r.fallback_reason_ = "the model's chat template could not be parsed (" + parsed.status().message() +
@@ -145,7 +145,7 @@ Result<RenderedPrompt> ChatRenderer::RenderChat(std::string_view system_prompt, 
   }
   if (!tools.empty()) {
     VALET_ASSIGN_OR_RETURN(Json tools_json, ToolsJson(tools));
-    if (template_shows_tools_) {
+    if (tool_syntax_.template_shows_tools) {
       input.variables = Json{{"tools", std::move(tools_json)}};
     } else if (Json& first = input.messages.front(); first["role"] == "system") {
       first["content"] = first["content"].get<std::string>() + "\n\n" + ToolsInstruction(tools_json);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "chat/chat_template.h"
+#include "chat/tool_calls.h"
 #include "engine/engine_interface.h"
 #include "valet/scheduler.h"
 
@@ -61,6 +62,9 @@ class ChatRenderer {
   // "<|im_end|>" as one token only produces piece by piece.
   const std::vector<std::string>& stop_strings() const { return stop_strings_; }
   bool uses_model_template() const { return uses_model_template_; }
+  // How the model's family writes tool calls (the generic syntax, which
+  // valet describes to the model itself, when the template shows no tools).
+  const ToolCallSyntax& tool_syntax() const { return tool_syntax_; }
   const std::string& fallback_reason() const { return fallback_reason_; }
 
  private:
@@ -72,7 +76,7 @@ class ChatRenderer {
   ChatFormat format_;
   std::vector<std::string> stop_strings_;
   bool uses_model_template_ = false;
-  bool template_shows_tools_ = false;  // else valet describes them in a system message
+  ToolCallSyntax tool_syntax_ = ToolCallSyntaxForTemplate("");
   std::string fallback_reason_;
 };
 

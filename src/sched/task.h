@@ -10,6 +10,7 @@
 #include "engine/engine_interface.h"
 #include "sampling/stop_condition.h"
 #include "durable/task_journal.h"
+#include "sched/tool_use.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -27,6 +28,7 @@ struct Task {
   int32_t prompt_pos = 0;       // prompt tokens fed so far
   int32_t max_tokens = 0;
   std::optional<StopChecker> stop;
+  std::optional<ToolUse> tool_use;  // its answer is read into tool calls
 
   bool seq_open = false;
   SequenceId seq = 0;

@@ -38,6 +38,7 @@ void TaskBook::Enqueue(TaskId id, PreparedTask prepared, int32_t max_tokens, std
   task->max_tokens = max_tokens;
   task->spec = std::move(prepared.spec);
   task->prompt = std::move(prepared.prompt);
+  task->tool_use = std::move(prepared.tool_use);
   prepared.stop.max_tokens = max_tokens;
   // The preparer checked these options, and a smaller positive max_tokens is as valid.
   task->stop.emplace(StopChecker::Create(std::move(prepared.stop)).value());
@@ -137,6 +138,13 @@ void TaskBook::Finish(Task& task, TaskState state, Status status, StopReason rea
   result.stop_reason = reason;
   result.tokens = std::move(task.tokens);
   result.text = std::move(task.text);
+  if (state == TaskState::kDone && task.tool_use) {
+    ToolAnswer answer = task.tool_use->Read(result.text);
+    result.content = std::move(answer.content);
+    result.tool_calls = std::move(answer.calls);
+  } else {
+    result.content = result.text;
+  }
   result.logprobs = std::move(task.logprobs);
   result.durable_key = task.durable_key;
   if (Result<TaskMetrics> m = s_.recorder.Metrics(task.id); m.ok()) result.metrics = *m;

@@ -93,8 +93,11 @@ Result<PreparedTask> TaskPreparer::Prepare(TaskRequest request) const {
   VALET_RETURN_IF_ERROR(Tokenize(request, &out));
   out.spec.sampling = request.sampling;
   out.spec.top_logprobs = request.top_logprobs;
-  VALET_RETURN_IF_ERROR(engine_.CheckConstraint(request.constraint));
-  out.spec.constraint = request.constraint;
+  VALET_ASSIGN_OR_RETURN(out.tool_use, ToolUse::Plan(chat_.tool_syntax(), request));
+  // The request keeps its own fields (a durable task's journal replays them).
+  out.spec.constraint = out.tool_use && out.tool_use->constraint().active() ? out.tool_use->constraint()
+                                                                             : request.constraint;
+  VALET_RETURN_IF_ERROR(engine_.CheckConstraint(out.spec.constraint));
   out.request = std::move(request);
   VALET_RETURN_IF_ERROR(FitContext(&out));
   out.stop.eos_token_ids = eog_tokens_;

@@ -7,11 +7,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/engine_interface.h"
 #include "sampling/stop_condition.h"
 #include "sched/chat_renderer.h"
+#include "sched/tool_use.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -28,6 +30,7 @@ struct PreparedTask {
   // what the KV pool holds alone, rather than refusing the task.
   bool until_context_end = false;
   StopOptions stop;  // max_tokens set at admission
+  std::optional<ToolUse> tool_use;  // the request offers tools it may call
 
   int64_t prompt_tokens() const { return static_cast<int64_t>(spec.shared_prefix.size() + prompt.size()); }
 };

@@ -9,7 +9,8 @@
 #include "server/durable_submit.h"
 #include "server/http_reply.h"
 #include "server/openai_response.h"
-#include "server/tool_reply.h"
+#include "server/tool_call_stream.h"
+#include "sched/tool_use.h"
 #include "server/utf8_assembler.h"
 
 namespace valet {
@@ -41,18 +42,18 @@ ApiError ErrorFromResult(const TaskResult& result) {
 class CompletionReply {
  public:
   CompletionReply(std::shared_ptr<ServerContext> ctx, std::shared_ptr<http::HttpExchange> exchange,
-                  std::shared_ptr<TaskSlot> slot, const CompletionRequest& request,
-                  std::optional<ToolCallSyntax> tool_syntax)
+                  std::shared_ptr<TaskSlot> slot, const CompletionRequest& request)
       : ctx_(std::move(ctx)),
         exchange_(std::move(exchange)),
         slot_(std::move(slot)),
         endpoint_(request.endpoint),
         stream_(request.stream),
         include_usage_(request.include_usage),
-        logprobs_(request.logprobs),
-        tool_syntax_(std::move(tool_syntax)),
-        tools_(request.task.tools) {
-    if (tool_syntax_) calls_stream_.emplace(*tool_syntax_);
+        logprobs_(request.logprobs) {
+    const TaskRequest& task = request.task;
+    if (stream_ && !task.tools.empty() && task.tool_choice.kind != ToolChoice::Kind::kNone) {
+      calls_stream_.emplace(AnswerSyntax(ctx_->tool_syntax, task.tool_choice));
+    }
   }
 
   // Before the token's OnToken.
@@ -74,21 +75,19 @@ class CompletionReply {
     ctx_->metrics.ObserveFinished(result);
     const bool ok = result.state == TaskState::kDone;
     if (!started_ && !ok) return exchange_->Reply(ErrorReply(*ctx_, ErrorFromResult(result)));
-    std::optional<ToolAnswer> answer;
-    if (ok && tool_syntax_) answer = ReadToolAnswer(result.text, *tool_syntax_, tools_);
-    if (!stream_) return exchange_->Reply(JsonReply(200, CompletionBody(Meta(id), result, answer ? &*answer : nullptr)));
+    if (!stream_) return exchange_->Reply(JsonReply(200, CompletionBody(Meta(id), result)));
     Start(id);
     Emit(Showable(utf8_.Flush()));
-    const bool calls = answer && !answer->calls.empty();
+    const bool calls = !result.tool_calls.empty();
     if (calls_stream_) {
       // What was held back: the rest of the content before the calls, or all of it.
-      const std::string& held = calls ? answer->content : calls_stream_->text();
+      const std::string& held = calls ? result.content : calls_stream_->text();
       if (held.size() > calls_stream_->shown()) Emit(held.substr(calls_stream_->shown()));
     }
     if (calls) {
       ChunkOptions o;
       o.usage_null = include_usage_;
-      exchange_->Write(ToolCallsChunk(meta_, answer->calls, o));
+      exchange_->Write(ToolCallsChunk(meta_, result.tool_calls, o));
     }
     exchange_->Write(StreamEnd(result, calls));
     exchange_->EndStream();
@@ -164,9 +163,7 @@ class CompletionReply {
   size_t logprob_bytes_ = 0;                     // of the tokens sent (completions' text_offset)
   Utf8Assembler utf8_;
   bool started_ = false;
-  const std::optional<ToolCallSyntax> tool_syntax_;  // the answer may call tools
-  const std::vector<ToolDefinition> tools_;
-  std::optional<ToolCallStream> calls_stream_;
+  std::optional<ToolCallStream> calls_stream_;  // a stream whose answer may call tools
 };
 
 TaskCallbacks MakeCallbacks(const std::shared_ptr<CompletionReply>& reply) {
@@ -202,13 +199,7 @@ void Submit(const std::shared_ptr<ServerContext>& ctx, const std::shared_ptr<htt
     return exchange->Reply(std::move(reply));
   }
   if (request.task.durable) return SubmitDurable(ctx, exchange, std::move(slot), std::move(request));
-  std::optional<ToolCallSyntax> tool_syntax;
-  if (auto e = PrepareToolCalls(ctx->tool_syntax, &request, &tool_syntax)) {
-    ctx->tasks.Release(*slot);
-    return exchange->Reply(ErrorReply(*ctx, *e));
-  }
-  request.task.callbacks =
-      MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request, std::move(tool_syntax)));
+  request.task.callbacks = MakeCallbacks(std::make_shared<CompletionReply>(ctx, exchange, slot, request));
   Result<TaskId> id = ctx->scheduler.Submit(std::move(request.task));
   if (!id.ok()) {
     ctx->tasks.Release(*slot);

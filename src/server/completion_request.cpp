@@ -323,7 +323,7 @@ MaybeError ReadDurable(const json& body, CompletionRequest* r) {
     return BadRequest("durable tasks do not keep log-probabilities (a resumed task could not answer them)",
                       "logprobs", "unsupported_value");
   }
-  if (r->tool_choice.kind != ToolChoice::Kind::kNone) {
+  if (!r->task.tools.empty()) {
     return BadRequest("durable tasks answer text; a request whose answer may call tools is not durable",
                       "tools", "unsupported_value");
   }
@@ -377,14 +377,19 @@ ParsedCompletion ParseCompletionRequest(Endpoint endpoint, std::string_view body
   if (auto e = chat ? ReadMessages(body, &r.task) : ReadPrompt(body, defaults.vocab_size, &r.task)) return *e;
   if (auto e = ReadCommon(body, &r)) return *e;
   if (chat) {
-    if (auto e = ReadTools(body, body_text, &r.task.tools, &r.tool_choice)) return *e;
+    if (auto e = ReadTools(body, body_text, &r.task.tools, &r.task.tool_choice)) return *e;
     // "none": the answer is text, so the model is not shown what it may not call.
-    if (r.tool_choice.kind == ToolChoice::Kind::kNone) r.task.tools.clear();
+    if (r.task.tool_choice.kind == ToolChoice::Kind::kNone) r.task.tools.clear();
   }
   if (auto e = RefuseUnsupportedFields(body, endpoint)) return *e;
   if (auto e = ReadLogprobs(body, endpoint, &r)) return *e;
   if (auto e = ReadDurable(body, &r)) return *e;
   if (auto e = ReadResponseFormat(body, body_text, &r.task.constraint)) return *e;
+  const ToolChoice::Kind choice = r.task.tool_choice.kind;
+  if (r.task.constraint.active() && (choice == ToolChoice::Kind::kRequired || choice == ToolChoice::Kind::kNamed)) {
+    return BadRequest("a required tool call and 'response_format' or 'grammar' exclude each other", "tool_choice",
+                      "invalid_value");
+  }
   const int32_t fallback = chat ? defaults.chat_max_tokens : defaults.completion_max_tokens;
   if (auto e = ReadMaxTokens(body, fallback, &r.task.max_tokens)) return *e;
   if (auto e = ReadTier(body, tier_header, endpoint, &r.task.tier)) return *e;

@@ -32,7 +32,6 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // the answer carries logprobs (task.top_logprobs >= 0)
-  ToolChoice tool_choice;      // chat: how the answer may call task.tools
   // No "model": one model is served whatever the request names, and answers
   // carry its name (ServerOptions::model_name), never the request's text.
 };

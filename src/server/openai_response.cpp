@@ -63,15 +63,15 @@ static json ToolCallsJson(const std::vector<ToolCall>& calls, bool indexed) {
   return out;
 }
 
-std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result, const ToolAnswer* tools) {
+std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result) {
   json body = Envelope(meta, /*chunk=*/false);
   json logprobs = nullptr;
   if (meta.logprobs) logprobs = IsChat(meta) ? ChatLogprobs(result.logprobs) : CompletionLogprobs(result.logprobs, 0);
   json choice = {{"index", 0}, {"finish_reason", FinishReason(result.stop_reason)}, {"logprobs", std::move(logprobs)}};
-  if (IsChat(meta) && tools != nullptr && !tools->calls.empty()) {
+  if (IsChat(meta) && !result.tool_calls.empty()) {
     choice["message"] = {{"role", "assistant"},
-                         {"content", tools->content.empty() ? json(nullptr) : json(tools->content)},
-                         {"tool_calls", ToolCallsJson(tools->calls, false)}};
+                         {"content", result.content.empty() ? json(nullptr) : json(result.content)},
+                         {"tool_calls", ToolCallsJson(result.tool_calls, false)}};
     choice["finish_reason"] = "tool_calls";
   } else if (IsChat(meta)) {
     choice["message"] = {{"role", "assistant"}, {"content", result.text}};

@@ -9,7 +9,6 @@
 #include <string_view>
 
 #include "server/completion_request.h"
-#include "server/tool_reply.h"
 #include "valet/scheduler.h"
 
 namespace valet {
@@ -30,7 +29,7 @@ const char* FinishReason(StopReason reason);
 // The whole non-streamed response (with meta.logprobs, result.logprobs in
 // the choice's "logprobs"). With an answer that calls tools: its text (null
 // when none) and "tool_calls", finish_reason "tool_calls".
-std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result, const ToolAnswer* tools = nullptr);
+std::string CompletionBody(const ResponseMeta& meta, const TaskResult& result);
 
 struct ChunkOptions {
   bool first = false;               // chat: the delta carries the role

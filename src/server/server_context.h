@@ -12,8 +12,8 @@
 #include <mutex>
 #include <string>
 
-#include "chat/tool_calls.h"
 #include "engine/engine_interface.h"
+#include "sched/chat_renderer.h"
 #include "server/completion_request.h"
 #include "server/durable_store.h"
 #include "server/durable_tasks.h"
@@ -68,14 +68,14 @@ struct ServerContext {
   ServerContext(Scheduler& s, const EngineInterface& v, ServerOptions o, std::unique_ptr<const DurableStore> d)
       : scheduler(s),
         vocab(v),
-        tool_syntax(ToolCallSyntaxForTemplate(v.chat_format().template_source)),
+        tool_syntax(ChatRenderer::ForFormat(v.chat_format()).tool_syntax()),
         options(std::move(o)),
         durable_tasks(options.durable.max_tasks),
         durable(std::move(d)) {}
 
   Scheduler& scheduler;
   const EngineInterface& vocab;  // tokenizer only: Tokenize/context_length
-  const ToolCallSyntax tool_syntax;  // how the model's family writes tool calls, told once from its template
+  const ToolCallSyntax tool_syntax;  // how the model's family writes tool calls, as the scheduler reads them
   const ServerOptions options;
   TaskTable tasks;
   ServerMetrics metrics;

@@ -20,16 +20,10 @@
 
 namespace valet {
 
-struct ToolChoice {
-  enum class Kind { kNone, kAuto, kRequired, kNamed };
-  Kind kind = Kind::kNone;  // "auto" when the request has tools and names no choice
-  std::string name;         // kNamed: the tool
-  // parallel_tool_calls: several calls in one answer. Off unless asked for,
-  // as llama-server has it: a model that keeps calling under a required
-  // call's grammar would otherwise write calls until max_tokens cuts them.
-  bool parallel = false;
-};
-
+// `choice`: kNone when the request offers no tools; parallel_tool_calls is
+// off unless asked for, as llama-server has it: a model that keeps calling
+// under a required call's grammar would otherwise write calls until
+// max_tokens cuts them.
 std::optional<ApiError> ReadTools(const nlohmann::json& body, std::string_view body_text,
                                   std::vector<ToolDefinition>* tools, ToolChoice* choice);
 

@@ -113,6 +113,7 @@ TaskRequest FullRequest() {
       {"user", "\0"s}};
   r.tools = {{"get_weather", "The weather.", R"({"type":"object","properties":{"city":{"type":"string"}}})"},
              {"f", "", ""}};
+  r.tool_choice = {ToolChoice::Kind::kNamed, "f", true};
   r.prompt = "raw <|im_start|> prompt\0tail"s;
   r.prompt_tokens = {1, 0, 2147483647, 42};
   r.max_tokens = 0;
@@ -138,6 +139,7 @@ void ExpectSameRequest(const TaskRequest& a, const TaskRequest& b) {
   ASSERT_EQ(a.messages.size(), b.messages.size());
   for (size_t i = 0; i < a.messages.size(); ++i) EXPECT_TRUE(a.messages[i] == b.messages[i]) << "message " << i;
   EXPECT_TRUE(a.tools == b.tools);
+  EXPECT_EQ(a.tool_choice, b.tool_choice);
   EXPECT_EQ(a.prompt, b.prompt);
   EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
   EXPECT_EQ(a.max_tokens, b.max_tokens);

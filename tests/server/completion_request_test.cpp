@@ -275,18 +275,18 @@ TEST_F(CompletionRequestTest, ToolsToolChoiceAndToolMessages) {
   EXPECT_EQ(r.task.tools[0].parameters,
             R"({"type":"object","properties":{"zeta":{"type":"string"},"alpha":{"type":"integer"}}})");
   EXPECT_EQ(r.task.tools[1].parameters, "");
-  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kAuto);
-  EXPECT_FALSE(r.tool_choice.parallel);
-  EXPECT_EQ(ok(user + "," + tools + R"(,"tool_choice":"required","parallel_tool_calls":false)").tool_choice.kind,
+  EXPECT_EQ(r.task.tool_choice.kind, ToolChoice::Kind::kAuto);
+  EXPECT_FALSE(r.task.tool_choice.parallel);
+  EXPECT_EQ(ok(user + "," + tools + R"(,"tool_choice":"required","parallel_tool_calls":false)").task.tool_choice.kind,
             ToolChoice::Kind::kRequired);
-  EXPECT_TRUE(ok(user + "," + tools + R"(,"parallel_tool_calls":true)").tool_choice.parallel);
+  EXPECT_TRUE(ok(user + "," + tools + R"(,"parallel_tool_calls":true)").task.tool_choice.parallel);
   r = ok(user + "," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"ping"}})");
-  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kNamed);
-  EXPECT_EQ(r.tool_choice.name, "ping");
+  EXPECT_EQ(r.task.tool_choice.kind, ToolChoice::Kind::kNamed);
+  EXPECT_EQ(r.task.tool_choice.name, "ping");
   r = ok(user + "," + tools + R"(,"tool_choice":"none")");
-  EXPECT_EQ(r.tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(r.task.tool_choice.kind, ToolChoice::Kind::kNone);
   EXPECT_TRUE(r.task.tools.empty()) << "a model that may not call tools is not shown them";
-  EXPECT_EQ(ok(user).tool_choice.kind, ToolChoice::Kind::kNone);
+  EXPECT_EQ(ok(user).task.tool_choice.kind, ToolChoice::Kind::kNone);
 
   r = ok(R"("messages":[{"role":"user","content":"Oslo?"},
       {"role":"assistant","content":null,"tool_calls":[{"id":"abc123XYZ","type":"function",

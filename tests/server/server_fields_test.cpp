@@ -259,7 +259,7 @@ const std::vector<Field>& AllFields() {
        [](const Observed&, const Observed& with) {
          ASSERT_EQ(with.status, 200) << with.body.dump();
          ASSERT_EQ(with.specs.size(), 1u);
-         // ChatML's generic form holds one call either way (tool_reply_test: Qwen's holds 8).
+         // ChatML's generic form holds one call either way (tool_use_test: Hermes's holds 8).
          EXPECT_NE(with.specs[0].constraint.text.find(R"("max_calls":1)"), std::string::npos);
        }},
       {"functions", kChat, Is(json::array({{{"name", "f"}}})), {}, Refused("functions")},
