@@ -58,8 +58,10 @@ extern "C" {
  * with its length, NUL bytes included).
  * 6: packed weights as a file (valet_params.weights_cache,
  * valet_weights_cache_remove, valet_stats.weights); valet_create_async.
- * 8: output constraints (valet_task_params.constraint_*). */
-#define VALET_API_VERSION 8
+ * 8: output constraints (valet_task_params.constraint_*).
+ * 9: tool calls (valet_task_params.tools, tool_choice, message_tools;
+ * valet_task_result.tool_calls, content). */
+#define VALET_API_VERSION 9
 
 #define VALET_MAX_TEXT_BYTES ((size_t)64 << 20)
 #define VALET_MAX_LIST_ITEMS ((size_t)1 << 16)
@@ -201,9 +203,39 @@ typedef struct valet_params {
 } valet_params;
 
 typedef struct valet_chat_message {
-  const char* role; /* "system", "user" or "assistant" */
+  const char* role; /* "system", "user", "assistant" or (v9) "tool" */
   const char* content;
 } valet_chat_message;
+
+/* v9. A function the model may call, shown to it by its chat template. */
+typedef struct valet_tool {
+  const char* name;        /* 1-64 of [A-Za-z0-9_-] */
+  const char* description; /* NULL: none */
+  const char* parameters;  /* a JSON Schema object's text; NULL: {"type": "object"} */
+} valet_tool;
+
+/* v9. A call of a tool: as the model wrote it (valet_task_result) or as
+ * the app replays an earlier turn (valet_message_tools). */
+typedef struct valet_tool_call {
+  const char* id;        /* names the call; the "tool" message answering it gives it back */
+  const char* name;
+  const char* arguments; /* a JSON object's text */
+} valet_tool_call;
+
+/* v9. What a chat message holds beyond its role and content. */
+typedef struct valet_message_tools {
+  const valet_tool_call* tool_calls; /* an "assistant" message: the calls it made */
+  size_t n_tool_calls;
+  const char* tool_call_id;          /* a "tool" message: the call whose result it is; NULL: none */
+} valet_message_tools;
+
+/* v9. How the model may use the tools a task offers (OpenAI's tool_choice). */
+typedef enum valet_tool_choice {
+  VALET_TOOL_CHOICE_AUTO = 0,     /* text or calls, as the model chooses */
+  VALET_TOOL_CHOICE_NONE = 1,     /* the tools are shown, never called */
+  VALET_TOOL_CHOICE_REQUIRED = 2, /* calls, generated under the tools' parameter schemas */
+  VALET_TOOL_CHOICE_NAMED = 3     /* a call of tool_choice_name, likewise */
+} valet_tool_choice;
 
 typedef enum valet_park_kind {
   VALET_PARK_RESIDENT = 0,
@@ -238,6 +270,15 @@ typedef struct valet_task_result {
   valet_task_metrics metrics;
   const char* durable_key;  /* a durable task's key, else "" (within struct_size from v4) */
   size_t text_len;          /* v5: the bytes of text, which may hold NUL bytes (a generated <0x00>) */
+  /* v9. A task that offered tools (tool_choice not NONE) and ended DONE: the
+   * calls its answer made, each with a fresh id, when the answer reads as
+   * calls of offered tools (in the syntax the model's family writes calls
+   * in); content is then the text before them, trimmed. Otherwise no calls
+   * and content is text. */
+  const valet_tool_call* tool_calls;
+  size_t n_tool_calls;
+  const char* content;      /* NUL-terminated, content_len bytes */
+  size_t content_len;
 } valet_task_result;
 
 /* `text` is NUL-terminated and valid only during the call; a NUL byte the
@@ -299,6 +340,18 @@ typedef struct valet_task_params {
   /* v8. JSON kinds: 0 for compact JSON; else at most this many spaces, tabs
    * or newlines between two tokens (<= 16). */
   uint32_t constraint_max_whitespace;
+  /* v9. With messages: the tools the template shows the model (at most 128)
+   * and how it may call them; the answer's calls come back in
+   * valet_task_result.tool_calls. A REQUIRED or NAMED choice excludes
+   * constraint_kind (it is the constraint). */
+  const valet_tool* tools;
+  size_t n_tools;
+  int32_t tool_choice;          /* a valet_tool_choice */
+  const char* tool_choice_name; /* NAMED: one of tools */
+  int32_t parallel_tool_calls;  /* non-zero: several calls in one answer (else one) */
+  /* v9. NULL, or n_messages entries: an assistant message's calls and a
+   * tool message's tool_call_id. */
+  const valet_message_tools* message_tools;
 } valet_task_params;
 
 /* A durable task found by valet_recover; valid only during the call. */

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "capi/capi_internal.h"
 #include "engine/real_engine.h"
@@ -66,6 +67,11 @@ static_assert(VALET_PARK_CAUSE_JOURNAL_IO == static_cast<int>(valet::ParkCause::
                   VALET_PARK_CAUSE_POWER == static_cast<int>(valet::ParkCause::kPower) &&
                   VALET_PARK_CAUSE_CONSUMER == static_cast<int>(valet::ParkCause::kConsumer),
               "valet_park_cause mirrors valet::ParkCause");
+static_assert(VALET_TOOL_CHOICE_AUTO == static_cast<int>(valet::ToolChoice::Kind::kAuto) &&
+                  VALET_TOOL_CHOICE_NONE == static_cast<int>(valet::ToolChoice::Kind::kNone) &&
+                  VALET_TOOL_CHOICE_REQUIRED == static_cast<int>(valet::ToolChoice::Kind::kRequired) &&
+                  VALET_TOOL_CHOICE_NAMED == static_cast<int>(valet::ToolChoice::Kind::kNamed),
+              "valet_tool_choice mirrors valet::ToolChoice::Kind");
 
 valet_status CheckHandle(const valet_scheduler* s) {
   if (s == nullptr) return Fail(VALET_INVALID_ARGUMENT, "scheduler is required");
@@ -244,8 +250,8 @@ valet_task_metrics MetricsToC(const valet::TaskMetrics& m) {
   return c;
 }
 
-// Points into `r`: valid while `r` is.
-valet_task_result ResultToC(const valet::TaskResult& r) {
+// Points into `r` and `calls`: valid while they are.
+valet_task_result ResultToC(const valet::TaskResult& r, std::vector<valet_tool_call>* calls) {
   valet_task_result c;
   std::memset(&c, 0, sizeof c);
   c.struct_size = sizeof c;
@@ -257,6 +263,13 @@ valet_task_result ResultToC(const valet::TaskResult& r) {
   c.n_tokens = static_cast<int32_t>(r.tokens.size());
   c.metrics = MetricsToC(r.metrics);
   c.durable_key = r.durable_key.c_str();
+  for (const valet::ToolCall& call : r.tool_calls) {
+    calls->push_back({call.id.c_str(), call.name.c_str(), call.arguments.c_str()});
+  }
+  c.tool_calls = calls->data();
+  c.n_tool_calls = calls->size();
+  c.content = r.content.c_str();
+  c.content_len = r.content.size();
   return c;
 }
 
@@ -278,11 +291,43 @@ valet::TaskCallbacks CallbacksFrom(const valet_task_params& p) {
   }
   if (p.on_done != nullptr) {
     cb.on_done = [fn = p.on_done, user](valet::TaskId id, const valet::TaskResult& r) {
-      const valet_task_result result = ResultToC(r);
+      std::vector<valet_tool_call> calls;
+      const valet_task_result result = ResultToC(r, &calls);
       fn(user, id, &result);
     };
   }
   return cb;
+}
+
+valet::Status ReadMessageTools(const valet_message_tools& in, valet::ChatMessage* m) {
+  VALET_RETURN_IF_ERROR(CheckList(in.tool_calls, in.n_tool_calls, "a message's tool_calls"));
+  for (size_t i = 0; i < in.n_tool_calls; ++i) {
+    valet::ToolCall call;
+    VALET_ASSIGN_OR_RETURN(call.id, Text(in.tool_calls[i].id, 0, "a tool call's id"));
+    VALET_ASSIGN_OR_RETURN(call.name, Text(in.tool_calls[i].name, 0, "a tool call's name"));
+    VALET_ASSIGN_OR_RETURN(call.arguments, Text(in.tool_calls[i].arguments, 0, "a tool call's arguments"));
+    m->tool_calls.push_back(std::move(call));
+  }
+  VALET_ASSIGN_OR_RETURN(m->tool_call_id, Text(in.tool_call_id, 0, "a message's tool_call_id"));
+  return valet::Status::Ok();
+}
+
+valet::Status ReadTools(const valet_task_params& p, valet::TaskRequest* r) {
+  VALET_RETURN_IF_ERROR(CheckList(p.tools, p.n_tools, "tools"));
+  for (size_t i = 0; i < p.n_tools; ++i) {
+    valet::ToolDefinition t;
+    VALET_ASSIGN_OR_RETURN(t.name, Text(p.tools[i].name, 0, "a tool's name"));
+    VALET_ASSIGN_OR_RETURN(t.description, Text(p.tools[i].description, 0, "a tool's description"));
+    VALET_ASSIGN_OR_RETURN(t.parameters, Text(p.tools[i].parameters, 0, "a tool's parameters"));
+    r->tools.push_back(std::move(t));
+  }
+  if (p.tool_choice < VALET_TOOL_CHOICE_AUTO || p.tool_choice > VALET_TOOL_CHOICE_NAMED) {
+    return valet::InvalidArgument("tool_choice " + std::to_string(p.tool_choice) + " is not a valet_tool_choice");
+  }
+  r->tool_choice.kind = static_cast<valet::ToolChoice::Kind>(p.tool_choice);
+  VALET_ASSIGN_OR_RETURN(r->tool_choice.name, Text(p.tool_choice_name, 0, "tool_choice_name"));
+  r->tool_choice.parallel = p.parallel_tool_calls != 0;
+  return valet::Status::Ok();
 }
 
 valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
@@ -295,8 +340,10 @@ valet::Result<valet::TaskRequest> RequestFrom(const valet_task_params& p) {
     VALET_ASSIGN_OR_RETURN(m.role, Text(p.messages[i].role, 0, "a message's role"));
     const size_t length = p.message_lengths == nullptr ? 0 : p.message_lengths[i];
     VALET_ASSIGN_OR_RETURN(m.content, Text(p.messages[i].content, length, "a message's content"));
+    if (p.message_tools != nullptr) VALET_RETURN_IF_ERROR(ReadMessageTools(p.message_tools[i], &m));
     r.messages.push_back(std::move(m));
   }
+  VALET_RETURN_IF_ERROR(ReadTools(p, &r));
   VALET_ASSIGN_OR_RETURN(r.prompt, Text(p.prompt, p.prompt_length, "prompt"));
   r.max_tokens = p.max_tokens;
   r.sampling.temperature = p.temperature;

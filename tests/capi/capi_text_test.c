@@ -4,7 +4,8 @@
  * bounds); and on synth-tiny (random weights: byte tokens galore) generated
  * text with its length, a generated NUL byte kept and a character split
  * across tokens delivered whole; a JSON Schema constraint's output, and its
- * refusal at submission. Exits 77 (skipped) when ../shared/models is
+ * refusal at submission; tools offered, a required call parsed back, and an
+ * earlier turn's calls and results replayed. Exits 77 (skipped) when ../shared/models is
  * absent. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -325,6 +326,123 @@ static int test_constrained_output(valet_scheduler* s) {
   return 0;
 }
 
+/* Tools: a required call comes back parsed (arguments under the tool's
+ * schema), an earlier turn's call and its result reach the template, and
+ * what cannot be honoured is refused at submission. */
+typedef struct {
+  int calls;
+  char name[64];
+  char arguments[256];
+  char id[64];
+  size_t content_len;
+  valet_task_state state;
+  int32_t prompt_tokens;
+} call_log;
+
+static void copy_text(char* out, size_t size, const char* text) {
+  strncpy(out, text, size - 1);
+  out[size - 1] = 0;
+}
+
+static void log_calls(void* user, valet_task_id id, const valet_task_result* r) {
+  call_log* log = (call_log*)user;
+  (void)id;
+  log->state = r->state;
+  log->calls = (int)r->n_tool_calls;
+  log->content_len = r->content_len;
+  log->prompt_tokens = r->metrics.prompt_tokens;
+  if (r->n_tool_calls > 0) {
+    copy_text(log->name, sizeof log->name, r->tool_calls[0].name);
+    copy_text(log->arguments, sizeof log->arguments, r->tool_calls[0].arguments);
+    copy_text(log->id, sizeof log->id, r->tool_calls[0].id);
+  }
+}
+
+static const valet_tool kTools[] = {
+    {"get_weather", "The weather in a city.",
+     "{\"type\":\"object\",\"properties\":{\"city\":{\"enum\":[\"Oslo\",\"Paris\"]}},"
+     "\"required\":[\"city\"],\"additionalProperties\":false}"},
+    {"ping", NULL, "{\"type\":\"object\",\"additionalProperties\":false}"}};
+
+static valet_task_params tool_task(const valet_chat_message* messages, size_t n, call_log* log) {
+  valet_task_params t = valet_default_task_params();
+  t.messages = messages;
+  t.n_messages = n;
+  t.tools = kTools;
+  t.n_tools = 2;
+  t.max_tokens = 200;
+  t.temperature = 1.0f;
+  t.top_k = 0;
+  t.top_p = 1.0f;
+  t.min_p = 0.0f;
+  t.on_done = log_calls;
+  t.user_data = log;
+  return t;
+}
+
+static int test_tool_calls(valet_scheduler* s) {
+  const valet_chat_message ask[] = {{"user", "Weather in Oslo?"}};
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    call_log log;
+    memset(&log, 0, sizeof log);
+    valet_task_params t = tool_task(ask, 1, &log);
+    t.tool_choice = seed % 2 == 0 ? VALET_TOOL_CHOICE_REQUIRED : VALET_TOOL_CHOICE_NAMED;
+    t.tool_choice_name = t.tool_choice == VALET_TOOL_CHOICE_NAMED ? "get_weather" : NULL;
+    t.seed = seed;
+    valet_task_id id = 0;
+    CHECK(valet_submit(s, &t, &id) == VALET_OK);
+    CHECK(valet_wait_idle(s) == VALET_OK);
+    CHECK(log.state == VALET_TASK_DONE);
+    CHECK(log.calls == 1);
+    CHECK(strlen(log.id) == 9);
+    CHECK(log.content_len == 0);
+    if (strcmp(log.name, "get_weather") == 0) {
+      CHECK(strcmp(log.arguments, "{\"city\":\"Oslo\"}") == 0 || strcmp(log.arguments, "{\"city\":\"Paris\"}") == 0);
+    } else {
+      CHECK(t.tool_choice == VALET_TOOL_CHOICE_REQUIRED && strcmp(log.name, "ping") == 0);
+      CHECK(strcmp(log.arguments, "{}") == 0);
+    }
+  }
+
+  /* The call and its result replayed: more prompt than the question alone. */
+  call_log first, replayed;
+  memset(&first, 0, sizeof first);
+  memset(&replayed, 0, sizeof replayed);
+  valet_task_params alone = tool_task(ask, 1, &first);
+  alone.max_tokens = 1;
+  valet_task_id id = 0;
+  CHECK(valet_submit(s, &alone, &id) == VALET_OK);
+  const valet_tool_call call = {"abc123XYZ", "get_weather", "{\"city\":\"Oslo\"}"};
+  const valet_chat_message turns[] = {{"user", "Weather in Oslo?"}, {"assistant", ""}, {"tool", "-3 C"}};
+  const valet_message_tools extra[] = {{NULL, 0, NULL}, {&call, 1, NULL}, {NULL, 0, "abc123XYZ"}};
+  valet_task_params again = tool_task(turns, 3, &replayed);
+  again.message_tools = extra;
+  again.max_tokens = 1;
+  CHECK(valet_submit(s, &again, &id) == VALET_OK);
+  CHECK(valet_wait_idle(s) == VALET_OK);
+  CHECK(first.state == VALET_TASK_DONE && replayed.state == VALET_TASK_DONE);
+  CHECK(replayed.prompt_tokens > first.prompt_tokens + 10);
+
+  /* Refused: a tool message's id on a user message, an unknown choice, a
+   * named tool not offered, a required call beside a constraint. */
+  call_log unused;
+  const valet_message_tools misplaced[] = {{NULL, 0, "abc"}};
+  valet_task_params bad = tool_task(ask, 1, &unused);
+  bad.message_tools = misplaced;
+  CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
+  bad = tool_task(ask, 1, &unused);
+  bad.tool_choice = 4;
+  CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
+  bad.tool_choice = VALET_TOOL_CHOICE_NAMED;
+  bad.tool_choice_name = "rm";
+  CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
+  CHECK(strstr(valet_last_error(), "rm") != NULL);
+  bad.tool_choice = VALET_TOOL_CHOICE_REQUIRED;
+  bad.constraint_kind = VALET_CONSTRAINT_JSON_OBJECT;
+  CHECK(valet_submit(s, &bad, &id) == VALET_INVALID_ARGUMENT);
+  return 0;
+}
+
 int main(void) {
   const int found = find_model();
   if (found != 0) return found;
@@ -332,7 +450,7 @@ int main(void) {
   valet_scheduler* s = NULL;
   CHECK(valet_create(&params, &s) == VALET_OK);
   if (test_tokenize_buffer_protocol(s) != 0 || test_prompts_with_nul_bytes(s) != 0 || test_bounds(s) != 0 ||
-      test_constrained_output(s) != 0) {
+      test_constrained_output(s) != 0 || test_tool_calls(s) != 0) {
     return 1;
   }
   valet_destroy(s);

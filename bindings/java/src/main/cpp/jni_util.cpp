@@ -49,7 +49,7 @@ bool Init(JavaVM* vm, JNIEnv* env) {
   if (env->ExceptionCheck()) return false;
   g_refs.task_on_state = env->GetMethodID(g_refs.task, "onNativeState", "(JI)V");
   if (env->ExceptionCheck()) return false;
-  g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(JII[B[BI[D[I)V");
+  g_refs.task_on_done = env->GetMethodID(g_refs.task, "onNativeDone", "(JII[B[BI[D[I[B[[B)V");
   if (env->ExceptionCheck()) return false;
   if (!Cache(env, &g_refs.recovery, "dev/valet/Recovery")) return false;
   g_refs.recovery_resumed = env->GetMethodID(g_refs.recovery, "onNativeResumed", "([BI[IJ)Ldev/valet/Task;");
@@ -66,7 +66,8 @@ bool Init(JavaVM* vm, JNIEnv* env) {
   if (env->ExceptionCheck()) return false;
   if (!Cache(env, &g_refs.exception, "dev/valet/ValetException")) return false;
   g_refs.exception_init = env->GetMethodID(g_refs.exception, "<init>", "(I[B)V");
-  return !env->ExceptionCheck();
+  if (env->ExceptionCheck()) return false;
+  return Cache(env, &g_refs.byte_array, "[B");
 }
 
 JNIEnv* CallbackEnv(const char* thread_name) {

@@ -27,7 +27,8 @@ struct JavaRefs {
   jclass task = nullptr;              // Task (global ref: keeps its method ids valid)
   jmethodID task_on_token = nullptr;  // Task.onNativeToken(long, int, byte[])
   jmethodID task_on_state = nullptr;  // Task.onNativeState(long, int)
-  jmethodID task_on_done = nullptr;   // Task.onNativeDone(long, int, int, byte[], byte[], int, double[], int[])
+  // Task.onNativeDone(long, int, int, byte[], byte[], int, double[], int[], byte[], byte[][])
+  jmethodID task_on_done = nullptr;
   jclass recovery = nullptr;          // Recovery (global ref)
   jmethodID recovery_resumed = nullptr;  // Task Recovery.onNativeResumed(byte[], int, int[], long)
   jmethodID recovery_ended = nullptr;    // Recovery.onNativeEnded(byte[], int, int[], int, byte[])
@@ -38,6 +39,7 @@ struct JavaRefs {
   jmethodID load_on_done = nullptr;      // NativeLoad.onNativeDone(long, int, byte[])
   jclass exception = nullptr;         // ValetException (global ref)
   jmethodID exception_init = nullptr;   // ValetException(int, byte[])
+  jclass byte_array = nullptr;        // byte[] (global ref), for byte[][]
 };
 const JavaRefs& Refs();
 // Fills Refs() and remembers the VM; false with a Java exception pending.

@@ -19,7 +19,7 @@ namespace {
 std::atomic<int64_t> g_live_task_refs{0};
 
 // Room for what one callback creates: its arrays and a reported exception.
-constexpr jint kCallbackLocalRefs = 8;
+constexpr jint kCallbackLocalRefs = 12;
 
 constexpr const char* kThreadName = "valet-delivery";
 
@@ -50,6 +50,26 @@ void OnState(void* user, valet_task_id id, valet_task_state state) {
   ReportPending(env, "Task.onNativeState");
 }
 
+// The result's tool calls as (id, name, arguments) triples; nullptr with an
+// exception pending.
+jobjectArray NewToolCalls(JNIEnv* env, const valet_task_result& r) {
+  const auto n = static_cast<jsize>(3 * r.n_tool_calls);
+  jobjectArray out = env->NewObjectArray(n, Refs().byte_array, nullptr);
+  if (out == nullptr) return nullptr;
+  for (size_t i = 0; i < r.n_tool_calls; ++i) {
+    const valet_tool_call& c = r.tool_calls[i];
+    const char* fields[] = {c.id, c.name, c.arguments};
+    for (size_t f = 0; f < 3; ++f) {
+      jbyteArray bytes = NewBytes(env, fields[f]);
+      if (bytes == nullptr) return nullptr;
+      env->SetObjectArrayElement(out, static_cast<jsize>(3 * i + f), bytes);
+      env->DeleteLocalRef(bytes);
+      if (env->ExceptionCheck()) return nullptr;
+    }
+  }
+  return out;
+}
+
 // The metrics as dev.valet.Task.onNativeDone reads them.
 void DeliverDone(JNIEnv* env, jobject task, valet_task_id id, const valet_task_result& r) {
   const valet_task_metrics& m = r.metrics;
@@ -69,8 +89,12 @@ void DeliverDone(JNIEnv* env, jobject task, valet_task_id id, const valet_task_r
   if (env->ExceptionCheck()) return;
   env->SetIntArrayRegion(i, 0, 10, ints);
   if (env->ExceptionCheck()) return;
+  jbyteArray content = NewBytes(env, std::string_view(r.content, r.content_len));
+  if (content == nullptr) return;
+  jobjectArray calls = NewToolCalls(env, r);
+  if (calls == nullptr) return;
   env->CallVoidMethod(task, Refs().task_on_done, static_cast<jlong>(id), static_cast<jint>(r.state),
-                      static_cast<jint>(r.status), message, text, static_cast<jint>(r.n_tokens), d, i);
+                      static_cast<jint>(r.status), message, text, static_cast<jint>(r.n_tokens), d, i, content, calls);
 }
 
 void OnDone(void* user, valet_task_id id, const valet_task_result* r) {

@@ -57,6 +57,56 @@ bool ReadByteArrays(JNIEnv* env, jobjectArray arrays, std::vector<std::string>* 
   return true;
 }
 
+// A request's tools and its messages' calls as valet.h reads them, pointing
+// into the texts kept here. Java sends flat triples (name, description,
+// parameters; id, name, arguments) and each message's call count; an empty
+// description, parameters or tool_call_id stands for none.
+struct ToolTexts {
+  std::vector<std::string> tool_fields, call_fields, call_ids;
+  std::string choice_name;
+  std::vector<valet_tool> tools;
+  std::vector<valet_tool_call> calls;
+  std::vector<valet_message_tools> message_tools;
+};
+
+bool ReadToolTexts(JNIEnv* env, jobjectArray tools, jbyteArray choice_name, jobjectArray tool_call_ids,
+                   jintArray call_counts, jobjectArray calls, ToolTexts* out) {
+  if (!ReadByteArrays(env, tools, &out->tool_fields) || !ReadBytes(env, choice_name, &out->choice_name) ||
+      !ReadByteArrays(env, tool_call_ids, &out->call_ids) || !ReadByteArrays(env, calls, &out->call_fields)) {
+    return false;
+  }
+  const jsize n_messages = env->GetArrayLength(call_counts);
+  std::vector<jint> counts(static_cast<size_t>(n_messages));
+  env->GetIntArrayRegion(call_counts, 0, n_messages, counts.data());
+  if (env->ExceptionCheck()) return false;
+  uint64_t n_calls = 0;
+  bool counts_ok = true;
+  for (jint c : counts) {
+    counts_ok = counts_ok && c >= 0;
+    n_calls += static_cast<uint64_t>(std::max<jint>(c, 0));
+  }
+  if (!counts_ok || out->tool_fields.size() % 3 != 0 || out->call_ids.size() != counts.size() ||
+      3 * n_calls != out->call_fields.size()) {
+    ThrowNew(env, "java/lang/IllegalArgumentException", "valet: malformed tools or tool calls");
+    return false;
+  }
+  const auto text_or_null = [](const std::string& s) { return s.empty() ? nullptr : s.c_str(); };
+  for (size_t i = 0; i < out->tool_fields.size(); i += 3) {
+    out->tools.push_back({out->tool_fields[i].c_str(), text_or_null(out->tool_fields[i + 1]),
+                          text_or_null(out->tool_fields[i + 2])});
+  }
+  for (size_t i = 0; i < out->call_fields.size(); i += 3) {
+    out->calls.push_back({out->call_fields[i].c_str(), out->call_fields[i + 1].c_str(), out->call_fields[i + 2].c_str()});
+  }
+  size_t first = 0;
+  for (size_t m = 0; m < counts.size(); ++m) {
+    const auto n = static_cast<size_t>(counts[m]);
+    out->message_tools.push_back({out->calls.data() + first, n, text_or_null(out->call_ids[m])});
+    first += n;
+  }
+  return true;
+}
+
 uint32_t FloatBits(float f) {
   uint32_t bits = 0;
   std::memcpy(&bits, &f, sizeof bits);
@@ -253,7 +303,12 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
                                                         jfloat min_p, jfloat repeat_penalty, jlong seed,
                                                         jboolean durable, jbyteArray durable_key,
                                                         jint constraint_kind, jbyteArray constraint_text,
-                                                        jint max_whitespace) {
+                                                        jint max_whitespace, jobjectArray tools, jint tool_choice,
+                                                        jbyteArray tool_choice_name, jboolean parallel_tool_calls,
+                                                        jobjectArray tool_call_ids, jintArray call_counts,
+                                                        jobjectArray calls) {
+  ToolTexts tool_texts;
+  if (!ReadToolTexts(env, tools, tool_choice_name, tool_call_ids, call_counts, calls, &tool_texts)) return -1;
   std::string system, text, key, constraint;
   if (!ReadBytes(env, durable_key, &key) || !ReadBytes(env, constraint_text, &constraint)) return -1;
   std::vector<std::string> role_texts, content_texts, stop_texts;
@@ -262,7 +317,7 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
       !ReadByteArrays(env, stops, &stop_texts)) {
     return -1;
   }
-  if (role_texts.size() != content_texts.size()) {
+  if (role_texts.size() != content_texts.size() || tool_texts.message_tools.size() != role_texts.size()) {
     ThrowNew(env, "java/lang/IllegalArgumentException", "valet: every message needs a role and a content");
     return -1;
   }
@@ -296,6 +351,12 @@ JNIEXPORT jlong JNICALL Java_dev_valet_NativeLib_submit(JNIEnv* env, jclass, jlo
   t.constraint_kind = constraint_kind;
   t.constraint_text = constraint_text == nullptr ? nullptr : constraint.c_str();
   t.constraint_max_whitespace = max_whitespace < 0 ? UINT32_MAX : static_cast<uint32_t>(max_whitespace);
+  t.tools = tool_texts.tools.data();
+  t.n_tools = tool_texts.tools.size();
+  t.tool_choice = tool_choice;
+  t.tool_choice_name = tool_choice_name == nullptr ? nullptr : tool_texts.choice_name.c_str();
+  t.parallel_tool_calls = parallel_tool_calls ? 1 : 0;
+  t.message_tools = tool_texts.message_tools.data();
   jobject ref = valet_jni::AttachCallbacks(env, task, &t);
   if (ref == nullptr) return -1;
   valet_task_id id = 0;

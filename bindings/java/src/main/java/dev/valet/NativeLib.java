@@ -75,7 +75,14 @@ final class NativeLib {
       byte[] durableKey,
       int constraintKind,
       byte[] constraintText,
-      int maxWhitespace);
+      int maxWhitespace,
+      byte[][] tools,
+      int toolChoice,
+      byte[] toolChoiceName,
+      boolean parallelToolCalls,
+      byte[][] toolCallIds,
+      int[] callCounts,
+      byte[][] calls);
 
   /** valet_recover: reports every durable task found to the collector (Recovery). */
   static native void recover(long handle, Recovery collector);

@@ -6,8 +6,8 @@ import java.util.List;
 
 /**
  * One task's request, as valet.h's valet_task_params: a tier, chat messages (rendered with the
- * model's own chat template) or a raw prompt, an optional shared system prompt, stop strings, a
- * token limit and llama.cpp's sampling chain. Unset fields take the C API's defaults
+ * model's own chat template, with the tools it may call) or a raw prompt, an optional shared
+ * system prompt, stop strings, a token limit, llama.cpp's sampling chain and an output constraint. Unset fields take the C API's defaults
  * (valet_default_task_params()). Immutable; build one with {@link #builder()}.
  */
 public final class Request {
@@ -26,14 +26,21 @@ public final class Request {
 
   public static final long DEFAULT_SEED = 0x5eed5eed5eed5eedL;
 
-  /** A chat turn; roles are "system", "user" and "assistant". */
+  /**
+   * A chat turn; roles are "system", "user", "assistant" (with the tool calls it made) and "tool"
+   * (a call's result, naming the call).
+   */
   public static final class Message {
     private final String role;
     private final String content;
+    private final List<ToolCall> toolCalls;
+    private final String toolCallId;
 
-    Message(String role, String content) {
+    Message(String role, String content, List<ToolCall> toolCalls, String toolCallId) {
       this.role = role;
       this.content = content;
+      this.toolCalls = Collections.unmodifiableList(new ArrayList<>(toolCalls));
+      this.toolCallId = toolCallId;
     }
 
     public String role() {
@@ -43,6 +50,56 @@ public final class Request {
     public String content() {
       return content;
     }
+
+    /** An assistant turn's calls; empty for every other turn. */
+    public List<ToolCall> toolCalls() {
+      return toolCalls;
+    }
+
+    /** A tool turn: the call whose result it is; null for every other turn. */
+    public String toolCallId() {
+      return toolCallId;
+    }
+  }
+
+  /** A function the model may call, shown to it by its chat template. */
+  public static final class Tool {
+    private final String name;
+    private final String description;
+    private final String parameters;
+
+    Tool(String name, String description, String parameters) {
+      this.name = name;
+      this.description = description;
+      this.parameters = parameters;
+    }
+
+    /** 1-64 of [A-Za-z0-9_-]. */
+    public String name() {
+      return name;
+    }
+
+    /** Null: none. */
+    public String description() {
+      return description;
+    }
+
+    /** A JSON Schema object's text; null: any object. */
+    public String parameters() {
+      return parameters;
+    }
+  }
+
+  /** How the model may use the tools (valet.h's valet_tool_choice, same order). */
+  public enum ToolChoice {
+    /** Text or calls, as the model chooses. */
+    AUTO,
+    /** The tools are shown, never called. */
+    NONE,
+    /** Calls, generated under the tools' parameter schemas (so their arguments always follow them). */
+    REQUIRED,
+    /** A call of {@link #toolChoiceName()}, likewise. */
+    NAMED
   }
 
   private final Tier tier;
@@ -62,6 +119,10 @@ public final class Request {
   private final Constraint constraint;
   private final String constraintText;
   private final int maxWhitespace;
+  private final List<Tool> tools;
+  private final ToolChoice toolChoice;
+  private final String toolChoiceName;
+  private final boolean parallelToolCalls;
 
   /** What a task's output must follow (valet.h's valet_constraint_kind, same order). */
   public enum Constraint {
@@ -90,6 +151,10 @@ public final class Request {
     constraint = b.constraint;
     constraintText = b.constraintText;
     maxWhitespace = b.maxWhitespace;
+    tools = Collections.unmodifiableList(new ArrayList<>(b.tools));
+    toolChoice = b.toolChoice;
+    toolChoiceName = b.toolChoiceName;
+    parallelToolCalls = b.parallelToolCalls;
   }
 
   public static Builder builder() {
@@ -171,6 +236,25 @@ public final class Request {
     return maxWhitespace;
   }
 
+  /** The tools the chat offers; the answer's calls come back in {@link TaskResult#toolCalls()}. */
+  public List<Tool> tools() {
+    return tools;
+  }
+
+  public ToolChoice toolChoice() {
+    return toolChoice;
+  }
+
+  /** NAMED: the tool to call; else null. */
+  public String toolChoiceName() {
+    return toolChoiceName;
+  }
+
+  /** Several calls in one answer (else at most one). */
+  public boolean parallelToolCalls() {
+    return parallelToolCalls;
+  }
+
   /**
    * Collects a request. Chat messages and a raw prompt are exclusive. Text is UTF-8 on its way to
    * native code; a prompt or a message may hold U+0000, while the system prompt, roles and stop
@@ -194,6 +278,10 @@ public final class Request {
     private Constraint constraint = Constraint.NONE;
     private String constraintText;
     private int maxWhitespace;
+    private final List<Tool> tools = new ArrayList<>();
+    private ToolChoice toolChoice = ToolChoice.AUTO;
+    private String toolChoiceName;
+    private boolean parallelToolCalls;
 
     private Builder() {}
 
@@ -209,7 +297,8 @@ public final class Request {
 
     /** Appends a chat turn with this role. */
     public Builder message(String role, String content) {
-      messages.add(new Message(required(role, "role"), required(content, "content")));
+      messages.add(
+          new Message(required(role, "role"), required(content, "content"), Collections.emptyList(), null));
       return this;
     }
 
@@ -223,6 +312,49 @@ public final class Request {
 
     public Builder assistant(String content) {
       return message("assistant", content);
+    }
+
+    /** An earlier assistant turn that called tools (its content may be ""). */
+    public Builder assistant(String content, ToolCall... calls) {
+      final List<ToolCall> list = new ArrayList<>();
+      for (ToolCall c : calls) list.add(required(c, "tool call"));
+      messages.add(new Message("assistant", required(content, "content"), list, null));
+      return this;
+    }
+
+    /** A tool call's result, answering the call named {@code toolCallId}. */
+    public Builder toolResult(String toolCallId, String content) {
+      messages.add(
+          new Message("tool", required(content, "content"), Collections.emptyList(), required(toolCallId, "toolCallId")));
+      return this;
+    }
+
+    /**
+     * Offers the model a function (at most 128 per request): its name, a description (null: none)
+     * and its parameters as a JSON Schema object's text (null: any object).
+     */
+    public Builder tool(String name, String description, String parameters) {
+      tools.add(new Tool(required(name, "tool name"), description, parameters));
+      return this;
+    }
+
+    /** How the model may use the tools; AUTO by default. NAMED takes {@link #toolChoice(String)}. */
+    public Builder toolChoice(ToolChoice choice) {
+      toolChoice = required(choice, "tool choice");
+      toolChoiceName = null;
+      return this;
+    }
+
+    /** The answer is a call of this tool, generated under its parameters' schema. */
+    public Builder toolChoice(String name) {
+      toolChoice = ToolChoice.NAMED;
+      toolChoiceName = required(name, "tool name");
+      return this;
+    }
+
+    public Builder parallelToolCalls(boolean parallel) {
+      parallelToolCalls = parallel;
+      return this;
     }
 
     public Builder prompt(String text) {
@@ -329,7 +461,24 @@ public final class Request {
         throw new IllegalArgumentException("a Request has chat messages or a prompt, not both, not neither");
       }
       noNul(systemPrompt, "the system prompt");
-      for (Message m : messages) noNul(m.role, "a message role");
+      for (Message m : messages) {
+        noNul(m.role, "a message role");
+        noNul(m.toolCallId, "a tool call id");
+        for (ToolCall c : m.toolCalls) {
+          noNul(c.id(), "a tool call id");
+          noNul(c.name(), "a tool call's name");
+          noNul(c.arguments(), "a tool call's arguments");
+        }
+      }
+      for (Tool t : tools) {
+        noNul(t.name, "a tool's name");
+        noNul(t.description, "a tool's description");
+        noNul(t.parameters, "a tool's parameters");
+      }
+      if (toolChoice == ToolChoice.NAMED && toolChoiceName == null) {
+        throw new IllegalArgumentException("ToolChoice.NAMED names its tool: use toolChoice(String)");
+      }
+      noNul(toolChoiceName, "the tool choice");
       for (String s : stop) noNul(s, "a stop string");
       noNul(durableKey, "a durable key");
       noNul(constraintText, "a schema, grammar or regex");

@@ -1,6 +1,8 @@
 package dev.valet;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 
@@ -87,8 +89,26 @@ public final class Task {
     if (listener != null) post(() -> deliver("onState", () -> listener.onState(this, TaskState.of(state))));
   }
 
-  void onNativeDone(long taskId, int state, int status, byte[] message, byte[] text, int tokens, double[] d, int[] i) {
+  void onNativeDone(
+      long taskId,
+      int state,
+      int status,
+      byte[] message,
+      byte[] text,
+      int tokens,
+      double[] d,
+      int[] i,
+      byte[] content,
+      byte[][] calls) {
     setId(taskId);
+    final List<ToolCall> toolCalls = new ArrayList<>();
+    for (int c = 0; c + 2 < calls.length; c += 3) {
+      toolCalls.add(
+          new ToolCall(
+              new String(calls[c], StandardCharsets.UTF_8),
+              new String(calls[c + 1], StandardCharsets.UTF_8),
+              new String(calls[c + 2], StandardCharsets.UTF_8)));
+    }
     final TaskResult r =
         new TaskResult(
             TaskState.of(state),
@@ -102,7 +122,9 @@ public final class Task {
             i[0],
             i[3],
             new int[] {i[4], i[5], i[6], i[7], i[8]},
-            i[9]);
+            i[9],
+            new String(content, StandardCharsets.UTF_8),
+            toolCalls);
     post(
         () -> {
           if (listener != null) deliver("onDone", () -> listener.onDone(this, r));

@@ -1,6 +1,9 @@
 package dev.valet;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
 
 /** How a task ended, with its metrics. (A class, not a record: records need API 34 or D8's desugaring.) */
 public final class TaskResult {
@@ -17,6 +20,8 @@ public final class TaskResult {
   private final int parks;
   private final int[] parksByKind;
   private final int tokensRecomputed;
+  private final String content;
+  private final List<ToolCall> toolCalls;
 
   TaskResult(
       TaskState state,
@@ -30,7 +35,9 @@ public final class TaskResult {
       int promptTokens,
       int parks,
       int[] parksByKind,
-      int tokensRecomputed) {
+      int tokensRecomputed,
+      String content,
+      List<ToolCall> toolCalls) {
     this.state = state;
     this.status = status;
     this.message = message;
@@ -44,6 +51,22 @@ public final class TaskResult {
     this.parks = parks;
     this.parksByKind = parksByKind;
     this.tokensRecomputed = tokensRecomputed;
+    this.content = content;
+    this.toolCalls = Collections.unmodifiableList(new ArrayList<>(toolCalls));
+  }
+
+  /**
+   * A task that offered tools (tool choice not NONE) and ended DONE: the calls its answer made, each
+   * with a fresh id, when the answer reads as calls of offered tools (in the syntax the model's
+   * family writes calls in). Otherwise empty.
+   */
+  public List<ToolCall> toolCalls() {
+    return toolCalls;
+  }
+
+  /** The answer without its tool calls: with calls, the text before them (trimmed); else {@link #text()}. */
+  public String content() {
+    return content;
   }
 
   /** DONE, CANCELLED or FAILED. */

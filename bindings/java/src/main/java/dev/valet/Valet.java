@@ -1,6 +1,7 @@
 package dev.valet;
 
 import java.io.FileDescriptor;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -264,6 +265,29 @@ public final class Valet implements AutoCloseable {
     final byte[] prompt = utf8(request.prompt(), "the prompt");
     final byte[] durableKey = utf8(request.durableKey(), "the durable key");
     final byte[] constraintText = utf8(request.constraintText(), "the constraint");
+    // Tools as (name, description, parameters) triples, a message's calls as (id, name, arguments)
+    // triples after its count; an absent text is empty.
+    final List<Request.Tool> offered = request.tools();
+    final byte[][] tools = new byte[3 * offered.size()][];
+    for (int i = 0; i < offered.size(); ++i) {
+      final Request.Tool t = offered.get(i);
+      tools[3 * i] = utf8(t.name(), "tool " + i + "'s name");
+      tools[3 * i + 1] = utf8OrEmpty(t.description(), "tool " + i + "'s description");
+      tools[3 * i + 2] = utf8OrEmpty(t.parameters(), "tool " + i + "'s parameters");
+    }
+    final byte[][] toolCallIds = new byte[messages.size()][];
+    final int[] callCounts = new int[messages.size()];
+    final List<byte[]> calls = new ArrayList<>();
+    for (int i = 0; i < messages.size(); ++i) {
+      final Request.Message m = messages.get(i);
+      toolCallIds[i] = utf8OrEmpty(m.toolCallId(), "message " + i + "'s tool call id");
+      callCounts[i] = m.toolCalls().size();
+      for (ToolCall c : m.toolCalls()) {
+        calls.add(utf8(c.id(), "message " + i + "'s tool call id"));
+        calls.add(utf8(c.name(), "message " + i + "'s tool call name"));
+        calls.add(utf8(c.arguments(), "message " + i + "'s tool call arguments"));
+      }
+    }
     final Task task = new Task(this, scheduler, request.tier(), listener, deliveryOn(executor));
     final long handle = scheduler.acquire();
     try {
@@ -288,7 +312,14 @@ public final class Valet implements AutoCloseable {
               durableKey,
               request.constraint().ordinal(),
               constraintText,
-              request.maxWhitespace()));
+              request.maxWhitespace(),
+              tools,
+              request.toolChoice().ordinal(),
+              utf8(request.toolChoiceName(), "the tool choice"),
+              request.parallelToolCalls(),
+              toolCallIds,
+              callCounts,
+              calls.toArray(new byte[0][])));
     } catch (ValetException e) {
       // Refused because close() stopped the scheduler meanwhile.
       if (scheduler.isClosing()) throw new IllegalStateException("Valet is closed", e);
@@ -505,5 +536,9 @@ public final class Valet implements AutoCloseable {
 
   static byte[] utf8(String s, String what) {
     return Utf8.encode(s, what);
+  }
+
+  private static byte[] utf8OrEmpty(String s, String what) {
+    return s == null ? new byte[0] : utf8(s, what);
   }
 }
