@@ -15,7 +15,9 @@
 
 #include "constrain/constraint_grammar.h"
 #include "constrain/gbnf_parser.h"
+#include "constrain/grammar_cache.h"
 #include "constrain/position_masks.h"
+#include "constrain/sequence_constraint.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 #include "gguf/gguf_file.h"
@@ -154,6 +156,19 @@ const char* const kSchemaDocument =
     R"("address":{"street":"12 St James's Square","city":"London","zip":"SW1Y 4JH"},"score":-12.5e3,)"
     R"("active":true,"level":"lead","history":[{"year":1833,"event":"met Babbage"},{"year":1843,"event":"notes"}]})";
 
+// An "auto" tool answer in Qwen's syntax: free text, then a call from the
+// marker on, its arguments under the tool's schema.
+const char* const kToolSpec =
+    R"({"call_prefix":"<tool_call>\n","call_suffix":"\n</tool_call>","separator":"\n","max_calls":8,)"
+    R"("text_allowed":true,"tools":[{"name":"get_weather","parameters":{"type":"object","properties":)"
+    R"({"city":{"type":"string","maxLength":32},"unit":{"enum":["celsius","fahrenheit"]}},"required":["city"],)"
+    R"("additionalProperties":false}},{"name":"search","parameters":{"type":"object","properties":)"
+    R"({"query":{"type":"string"}},"required":["query"]}}]})";
+const char* const kToolDocument =
+    "I can look that up. The forecast changes quickly in spring, so let me check the latest report "
+    "for Oslo rather than guess: <tool> tags aside, here is the call.\n"
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\",\"unit\":\"celsius\"}}\n</tool_call>";
+
 // Per-step times are this thread's CPU time: on a shared machine wall time
 // counts other processes' turns.
 double ThreadCpuMicros() {
@@ -173,6 +188,16 @@ std::shared_ptr<const CompiledGrammar> CompileConstraint(const Constraint& c, st
 }
 
 enum class Case { kGbnf, kSchema, kJsonObject };
+
+void ReportSteps(benchmark::State& state, std::vector<double> micros) {
+  std::sort(micros.begin(), micros.end());
+  state.counters["p50_us"] = micros[micros.size() / 2];
+  state.counters["p90_us"] = micros[micros.size() * 90 / 100];
+  state.counters["p99_us"] = micros[micros.size() * 99 / 100];
+  double sum = 0;
+  for (double m : micros) sum += m;
+  state.counters["mean_us"] = sum / static_cast<double>(micros.size());
+}
 
 // The model's own tokens for a document, a mask computed before each by a
 // fresh masker: the per-step mask cost of generating it.
@@ -208,13 +233,7 @@ void BM_Generation(benchmark::State& state, const char* model, Case which) {
     }
     counts = masker.counts();
   }
-  std::sort(micros.begin(), micros.end());
-  state.counters["p50_us"] = micros[micros.size() / 2];
-  state.counters["p90_us"] = micros[micros.size() * 90 / 100];
-  state.counters["p99_us"] = micros[micros.size() * 99 / 100];
-  double sum = 0;
-  for (double m : micros) sum += m;
-  state.counters["mean_us"] = sum / static_cast<double>(micros.size());
+  ReportSteps(state, std::move(micros));
   state.counters["steps"] = static_cast<double>(tokens.size());
   state.counters["walked"] =
       static_cast<double>(counts.walked);  // masks not from the positions or cache
@@ -224,6 +243,38 @@ void BM_JsonGeneration(benchmark::State& state, const char* model) { BM_Generati
 void BM_SchemaGeneration(benchmark::State& state, const char* model) { BM_Generation(state, model, Case::kSchema); }
 void BM_JsonObjectGeneration(benchmark::State& state, const char* model) {
   BM_Generation(state, model, Case::kJsonObject);
+}
+
+// An "auto" tool answer as a sequence generates it (SequenceConstraint, the
+// constraint compiled as GrammarCache does): free text waiting for the marker,
+// then the call under its schema.
+void BM_ToolAutoGeneration(benchmark::State& state, const char* model) {
+  const Loaded& loaded = Load(model);
+  if (loaded.trie == nullptr) {
+    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
+    return;
+  }
+  EncodeOptions no_specials;
+  no_specials.add_bos = false;
+  no_specials.add_eos = false;
+  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(kToolDocument, no_specials);
+  GrammarCache cache;
+  std::shared_ptr<const CompiledGrammar> compiled = cache.Get({ConstraintKind::kToolCall, kToolSpec}, loaded.trie).value();
+  std::vector<double> micros;
+  for (auto _ : state) {
+    SequenceConstraint sequence = SequenceConstraint::Create(compiled).value();
+    for (int32_t token : tokens) {
+      const double start = ThreadCpuMicros();
+      Status s = sequence.PrepareMask();
+      micros.push_back(ThreadCpuMicros() - start);
+      if (!s.ok() || !sequence.Allows(token) || !sequence.Accept(token).ok()) {
+        state.SkipWithError("the document's token was refused");
+        return;
+      }
+    }
+  }
+  ReportSteps(state, std::move(micros));
+  state.counters["steps"] = static_cast<double>(tokens.size());
 }
 
 // Compile time per schema, everything GrammarCache does on a miss.
@@ -297,6 +348,8 @@ BENCHMARK_CAPTURE(BM_SchemaGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchma
 BENCHMARK_CAPTURE(BM_SchemaGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_JsonObjectGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_JsonObjectGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ToolAutoGeneration, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ToolAutoGeneration, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SchemaCompile, qwen3, "qwen3-q4_k_m.gguf")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SchemaCompile, gemma3, VALET_GEMMA3_VOCAB)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Compile)->Unit(benchmark::kMicrosecond);

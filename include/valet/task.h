@@ -103,7 +103,7 @@ struct ToolDefinition {
 // tool_choice and parallel_tool_calls).
 struct ToolChoice {
   enum class Kind : int32_t {
-    kAuto,      // the model answers in text or calls tools, as it chooses
+    kAuto,      // text or calls, as the model chooses; a call it begins follows its schema
     kNone,      // the tools are shown, never called: the answer is text
     kRequired,  // the answer is calls, generated under their parameters' schemas
     kNamed,     // the answer is a call of the tool `name`, generated likewise
@@ -146,9 +146,10 @@ struct TaskRequest {
   // With messages: the tools the template shows the model (at most
   // kMaxTools, each name 1-64 of [A-Za-z0-9_-]), and how it may call them.
   // The answer is read back into TaskResult::tool_calls in the syntax the
-  // model's family writes calls in (docs/structured-output.md); a required
-  // or named call is generated under the tools' parameter schemas, so it
-  // excludes `constraint`.
+  // model's family writes calls in (docs/structured-output.md), and calls
+  // are generated under the tools' parameter schemas: a required or named
+  // call excludes `constraint`; with kAuto, `constraint` (when set) decides
+  // the answer instead.
   std::vector<ToolDefinition> tools{};
   ToolChoice tool_choice{};
   std::string prompt;

@@ -231,7 +231,7 @@ typedef struct valet_message_tools {
 
 /* v9. How the model may use the tools a task offers (OpenAI's tool_choice). */
 typedef enum valet_tool_choice {
-  VALET_TOOL_CHOICE_AUTO = 0,     /* text or calls, as the model chooses */
+  VALET_TOOL_CHOICE_AUTO = 0,     /* text or calls, as the model chooses; a call follows its schema */
   VALET_TOOL_CHOICE_NONE = 1,     /* the tools are shown, never called */
   VALET_TOOL_CHOICE_REQUIRED = 2, /* calls, generated under the tools' parameter schemas */
   VALET_TOOL_CHOICE_NAMED = 3     /* a call of tool_choice_name, likewise */

@@ -82,10 +82,8 @@ ToolCallSyntax ToolCallSyntaxForTemplate(std::string_view source) {
 ParsedToolCalls ParseToolCalls(std::string_view text, const ToolCallSyntax& syntax) {
   ParsedToolCalls out{std::string(text), {}};
   const bool array = !syntax.prefix.empty() && syntax.prefix.back() == '[';
-  // Where the calls start: the prefix's (or the first call's) marker; a bare
-  // object must be the whole answer.
-  const std::string_view marker =
-      array ? Trim(std::string_view(syntax.prefix).substr(0, syntax.prefix.size() - 1)) : Trim(syntax.call_prefix);
+  // Where the calls start; a bare object must be the whole answer.
+  const std::string_view marker = ToolCallMarker(syntax);
   size_t start = 0;
   if (!marker.empty()) {
     start = text.find(marker);

@@ -14,11 +14,21 @@ std::string& ToolCallSyntaxField(ToolCallSyntax& s, std::string_view name) {
   return s.arguments_key;
 }
 
+std::string_view ToolCallMarker(const ToolCallSyntax& s) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  std::string_view m = s.prefix.empty() ? std::string_view(s.call_prefix) : std::string_view(s.prefix);
+  if (!s.prefix.empty() && m.back() == '[') m.remove_suffix(1);
+  const size_t first = m.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  return m.substr(first, m.find_last_not_of(kSpace) - first + 1);
+}
+
 std::string ToolCallSpecText(const ToolCallSpec& spec) {
   Json out = Json::object();
   ToolCallSyntax syntax = spec.syntax;
   for (std::string_view f : kToolCallSyntaxFields) out[std::string(f)] = ToolCallSyntaxField(syntax, f);
   out["max_calls"] = spec.max_calls;
+  if (spec.text_allowed) out["text_allowed"] = true;
   Json tools = Json::array();
   for (const ToolSchema& t : spec.tools) tools.push_back(Json{{"name", t.name}, {"parameters", t.parameters}});
   out["tools"] = std::move(tools);

@@ -41,10 +41,18 @@ struct ToolSchema {
 
 inline constexpr uint32_t kMaxToolCallsPerTurn = 16;
 
+// Where an answer's calls begin: the prefix (without its list's '[') or
+// else the first call's prefix, trimmed; empty for a family whose call is a
+// bare JSON object (the whole answer, opening with '{').
+std::string_view ToolCallMarker(const ToolCallSyntax& syntax);
+
 struct ToolCallSpec {
   ToolCallSyntax syntax;
   std::vector<ToolSchema> tools;  // at least one
   uint32_t max_calls = 1;         // 1..kMaxToolCallsPerTurn
+  // "auto": the answer may be text, and calls only from the marker on (for
+  // a bare-object family: text that does not open with '{', or the calls).
+  bool text_allowed = false;
 };
 
 // A kToolCall constraint's text (constrain/tool_call_gbnf.h has the format).

@@ -48,7 +48,7 @@ Result<ConstraintGrammar> ConstraintToGbnf(const Constraint& c,
     case ConstraintKind::kToolCall: {
       VALET_ASSIGN_OR_RETURN(ToolCallSpec spec, ParseToolCallSpec(c.text, json));
       VALET_ASSIGN_OR_RETURN(std::string gbnf, ToolCallsToGbnf(spec, json));
-      return ConstraintGrammar{std::move(gbnf), JsonSchemaGrammarLimits(json)};
+      return ConstraintGrammar{std::move(gbnf), JsonSchemaGrammarLimits(json), ToolCallTrigger(spec)};
     }
     case ConstraintKind::kRegex: {
       GbnfBuilder b;

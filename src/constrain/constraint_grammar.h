@@ -13,6 +13,9 @@ namespace valet {
 struct ConstraintGrammar {
   std::string gbnf;
   GrammarLimits limits;
+  // Non-empty: the output is free until this text, and the grammar applies
+  // to what follows it (grammar_trigger.h).
+  std::string trigger{};
 };
 
 // InvalidArgument/Unsupported/OutOfRange naming what is wrong with the

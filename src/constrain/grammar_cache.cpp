@@ -1,6 +1,7 @@
 #include "constrain/grammar_cache.h"
 
 #include "constrain/constraint_grammar.h"
+#include "constrain/grammar_trigger.h"
 #include "constrain/position_masks.h"
 
 namespace valet {
@@ -34,6 +35,9 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCache::Get(const Constrain
   VALET_RETURN_IF_ERROR(GrammarMatcher::Create(compiled).status());
   // Once per (grammar, vocabulary), bounded by PositionMaskLimits.
   PrecomputePositionMasks(*compiled);
+  if (!source.trigger.empty()) {
+    VALET_ASSIGN_OR_RETURN(compiled->trigger, GrammarTrigger::Build(std::move(source.trigger), compiled));
+  }
 
   std::lock_guard<std::mutex> lock(mu_);
   auto it = entries_.find(key);

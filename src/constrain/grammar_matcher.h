@@ -17,6 +17,7 @@
 
 namespace valet {
 
+class GrammarTrigger;
 class PositionMasks;
 
 // A grammar compiled for one vocabulary; immutable, shared by every sequence
@@ -29,6 +30,9 @@ struct CompiledGrammar {
   // What each grammar position accepts on its own (position_masks.h), for
   // this trie and these limits; null makes every mask a whole-trie walk.
   std::shared_ptr<const PositionMasks> positions;
+  // Non-null: the output is free until this trigger, the grammar applying
+  // after it (grammar_trigger.h).
+  std::shared_ptr<const GrammarTrigger> trigger;
 };
 
 class GrammarMatcher {

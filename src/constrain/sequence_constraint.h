@@ -12,6 +12,7 @@
 
 #include "constrain/grammar_cache.h"
 #include "constrain/grammar_matcher.h"
+#include "constrain/grammar_trigger.h"
 #include "constrain/token_mask.h"
 #include "valet/constraint.h"
 #include "valet/status.h"
@@ -40,7 +41,9 @@ class ConstraintCompiler {
 // One sequence's place in its constraint. Mask before the forward pass (it
 // depends only on the tokens sampled so far, and is where a constraint that
 // admits nothing fails, before the step changes anything), then apply it to
-// the logits and accept the sampled token.
+// the logits and accept the sampled token. A constraint with a trigger
+// (grammar_trigger.h) waits for it: until then the mask refuses only the
+// tokens that would complete the trigger into bytes the grammar refuses.
 class SequenceConstraint {
  public:
   // `replay`: tokens the sequence already generated (a recovered durable
@@ -51,14 +54,17 @@ class SequenceConstraint {
   Status PrepareMask();
   // The logits with every refused token at -inf (a copy; PrepareMask first).
   std::span<const float> Apply(std::span<const float> logits);
-  Status Accept(int32_t token) { return matcher_.AcceptToken(token); }
+  Status Accept(int32_t token);
   // Whether the mask PrepareMask made allows `token`.
   bool Allows(int32_t token) const { return token >= 0 && token < mask_.size() && mask_.Allowed(token); }
   const GrammarMatcher& matcher() const { return matcher_; }
 
  private:
-  explicit SequenceConstraint(GrammarMatcher matcher) : matcher_(std::move(matcher)) {}
+  explicit SequenceConstraint(GrammarMatcher matcher)
+      : matcher_(std::move(matcher)), waiting_(matcher_.compiled().trigger != nullptr) {}
   GrammarMatcher matcher_;
+  bool waiting_;                         // for the trigger: the grammar has not started
+  GrammarTrigger::State trigger_state_ = 0;
   TokenMasker masker_;
   TokenMask mask_;
   std::vector<float> masked_;  // [n_vocab]

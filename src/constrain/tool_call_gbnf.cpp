@@ -1,9 +1,13 @@
 #include "constrain/tool_call_gbnf.h"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "constrain/gbnf_builder.h"
+#include "constrain/grammar_trigger.h"
 #include "constrain/json_terms_gbnf.h"
+#include "constrain/utf8_ranges.h"
 
 namespace valet {
 namespace {
@@ -25,6 +29,19 @@ Result<ToolSchema> ReadTool(const Json& tool, size_t index) {
   return out;
 }
 
+// A bare-object family: the calls, or text that does not open (after
+// whitespace) with '{', which would read as a call.
+std::string BareTextOrCalls(GbnfBuilder& b, const std::string& calls) {
+  const std::string any = GbnfClass(NormalizeRanges({}, /*negate=*/true));
+  const std::string opening = GbnfClass(NormalizeRanges({{'{', '{'}, {' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}},
+                                                        /*negate=*/true));
+  const std::string tail = b.Reserve("text-tail");
+  b.Define(tail, Concat({"\"\" | ", any, " ", tail}));
+  const std::string text = b.Reserve("text");
+  b.Define(text, Concat({"\"\" | [ \\t\\n\\r] ", text, " | ", opening, " ", tail}));
+  return Concat({calls, " | ", text});
+}
+
 }  // namespace
 
 Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOptions& options) {
@@ -42,6 +59,10 @@ Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOp
     ToolCallSyntaxField(spec.syntax, f) = v->get<std::string>();
   }
   if (spec.syntax.name_key.empty() || spec.syntax.arguments_key.empty()) return Bad("an empty key name");
+  if (const Json* t = FindMember(*parsed, "text_allowed"); t != nullptr) {
+    if (!t->is_boolean()) return Bad("'text_allowed' is not a boolean");
+    spec.text_allowed = t->get<bool>();
+  }
   if (const Json* m = FindMember(*parsed, "max_calls"); m != nullptr) {
     if (!m->is_number_integer() || m->get<int64_t>() < 1 || m->get<int64_t>() > kMaxToolCallsPerTurn) {
       return Bad("'max_calls' is not 1.." + std::to_string(kMaxToolCallsPerTurn));
@@ -59,9 +80,15 @@ Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOp
 
 Result<std::string> ToolCallsToGbnf(const ToolCallSpec& spec, const JsonSchemaOptions& options) {
   if (spec.tools.empty()) return Bad("no tools");
+  const ToolCallSyntax& s = spec.syntax;
+  const std::string_view marker = ToolCallMarker(s);
+  const std::string_view lead = s.prefix.empty() ? s.call_prefix : s.prefix;
+  if (spec.text_allowed && (lead.substr(0, marker.size()) != marker || marker.size() > kMaxTriggerBytes)) {
+    return Bad("with text allowed, calls begin with their marker: at most " + std::to_string(kMaxTriggerBytes) +
+               " bytes at the start of the prefix (or of the call prefix)");
+  }
   GbnfBuilder b;
   JsonTerms terms(b, options.max_whitespace);
-  const ToolCallSyntax& s = spec.syntax;
   const std::string name_head = GbnfLiteral(Concat({"{", DumpJson(Json(s.name_key)), ": "}));
   const std::string arguments_head = GbnfLiteral(Concat({", ", DumpJson(Json(s.arguments_key)), ": "}));
   std::string calls;
@@ -74,15 +101,27 @@ Result<std::string> ToolCallsToGbnf(const ToolCallSpec& spec, const JsonSchemaOp
                                                    arguments_head, " ", *arguments, " ", GbnfLiteral("}")}));
     calls += calls.empty() ? call : Concat({" | ", call});
   }
-  const std::string one = b.Add("one-call", Concat({GbnfLiteral(s.call_prefix), " (", calls, ") ",
+  const std::string call = b.Add("call-body", Concat({"(", calls, ")"}));
+  const std::string one = b.Add("one-call", Concat({GbnfLiteral(s.call_prefix), " ", call, " ",
                                                     GbnfLiteral(s.call_suffix)}));
   terms.DefineWhitespace();
-  std::string body = Concat({GbnfLiteral(s.prefix), " ", one});
+  std::string rest;  // after the first call
   if (spec.max_calls > 1) {
-    body += Concat({" (", GbnfLiteral(s.separator), " ", one, "){0,", std::to_string(spec.max_calls - 1), "}"});
+    rest = Concat({"(", GbnfLiteral(s.separator), " ", one, "){0,", std::to_string(spec.max_calls - 1), "} "});
   }
-  body += Concat({" ", GbnfLiteral(s.suffix)});
-  return b.Text(body);
+  rest += GbnfLiteral(s.suffix);
+  if (!spec.text_allowed) return b.Text(Concat({GbnfLiteral(s.prefix), " ", one, " ", rest}));
+  // From the marker on: what is left of the prefix, or of the first call's.
+  const std::string after = b.Add(
+      "calls", s.prefix.empty()
+                   ? Concat({GbnfLiteral(s.call_prefix.substr(marker.size())), " ", call, " ",
+                             GbnfLiteral(s.call_suffix), " ", rest})
+                   : Concat({GbnfLiteral(s.prefix.substr(marker.size())), " ", one, " ", rest}));
+  return b.Text(marker.empty() ? BareTextOrCalls(b, after) : after);
+}
+
+std::string ToolCallTrigger(const ToolCallSpec& spec) {
+  return spec.text_allowed ? std::string(ToolCallMarker(spec.syntax)) : std::string();
 }
 
 }  // namespace valet

@@ -29,8 +29,15 @@ namespace valet {
 // options.max_schema_bytes before it is parsed).
 Result<ToolCallSpec> ParseToolCallSpec(std::string_view text, const JsonSchemaOptions& options = {});
 
+// With text allowed, the marker the calls begin at (ToolCallMarker; empty
+// for a bare-object family or without text): the grammar then applies from
+// after it (constraint_grammar.h's trigger).
+std::string ToolCallTrigger(const ToolCallSpec& spec);
+
 // The grammar of the spec's calls (Unsupported naming a tool's schema keyword
-// the schema compiler refuses, with the tool's name).
+// the schema compiler refuses, with the tool's name): with a trigger, the
+// calls after their marker; for a bare-object family with text allowed, the
+// calls or text that does not open with '{'.
 Result<std::string> ToolCallsToGbnf(const ToolCallSpec& spec, const JsonSchemaOptions& options = {});
 
 }  // namespace valet

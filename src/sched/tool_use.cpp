@@ -18,11 +18,13 @@ std::string FreshCallId() {
   return id;
 }
 
-// The kToolCall constraint text of the tools a required or named call may name.
+// The kToolCall constraint text of the tools a call may name (under kAuto
+// after text, from the family's marker on).
 Result<std::string> CallSpecText(const ToolCallSyntax& syntax, const TaskRequest& request) {
   ToolCallSpec spec;
   spec.syntax = syntax;
   spec.max_calls = syntax.max_calls;
+  spec.text_allowed = request.tool_choice.kind == ToolChoice::Kind::kAuto;
   for (const ToolDefinition& t : request.tools) {
     if (request.tool_choice.kind == ToolChoice::Kind::kNamed && t.name != request.tool_choice.name) continue;
     Json parameters = Json{{"type", "object"}};
@@ -57,13 +59,14 @@ Result<std::optional<ToolUse>> ToolUse::Plan(const ToolCallSyntax& family, const
       std::find(use.names_.begin(), use.names_.end(), choice.name) == use.names_.end()) {
     return InvalidArgument("tool_choice names '" + choice.name + "', which is not among the task's tools");
   }
-  if (calls_required) {
-    if (request.constraint.active()) {
+  if (request.constraint.active()) {
+    if (calls_required) {
       return InvalidArgument("a required tool call is generated under its tools' schemas: it excludes a constraint");
     }
-    VALET_ASSIGN_OR_RETURN(std::string text, CallSpecText(use.syntax_, request));
-    use.constraint_ = {ConstraintKind::kToolCall, std::move(text), 0};
+    return std::optional<ToolUse>(std::move(use));  // the request's own constraint decides the answer
   }
+  VALET_ASSIGN_OR_RETURN(std::string text, CallSpecText(use.syntax_, request));
+  use.constraint_ = {ConstraintKind::kToolCall, std::move(text), 0};
   return std::optional<ToolUse>(std::move(use));
 }
 

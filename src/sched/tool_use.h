@@ -1,6 +1,6 @@
 // How a chat task that offers tools may use them: the syntax its answer is
-// read in (the model family's, chat/tool_calls.h), the constraint a required
-// or named call is generated under, and the answer read back into calls
+// read in (the model family's, chat/tool_calls.h), the constraint it is
+// generated under, and the answer read back into calls
 // (TaskResult::tool_calls). The server streams with the same syntax.
 #pragma once
 
@@ -32,7 +32,10 @@ class ToolUse {
   static Result<std::optional<ToolUse>> Plan(const ToolCallSyntax& family, const TaskRequest& request);
 
   const ToolCallSyntax& syntax() const { return syntax_; }
-  // The kToolCall constraint of a required or named call; inactive for kAuto.
+  // The kToolCall constraint the answer is generated under: the calls, or
+  // for kAuto text until the family's marker and calls from there, so a call
+  // the model chooses follows its tool's schema too. Inactive when the
+  // request has its own constraint (kAuto only).
   const Constraint& constraint() const { return constraint_; }
   // The answer's calls, when it reads as calls of offered tools only.
   ToolAnswer Read(std::string_view text) const;

@@ -7,19 +7,12 @@ namespace {
 
 constexpr std::string_view kSpace = " \t\r\n";
 
-// Where the text that may begin a call starts, for families that mark calls.
-std::string_view Marker(const ToolCallSyntax& s) {
-  std::string_view m = !s.prefix.empty() ? s.prefix : s.call_prefix;
-  while (!m.empty() && (m.back() == '[' || kSpace.find(m.back()) != std::string_view::npos)) m.remove_suffix(1);
-  return m;
-}
-
 }  // namespace
 
 std::string ToolCallStream::Push(std::string_view piece) {
   text_ += piece;
   if (held_) return {};
-  const std::string_view marker = Marker(syntax_);
+  const std::string_view marker = ToolCallMarker(syntax_);
   size_t safe = text_.size();
   if (marker.empty()) {
     // A bare-object family: the answer is a call only if it opens with '{'.

@@ -11,7 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "common/json.h"
 #include "constrain/grammar_cache.h"
+#include "constrain/sequence_constraint.h"
+#include "constrain/tool_call_gbnf.h"
 #include "constrain/token_mask.h"
 #include "constrain/token_trie.h"
 #include "gguf/gguf_file.h"
@@ -220,6 +223,51 @@ TEST_P(RealVocabulary, MaskMatchesBruteForce) {
   EXPECT_GT(allowed, 1000);  // inside a string most of the vocabulary fits
   auto word = Compile("root ::= [a-z]+ (\" \" [a-z]+){0,2} \".\"", *trie);
   CompareAlong(word, "hello big world.", 4);
+}
+
+// Qwen writes its call marker as one (user-defined) token: under "auto" it is
+// allowed in free text and wakes the call grammar, whose arguments then
+// follow the tool's schema; a marker typed in pieces does the same.
+TEST(RealVocabularyToolCalls, QwensMarkerTokenStartsTheCall) {
+  std::unique_ptr<Tokenizer> tok = LoadTokenizer("qwen3-q4_k_m.gguf");
+  if (tok == nullptr) GTEST_SKIP() << "qwen3-q4_k_m.gguf is absent (../shared/models)";
+  std::shared_ptr<const TokenTrie> trie = TokenTrie::FromTokenizer(*tok).value();
+  ToolCallSpec spec;
+  spec.syntax = {.call_prefix = "<tool_call>\n", .call_suffix = "\n</tool_call>", .separator = "\n"};
+  spec.tools = {{"get_weather", ParseJson(R"({"type":"object","properties":{"city":{"enum":["Oslo"]}},)"
+                                          R"("required":["city"],"additionalProperties":false})").value()}};
+  spec.text_allowed = true;
+  GrammarCache cache;
+  std::shared_ptr<const CompiledGrammar> c = cache.Get({ConstraintKind::kToolCall, ToolCallSpecText(spec)}, trie).value();
+  EncodeOptions plain;
+  plain.add_bos = plain.add_eos = false;
+  const std::vector<int32_t> marker = tok->Encode("<tool_call>", plain);
+  ASSERT_EQ(marker.size(), 1u) << "Qwen's <tool_call> is one token";
+  const std::vector<int32_t> call = tok->Encode("\n{\"name\": \"get_weather\", \"arguments\": {\"city\":\"Oslo\"}}\n</tool_call>", plain);
+  for (const std::vector<int32_t>& start : {marker, tok->Encode("Let me look. <tool_", plain)}) {
+    SequenceConstraint s = SequenceConstraint::Create(c).value();
+    std::vector<int32_t> tokens = tok->Encode("It is", plain);
+    tokens.insert(tokens.end(), start.begin(), start.end());
+    if (start != marker) {
+      const std::vector<int32_t> rest = tok->Encode("call>", plain);
+      tokens.insert(tokens.end(), rest.begin(), rest.end());
+    }
+    for (int32_t t : tokens) {
+      ASSERT_TRUE(s.PrepareMask().ok());
+      ASSERT_TRUE(s.Allows(t)) << t;
+      ASSERT_TRUE(s.Accept(t).ok());
+    }
+    ASSERT_TRUE(s.PrepareMask().ok());
+    for (int32_t eog : trie->eog_tokens()) EXPECT_FALSE(s.Allows(eog)) << "inside the call";
+    EXPECT_FALSE(s.Allows(tok->Encode("x", plain).front())) << "inside the call";
+    for (int32_t t : call) {
+      ASSERT_TRUE(s.PrepareMask().ok());
+      ASSERT_TRUE(s.Allows(t)) << t;
+      ASSERT_TRUE(s.Accept(t).ok());
+    }
+    ASSERT_TRUE(s.PrepareMask().ok());
+    EXPECT_TRUE(s.Allows(trie->eog_tokens().front()));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shared, RealVocabulary,

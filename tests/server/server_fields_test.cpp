@@ -252,7 +252,10 @@ const std::vector<Field>& AllFields() {
          EXPECT_EQ(with.finish_reason, "tool_calls");
          ASSERT_EQ(with.specs.size(), 1u);
          EXPECT_EQ(with.specs[0].constraint.kind, ConstraintKind::kToolCall);
-         EXPECT_FALSE(base.specs[0].constraint.active());
+         EXPECT_EQ(with.specs[0].constraint.text.find("text_allowed"), std::string::npos);
+         // "auto": text, or calls from their marker on.
+         EXPECT_EQ(base.specs[0].constraint.kind, ConstraintKind::kToolCall);
+         EXPECT_NE(base.specs[0].constraint.text.find(R"("text_allowed":true)"), std::string::npos);
        }},
       {"parallel_tool_calls", kChat, Is(true),
        {{"tools", json::array({kTool})}, {"tool_choice", "required"}, {"max_tokens", 80}},

@@ -92,7 +92,7 @@ public final class Request {
 
   /** How the model may use the tools (valet.h's valet_tool_choice, same order). */
   public enum ToolChoice {
-    /** Text or calls, as the model chooses. */
+    /** Text or calls, as the model chooses; a call it begins follows its tool's schema. */
     AUTO,
     /** The tools are shown, never called. */
     NONE,
