@@ -176,6 +176,19 @@ const tests = {
     assert.equal(streamed[0].index, 0);
     assert.equal(streamed[0].function.name, 'get_weather');
     assert.equal(streamed[0].function.arguments, call.function.arguments);
+    // "auto" (the default with tools): text that does not read as a call, or
+    // a call whose arguments follow the schema.
+    for (let seed = 1; seed <= 6; ++seed) {
+      const { tool_choice, ...auto } = request;
+      const a = (await client.chat.completions.create({ ...auto, seed, temperature: 1 })).choices[0];
+      if (a.message.tool_calls) {
+        assert.equal(a.finish_reason, 'tool_calls');
+        JSON.parse(a.message.tool_calls[0].function.arguments);
+      } else {
+        assert.equal(typeof a.message.content, 'string');
+        assert.notEqual(a.message.content.trimStart()[0], '{', a.message.content);
+      }
+    }
     // Any tool, required: a call of one of them.
     const any = await client.chat.completions.create({ ...request, tool_choice: 'required' });
     assert.ok(['get_weather', 'ping'].includes(any.choices[0].message.tool_calls[0].function.name));
