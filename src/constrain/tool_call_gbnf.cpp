@@ -1,6 +1,5 @@
 #include "constrain/tool_call_gbnf.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
