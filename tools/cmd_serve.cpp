@@ -1,12 +1,16 @@
 // valet serve: the OpenAI-compatible HTTP server over a model, until SIGINT
 // or SIGTERM.
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <pthread.h>
-#include <sys/resource.h>
 
 #include "api_key_source.h"
 #include "cli_args.h"
@@ -108,11 +112,33 @@ void RaiseOpenFileLimit(size_t connections) {
 
 bool IsLoopback(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
 
-// Waits for SIGINT or SIGTERM; they are blocked in every thread, so this is
-// the only place they arrive.
+// SIGINT and SIGTERM stop the server. valet's threads start with them
+// blocked, but a library's threads made before main (OpenBLAS's pool) have
+// them open: a handler, not the default action, meets them wherever they
+// land and tells the main thread through a pipe.
+int g_stop_fds[2] = {-1, -1};
+
+extern "C" void NoteStopSignal(int) {
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = write(g_stop_fds[1], &byte, 1);
+}
+
+bool CatchStopSignals() {
+  if (pipe2(g_stop_fds, O_CLOEXEC) != 0) return false;
+  struct sigaction action {};
+  action.sa_handler = NoteStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  return sigaction(SIGINT, &action, nullptr) == 0 && sigaction(SIGTERM, &action, nullptr) == 0;
+}
+
+// Opens the main thread to the signals (a pending one is handled at once)
+// and waits for one.
 void WaitForStopSignal(const sigset_t& signals) {
-  int signal = 0;
-  sigwait(&signals, &signal);
+  pthread_sigmask(SIG_UNBLOCK, &signals, nullptr);
+  char byte = 0;
+  while (read(g_stop_fds[0], &byte, 1) < 0 && errno == EINTR) {
+  }
 }
 
 int Serve(const Flags& f, const sigset_t& signals) {
@@ -178,12 +204,13 @@ int RunServe(std::span<char* const> argv) {
                  "--api-key-file FILE or %s instead\n",
                  kApiKeyEnv);
   }
-  // Blocked before any thread starts, so every thread inherits the mask.
+  // Blocked before valet's threads start, so they inherit the mask.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  if (!CatchStopSignals()) return Fail("serve", IoError("cannot catch SIGINT and SIGTERM"));
   return Serve(*flags, signals);
 }
 
