@@ -6,11 +6,11 @@
 #include <variant>
 #include <vector>
 
+#include "sched/tool_use.h"
 #include "server/durable_submit.h"
 #include "server/http_reply.h"
 #include "server/openai_response.h"
 #include "server/tool_call_stream.h"
-#include "sched/tool_use.h"
 #include "server/utf8_assembler.h"
 
 namespace valet {

@@ -7,8 +7,9 @@ import java.util.List;
 /**
  * One task's request, as valet.h's valet_task_params: a tier, chat messages (rendered with the
  * model's own chat template, with the tools it may call) or a raw prompt, an optional shared
- * system prompt, stop strings, a token limit, llama.cpp's sampling chain and an output constraint. Unset fields take the C API's defaults
- * (valet_default_task_params()). Immutable; build one with {@link #builder()}.
+ * system prompt, stop strings, a token limit, llama.cpp's sampling chain and an output
+ * constraint. Unset fields take the C API's defaults (valet_default_task_params()). Immutable;
+ * build one with {@link #builder()}.
  */
 public final class Request {
   public static final Tier DEFAULT_TIER = Tier.FOREGROUND_CHAT;
