@@ -199,19 +199,29 @@ void ReportSteps(benchmark::State& state, std::vector<double> micros) {
   state.counters["mean_us"] = sum / static_cast<double>(micros.size());
 }
 
-// The model's own tokens for a document, a mask computed before each by a
-// fresh masker: the per-step mask cost of generating it.
-void BM_Generation(benchmark::State& state, const char* model, Case which) {
+// The model's vocabulary and its own tokens for `document` (no BOS or EOS);
+// null, the benchmark skipped, without the vocabulary.
+const Loaded* LoadDocument(benchmark::State& state, const char* model, const char* document,
+                           std::vector<int32_t>* tokens) {
   const Loaded& loaded = Load(model);
   if (loaded.trie == nullptr) {
     state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
-    return;
+    return nullptr;
   }
   EncodeOptions no_specials;
   no_specials.add_bos = false;
   no_specials.add_eos = false;
-  const char* document = which == Case::kGbnf ? kDocument : kSchemaDocument;
-  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(document, no_specials);
+  *tokens = loaded.tokenizer->Encode(document, no_specials);
+  return &loaded;
+}
+
+// The model's own tokens for a document, a mask computed before each by a
+// fresh masker: the per-step mask cost of generating it.
+void BM_Generation(benchmark::State& state, const char* model, Case which) {
+  std::vector<int32_t> tokens;
+  const Loaded* found = LoadDocument(state, model, which == Case::kGbnf ? kDocument : kSchemaDocument, &tokens);
+  if (found == nullptr) return;
+  const Loaded& loaded = *found;
   std::shared_ptr<const CompiledGrammar> compiled =
       which == Case::kGbnf     ? CompileJson(loaded.trie)
       : which == Case::kSchema ? CompileConstraint({ConstraintKind::kJsonSchema, kSchema}, loaded.trie)
@@ -249,17 +259,12 @@ void BM_JsonObjectGeneration(benchmark::State& state, const char* model) {
 // constraint compiled as GrammarCache does): free text waiting for the marker,
 // then the call under its schema.
 void BM_ToolAutoGeneration(benchmark::State& state, const char* model) {
-  const Loaded& loaded = Load(model);
-  if (loaded.trie == nullptr) {
-    state.SkipWithError("vocabulary absent (../shared/models, or gemma3 without the tests configured)");
-    return;
-  }
-  EncodeOptions no_specials;
-  no_specials.add_bos = false;
-  no_specials.add_eos = false;
-  const std::vector<int32_t> tokens = loaded.tokenizer->Encode(kToolDocument, no_specials);
+  std::vector<int32_t> tokens;
+  const Loaded* loaded = LoadDocument(state, model, kToolDocument, &tokens);
+  if (loaded == nullptr) return;
   GrammarCache cache;
-  std::shared_ptr<const CompiledGrammar> compiled = cache.Get({ConstraintKind::kToolCall, kToolSpec}, loaded.trie).value();
+  std::shared_ptr<const CompiledGrammar> compiled =
+      cache.Get({ConstraintKind::kToolCall, kToolSpec}, loaded->trie).value();
   std::vector<double> micros;
   for (auto _ : state) {
     SequenceConstraint sequence = SequenceConstraint::Create(compiled).value();

@@ -24,6 +24,18 @@ TaskRequest WithTools(ToolChoice::Kind kind, std::string name = "") {
   return r;
 }
 
+// Sampled at temperature 1 under `seed`, get_weather's city a string of at
+// most 8 characters.
+TaskRequest Sampled(ToolChoice::Kind kind, uint64_t seed, int32_t max_tokens) {
+  TaskRequest r = WithTools(kind);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 1.0f;
+  r.sampling.seed = seed;
+  r.tools[0].parameters = R"({"type":"object","properties":{"city":{"type":"string","maxLength":8}},)"
+                          R"("required":["city"],"additionalProperties":false})";
+  return r;
+}
+
 const ToolCallSyntax kHermes =
     ToolCallSyntaxForTemplate("{% if tools %}<tools>{{ tools | tojson }}</tools> <tool_call>{% endif %}");
 
@@ -98,12 +110,7 @@ TEST(ToolUse, OnlyCallsOfOfferedToolsAreCalls) {
 TEST(ToolUse, TheSchedulerAnswersWithParsedCalls) {
   Harness h;
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    TaskRequest r = WithTools(ToolChoice::Kind::kRequired);
-    r.max_tokens = 400;
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.tools[0].parameters = R"({"type":"object","properties":{"city":{"type":"string","maxLength":8}},)"
-                            R"("required":["city"],"additionalProperties":false})";
+    TaskRequest r = Sampled(ToolChoice::Kind::kRequired, seed, 400);
     h.Attach(r);
     Result<TaskId> id = h.core.Submit(r);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
@@ -143,12 +150,7 @@ TEST(ToolUse, AnAutoAnswerIsTextOrAValidCall) {
   Harness h(o);
   int with_calls = 0, text_only = 0;
   for (uint64_t seed = 1; seed <= 1000; ++seed) {
-    TaskRequest r = WithTools(ToolChoice::Kind::kAuto);
-    r.max_tokens = 600;
-    r.sampling.temperature = 1.0f;
-    r.sampling.seed = seed;
-    r.tools[0].parameters = R"({"type":"object","properties":{"city":{"type":"string","maxLength":8}},)"
-                            R"("required":["city"],"additionalProperties":false})";
+    TaskRequest r = Sampled(ToolChoice::Kind::kAuto, seed, 600);
     r.tools[1].parameters = R"({"type":"object","additionalProperties":false})";
     h.Attach(r);
     Result<TaskId> id = h.core.Submit(r);
