@@ -253,7 +253,7 @@ void Scheduler::Impl::CancelUnfinished() {
   // Admitting the last submits lets one path cancel every task.
   for (Command& command : rest) Apply(command);
   // Stopping is not the app's cancel: durable tasks stay in their journals.
-  core.DetachJournals();
+  core.journals().DetachJournals();
   std::vector<TaskId> ids;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -285,13 +285,13 @@ void Scheduler::Impl::Apply(Command& command) {
       (void)core.OnPowerState(command.power).ok();
       break;
     case CommandKind::kTrim:
-      (void)core.OnTrimMemory(command.trim).ok();
+      (void)core.memory().OnTrimMemory(command.trim).ok();
       break;
     case CommandKind::kCaughtUp:
       core.ConsumerCaughtUp(command.id);
       break;
     case CommandKind::kRetryJournals:
-      core.RetryJournals();
+      core.journals().RetryJournals();
       break;
     case CommandKind::kCall:
       command.call();
@@ -347,7 +347,7 @@ Result<RecoveryReport> Scheduler::Impl::Recover(
   Result<RecoveryReport> report = Call([&]() -> Result<RecoveryReport> {
     // Every task the core asks callbacks for gets exactly one on_done, like
     // a submitted one: counted here, uncounted by Track's wrapper.
-    return core.Recover([&](const RecoveredTask& t) {
+    return core.journals().Recover([&](const RecoveredTask& t) {
       auto slot = std::make_shared<TaskCallbacks>();
       dispatcher.Hold(t.id);
       resumed.push_back({t.id, slot});
@@ -374,7 +374,7 @@ Result<RecoveryReport> Scheduler::Impl::Recover(
 }
 
 Status Scheduler::Impl::ApplyBudgets(const MemoryBudgets& new_budgets) {
-  Status s = core.SetMemoryBudgets(new_budgets);
+  Status s = core.memory().SetMemoryBudgets(new_budgets);
   if (s.ok()) {
     std::lock_guard<std::mutex> lock(mu);
     budgets = new_budgets;
@@ -545,7 +545,7 @@ Result<RecoveryReport> Scheduler::Recover(std::function<TaskCallbacks(const Reco
 
 Status Scheduler::Ack(const std::string& durable_key) {
   Impl* impl = impl_.get();
-  return impl->Call([impl, durable_key] { return impl->core.Ack(durable_key); });
+  return impl->Call([impl, durable_key] { return impl->core.journals().Ack(durable_key); });
 }
 
 MemoryBudgets Scheduler::memory_budgets() const {

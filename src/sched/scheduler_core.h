@@ -62,13 +62,8 @@ class SchedulerCore {
   // NotFound for an unknown id, InvalidArgument for a finished task. A
   // cancelled durable task's journal is removed.
   Status Cancel(TaskId id);
-  // Durable tasks (docs/durable.md, TaskJournaling).
-  Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {}) {
-    return journals_.Recover(callbacks_for);
-  }
-  Status Ack(const std::string& durable_key) { return journals_.Ack(durable_key); }
-  void DetachJournals() { journals_.DetachJournals(); }
-  void RetryJournals() { journals_.RetryJournals(); }
+  // Durable tasks (docs/durable.md): Recover, Ack, DetachJournals, RetryJournals.
+  TaskJournaling& journals() { return journals_; }
   // How opening SchedulerOptions::durable_dir went (common/private_dir.h): OK,
   // or why durable tasks are unavailable here (their calls answer it).
   // InvalidArgument when the directory was refused (a link, another user's,
@@ -86,9 +81,8 @@ class SchedulerCore {
   // The budget table's power column: tiers the battery stops wait held
   // (ParkCause::kPower) and come back when a report lets them run.
   Status OnPowerState(const PowerState& power);
-  // docs/memory.md (MemoryKeeper).
-  Status OnTrimMemory(TrimLevel level) { return memory_.OnTrimMemory(level); }
-  Status SetMemoryBudgets(const MemoryBudgets& budgets) { return memory_.SetMemoryBudgets(budgets); }
+  // docs/memory.md: OnTrimMemory, SetMemoryBudgets.
+  MemoryKeeper& memory() { return memory_; }
   const MemoryBudgets& memory_budgets() const { return s_.budgets; }
 
   using ArrivalSignals = valet::ArrivalSignals;

@@ -31,7 +31,7 @@ class TaskJournaling {
   // when there is none, InvalidArgument while its task runs). DetachJournals
   // lets every live task go on without its journal: the scheduler is
   // stopping, and what the journals hold is for the next one to recover.
-  Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for);
+  Result<RecoveryReport> Recover(const std::function<TaskCallbacks(const RecoveredTask&)>& callbacks_for = {});
   Status Ack(const std::string& durable_key);
   void DetachJournals();
   // Writes what journals could not take (ParkCause::kJournalIo); a task whose

@@ -307,7 +307,7 @@ class CoreSink : public ScenarioSink {
     return core_.Submit(std::move(request));
   }
   Status Lifecycle(LifecycleEvent event) override { return core_.OnLifecycleEvent(event); }
-  Status TrimMemory(TrimLevel level) override { return core_.OnTrimMemory(level); }
+  Status TrimMemory(TrimLevel level) override { return core_.memory().OnTrimMemory(level); }
   SchedulerStats Stats() const override { return core_.recorder().Stats(); }
 
   std::deque<std::pair<TaskId, TaskResult>> done;

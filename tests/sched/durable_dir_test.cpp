@@ -70,8 +70,8 @@ class DurableDirTest : public ::testing::Test {
     EXPECT_EQ(core.durable_dir_status().message(),
               "durable tasks' directory: " + tasks_.string() + " " + what);
     EXPECT_EQ(core.Submit(Durable()).status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(core.Recover().status().code(), StatusCode::kInvalidArgument);
-    EXPECT_EQ(core.Ack("k").code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(core.journals().Recover().status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(core.journals().Ack("k").code(), StatusCode::kInvalidArgument);
     Result<std::unique_ptr<Scheduler>> scheduler = Scheduler::Create(engine, Options());
     ASSERT_FALSE(scheduler.ok());
     EXPECT_NE(scheduler.status().message().find(tasks_.string() + " " + what), std::string::npos)
@@ -150,7 +150,7 @@ TEST_F(DurableDirTest, ValetMakesItPrivateAtStartAndUsesAPrivateOneAsItIs) {
   SchedulerCore core(engine, Options());
   EXPECT_TRUE(core.durable_dir_status().ok()) << "0755: readable, but nobody else may write";
   EXPECT_EQ(Mode(tasks_), 0755u) << "an existing directory keeps its mode";
-  Result<RecoveryReport> found = core.Recover();
+  Result<RecoveryReport> found = core.journals().Recover();
   ASSERT_TRUE(found.ok());
   ASSERT_EQ(found->tasks.size(), 1u);
   EXPECT_EQ(found->tasks[0].state, TaskState::kDone);

@@ -117,11 +117,11 @@ TEST_F(DurableDiskFull, AFailedTokenWriteParksTheTaskUntilARetryWritesIt) {
   core->RunUntilIdle();
   ExpectWaitsForItsJournal(*core, id, run);
   EXPECT_EQ(core->recorder().Stats().journal_waits, 1);
-  core->RetryJournals();  // still full: still waiting
+  core->journals().RetryJournals();  // still full: still waiting
   core->RunUntilIdle();
   ExpectWaitsForItsJournal(*core, id, run);
   disk.full = false;
-  core->RetryJournals();
+  core->journals().RetryJournals();
   core->RunUntilIdle();
   ASSERT_EQ(run.done.size(), 1u);
   EXPECT_EQ(run.done[0].state, TaskState::kDone);
@@ -173,7 +173,7 @@ TEST_F(DurableDiskFull, AnEndTheJournalCannotTakeWaitsForIt) {
   ExpectWaitsForItsJournal(*core, id, run);
   EXPECT_EQ(engine_.open_sequences(), 0u);
   disk.ends_fail = false;
-  core->RetryJournals();
+  core->journals().RetryJournals();
   ASSERT_EQ(run.done.size(), 1u);
   EXPECT_EQ(run.done[0].state, TaskState::kDone);
   EXPECT_EQ(run.done[0].tokens, Reference());
@@ -212,7 +212,7 @@ TEST_F(DurableDiskFull, AKillWhileWaitingLosesNothing) {
   disk.full = false;
   std::unique_ptr<SchedulerCore> core = NewCore(disk, dir_ + "/tasks");
   Outcome second;
-  Result<RecoveryReport> recovered = core->Recover([&](const RecoveredTask&) {
+  Result<RecoveryReport> recovered = core->journals().Recover([&](const RecoveredTask&) {
     TaskCallbacks cb;
     cb.on_done = [&](TaskId, const TaskResult& r) { second.done.push_back(r); };
     return cb;
@@ -260,7 +260,7 @@ TEST_F(DurableDiskFull, ARealFullDiskParksAndARetryAfterItIsFreedFinishes) {
   core->RunUntilIdle();
   ExpectWaitsForItsJournal(*core, id, run);
   fs::remove(mnt + "/filler");
-  core->RetryJournals();
+  core->journals().RetryJournals();
   core->RunUntilIdle();
   ASSERT_EQ(run.done.size(), 1u);
   EXPECT_EQ(run.done[0].tokens, Reference(kLong));

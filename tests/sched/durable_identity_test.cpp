@@ -145,7 +145,7 @@ TEST_P(DurableIdentityTest, ASettingChangedBetweenLivesSkipsTheJournalAndTheSame
   {
     FakeEngine engine(c.other.engine);
     SchedulerCore core(engine, Options(c.other));
-    Result<RecoveryReport> report = core.Recover();
+    Result<RecoveryReport> report = core.journals().Recover();
     ASSERT_TRUE(report.ok()) << report.status().ToString();
     EXPECT_TRUE(report->tasks.empty()) << "never resumed under another setting";
     ASSERT_EQ(report->skipped.size(), 1u);
@@ -160,7 +160,7 @@ TEST_P(DurableIdentityTest, ASettingChangedBetweenLivesSkipsTheJournalAndTheSame
   FakeEngine engine(c.written.engine);
   SchedulerCore core(engine, Options(c.written));
   TaskResult result;
-  Result<RecoveryReport> report = core.Recover([&](const RecoveredTask&) {
+  Result<RecoveryReport> report = core.journals().Recover([&](const RecoveredTask&) {
     TaskCallbacks callbacks;
     callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
     return callbacks;
@@ -187,7 +187,7 @@ TEST_F(DurableIdentityTest, NewTasksRunBesideASkippedJournal) {
   {
     FakeEngine engine(c.other.engine);
     SchedulerCore core(engine, Options(c.other));
-    ASSERT_TRUE(core.Recover().ok());
+    ASSERT_TRUE(core.journals().Recover().ok());
     TaskRequest other = Request();
     other.durable_key = "chat-2";
     EXPECT_TRUE(core.Submit(other).ok()) << "new tasks go on beside it";

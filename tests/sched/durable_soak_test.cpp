@@ -72,11 +72,11 @@ void RunTasks(const std::string& model, const std::string& dir, bool first, cons
     for (int i = 0; i < kTasks; ++i) {
       if (!core.Submit(SoakRequest(i)).ok()) _exit(4);
     }
-  } else if (!core.Recover().ok()) {
+  } else if (!core.journals().Recover().ok()) {
     _exit(5);
   }
   for (int step = 1; core.RunOneStep(); ++step) {
-    if (step % 4 == 0 && !core.OnTrimMemory(TrimLevel::kRunningModerate).ok()) _exit(6);
+    if (step % 4 == 0 && !core.memory().OnTrimMemory(TrimLevel::kRunningModerate).ok()) _exit(6);
     if (!restored_mark.empty() && core.recorder().Stats().durable_restored_tokens > 0 && !fs::exists(restored_mark)) {
       std::FILE* f = std::fopen(restored_mark.c_str(), "w");
       if (f != nullptr) std::fclose(f);

@@ -101,15 +101,15 @@ void ExpectKillsResumeExactly(DurableTaskTest& t, const TaskRequest& request) {
     ASSERT_FALSE(core.HasRunnableWork());
     ASSERT_GT(reference.size(), 20u);
     // Ended, it waits for the app: found as DONE, then acknowledged.
-    Result<RecoveryReport> found = core.Recover();
+    Result<RecoveryReport> found = core.journals().Recover();
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     ASSERT_EQ(found->tasks.size(), 1u);
     EXPECT_EQ(found->tasks[0].state, TaskState::kDone);
     EXPECT_EQ(found->tasks[0].tokens, reference);
     EXPECT_EQ(found->tasks[0].id, 0);
-    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kOk);
-    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kNotFound);
-    EXPECT_EQ(core.Ack("../story-1").code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(core.journals().Ack("story-1").code(), StatusCode::kOk);
+    EXPECT_EQ(core.journals().Ack("story-1").code(), StatusCode::kNotFound);
+    EXPECT_EQ(core.journals().Ack("../story-1").code(), StatusCode::kInvalidArgument);
   }
   for (size_t kill_after : {size_t{1}, size_t{9}, reference.size() - 1}) {
     SCOPED_TRACE("killed after " + std::to_string(kill_after) + " tokens");
@@ -125,7 +125,7 @@ void ExpectKillsResumeExactly(DurableTaskTest& t, const TaskRequest& request) {
     SchedulerCore core(*engine, t.Options());
     std::vector<int32_t> after;
     TaskResult result;
-    Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask& t) {
+    Result<RecoveryReport> recovered = core.journals().Recover([&](const RecoveredTask& t) {
       EXPECT_EQ(t.durable_key, "story-1");
       EXPECT_NE(t.id, 0) << "callbacks are made for the id the task runs under";
       TaskCallbacks callbacks;
@@ -143,7 +143,7 @@ void ExpectKillsResumeExactly(DurableTaskTest& t, const TaskRequest& request) {
     EXPECT_EQ(whole, reference);
     EXPECT_EQ(result.tokens, reference) << "the result holds the tokens from before the restart too";
     EXPECT_EQ(result.durable_key, "story-1");
-    EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kOk);
+    EXPECT_EQ(core.journals().Ack("story-1").code(), StatusCode::kOk);
   }
 }
 
@@ -170,7 +170,7 @@ TEST_P(DurableTaskTest, ARecoveredTaskWaitsForTheBatteryAcrossARestart) {
     ASSERT_TRUE(engine);
     SchedulerCore core(*engine, Options());
     reference = RunUntilTokens(core, Request(), 1000);
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
   std::vector<int32_t> before;
   {
@@ -184,7 +184,7 @@ TEST_P(DurableTaskTest, ARecoveredTaskWaitsForTheBatteryAcrossARestart) {
   options.initial_power.battery_low = true;
   SchedulerCore core(*engine, options);
   std::vector<int32_t> after;
-  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+  Result<RecoveryReport> recovered = core.journals().Recover([&](const RecoveredTask&) {
     TaskCallbacks callbacks;
     callbacks.on_token = [&](TaskId, int32_t token, std::string_view) { after.push_back(token); };
     return callbacks;
@@ -208,7 +208,7 @@ TEST_P(DurableTaskTest, ATornLastRecordResumesFromTheOneBefore) {
     std::unique_ptr<RealEngine> engine = OpenEngine();
     SchedulerCore core(*engine, Options());
     reference = RunUntilTokens(core, Request(), 1000);
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
   {
     std::unique_ptr<RealEngine> engine = OpenEngine();
@@ -220,7 +220,7 @@ TEST_P(DurableTaskTest, ATornLastRecordResumesFromTheOneBefore) {
   std::unique_ptr<RealEngine> engine = OpenEngine();
   SchedulerCore core(*engine, Options());
   TaskResult result;
-  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+  Result<RecoveryReport> recovered = core.journals().Recover([&](const RecoveredTask&) {
     TaskCallbacks callbacks;
     callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
     return callbacks;
@@ -241,7 +241,7 @@ TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
   std::unique_ptr<RealEngine> engine = OpenEngine();
   {
     SchedulerCore core(*engine, Options("model-b"));
-    Result<RecoveryReport> other = core.Recover();
+    Result<RecoveryReport> other = core.journals().Recover();
     ASSERT_TRUE(other.ok());
     EXPECT_TRUE(other->tasks.empty());
     ASSERT_EQ(other->skipped.size(), 1u);
@@ -249,11 +249,11 @@ TEST_P(DurableTaskTest, AnotherModelsJournalsAreLeftAloneAndCancelForgets) {
     EXPECT_TRUE(fs::exists(JournalPath(dir_ + "/tasks", "story-1"))) << "never deleted for being foreign";
   }
   SchedulerCore core(*engine, Options());
-  Result<RecoveryReport> mine = core.Recover();
+  Result<RecoveryReport> mine = core.journals().Recover();
   ASSERT_TRUE(mine.ok());
   ASSERT_EQ(mine->tasks.size(), 1u);
-  EXPECT_EQ(core.Ack("story-1").code(), StatusCode::kInvalidArgument) << "still running";
-  EXPECT_TRUE(core.Recover()->tasks.empty()) << "a running task is not recovered twice";
+  EXPECT_EQ(core.journals().Ack("story-1").code(), StatusCode::kInvalidArgument) << "still running";
+  EXPECT_TRUE(core.journals().Recover()->tasks.empty()) << "a running task is not recovered twice";
   ASSERT_TRUE(core.Cancel(mine->tasks[0].id).ok());
   EXPECT_FALSE(fs::exists(JournalPath(dir_ + "/tasks", "story-1")));
 
@@ -276,7 +276,7 @@ TEST_P(DurableTaskTest, AJournalOfAnotherKvTypeOrContextIsSkippedAndResumesUnder
     context = engine->context_length();
     SchedulerCore core(*engine, Options());
     reference = RunUntilTokens(core, Request(), 1000);
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
   {
     std::unique_ptr<RealEngine> engine = OpenEngine();
@@ -297,7 +297,7 @@ TEST_P(DurableTaskTest, AJournalOfAnotherKvTypeOrContextIsSkippedAndResumesUnder
     std::unique_ptr<RealEngine> engine = OpenEngine(other.kv_type, other.n_ctx);
     ASSERT_TRUE(engine);
     SchedulerCore core(*engine, Options());
-    Result<RecoveryReport> found = core.Recover();
+    Result<RecoveryReport> found = core.journals().Recover();
     ASSERT_TRUE(found.ok()) << found.status().ToString();
     EXPECT_TRUE(found->tasks.empty());
     ASSERT_EQ(found->skipped.size(), 1u);
@@ -309,7 +309,7 @@ TEST_P(DurableTaskTest, AJournalOfAnotherKvTypeOrContextIsSkippedAndResumesUnder
   std::unique_ptr<RealEngine> engine = OpenEngine();
   SchedulerCore core(*engine, Options());
   TaskResult result;
-  Result<RecoveryReport> recovered = core.Recover([&](const RecoveredTask&) {
+  Result<RecoveryReport> recovered = core.journals().Recover([&](const RecoveredTask&) {
     TaskCallbacks callbacks;
     callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
     return callbacks;
@@ -331,7 +331,7 @@ TEST_P(DurableTaskTest, StoppingTheThreadedSchedulerKeepsDurableTasksForTheNext)
   {
     SchedulerCore core(*engine, Options());
     reference = RunUntilTokens(core, Request(), 1000);
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
   std::vector<int32_t> before;
   {
@@ -392,7 +392,7 @@ TEST_P(DurableTaskTest, AKvCheckpointFromOnStopIsRestoredInsteadOfRecomputed) {
     std::unique_ptr<RealEngine> engine = OpenEngine();
     SchedulerCore core(*engine, Options());
     reference = RunUntilTokens(core, Request(), 1000);
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
   const std::string checkpoint = CheckpointPath(dir_ + "/tasks", "story-1");
   enum class Damage { kNone, kFlippedByte, kOtherTask };
@@ -434,7 +434,7 @@ TEST_P(DurableTaskTest, AKvCheckpointFromOnStopIsRestoredInsteadOfRecomputed) {
     std::unique_ptr<RealEngine> engine = OpenEngine();
     SchedulerCore core(*engine, Options());
     TaskResult result;
-    ASSERT_TRUE(core.Recover([&](const RecoveredTask&) {
+    ASSERT_TRUE(core.journals().Recover([&](const RecoveredTask&) {
                       TaskCallbacks callbacks;
                       callbacks.on_done = [&](TaskId, const TaskResult& r) { result = r; };
                       return callbacks;
@@ -449,7 +449,7 @@ TEST_P(DurableTaskTest, AKvCheckpointFromOnStopIsRestoredInsteadOfRecomputed) {
       EXPECT_EQ(restored, 0);
     }
     EXPECT_FALSE(fs::exists(checkpoint)) << "an ended task's checkpoint is removed";
-    ASSERT_TRUE(core.Ack("story-1").ok());
+    ASSERT_TRUE(core.journals().Ack("story-1").ok());
   }
 }
 
@@ -469,7 +469,7 @@ TEST_P(DurableTaskTest, TheDiskBudgetRefusesNewDurableTasksUntilResultsAreAcknow
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted) << refused.status().ToString();
   EXPECT_TRUE(fs::exists(JournalPath(dir_ + "/tasks", "story-1")));
-  ASSERT_TRUE(core.Ack("story-1").ok());
+  ASSERT_TRUE(core.journals().Ack("story-1").ok());
   EXPECT_TRUE(core.Submit(second).ok());
 }
 

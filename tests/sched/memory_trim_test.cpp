@@ -69,7 +69,7 @@ TEST(MemoryTrim, RunningModerateMovesRamSnapshotsToDisk) {
   Parked p(ParkPolicy::kForceSnapshotRam);
   ASSERT_GT(p.h.engine.memory().snapshot_ram_bytes, 0u);
   const size_t ram = p.h.engine.memory().snapshot_ram_bytes;
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kRunningModerate).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kRunningModerate).ok());
   EXPECT_EQ(p.h.engine.memory().snapshot_ram_bytes, 0u);
   EXPECT_EQ(p.h.engine.memory().snapshot_disk_bytes, ram);
   p.ExpectOutputsAlone();
@@ -78,7 +78,7 @@ TEST(MemoryTrim, RunningModerateMovesRamSnapshotsToDisk) {
 TEST(MemoryTrim, UiHiddenEvictsParkedKvButNotTheRunningTask) {
   Parked p(ParkPolicy::kAuto);  // a roomy pool: parked resident
   const size_t used = p.h.engine.memory().pool_used_bytes;
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kUiHidden).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kUiHidden).ok());
   EXPECT_LT(p.h.engine.memory().pool_used_bytes, used);
   const SchedulerStats s = p.h.core.recorder().Stats();
   EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kResident)], 1);
@@ -89,7 +89,7 @@ TEST(MemoryTrim, UiHiddenEvictsParkedKvButNotTheRunningTask) {
 TEST(MemoryTrim, BackgroundShrinksThePoolUntilTheAppComesBack) {
   Parked p(ParkPolicy::kAuto);
   const size_t budget = p.h.engine.memory().pool_capacity_bytes;
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kBackground).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kBackground).ok());
   const size_t trimmed = p.h.engine.memory().pool_capacity_bytes;
   EXPECT_LT(trimmed, budget);
   // Never below what a live task needs to run alone (with its copy-on-write block).
@@ -113,14 +113,14 @@ TEST(MemoryTrim, CriticalEvictsParkedTasksFullyWhenTheyHoldAPrefixAlone) {
   h.core.RunOneStep();  // the indexer is parked resident, holding its instruction's KV
   const size_t used = h.engine.memory().pool_used_bytes;
 
-  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kUiHidden).ok());
+  ASSERT_TRUE(h.core.memory().OnTrimMemory(TrimLevel::kUiHidden).ok());
   SchedulerStats s = h.core.recorder().Stats();
   EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kPartial)], 1);
   EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)], 0);  // the instruction stays cached
   const size_t after_hidden = h.engine.memory().pool_used_bytes;
   EXPECT_LT(after_hidden, used);
 
-  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  ASSERT_TRUE(h.core.memory().OnTrimMemory(TrimLevel::kRunningCritical).ok());
   s = h.core.recorder().Stats();
   EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)], 1);
   EXPECT_LT(h.engine.memory().pool_used_bytes, after_hidden);  // the instruction's blocks went too
@@ -155,7 +155,7 @@ TEST(MemoryTrim, TheChatsSystemPromptGoesLastAndComesBackAtOnStart) {
 
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnPause).ok());
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
-  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  ASSERT_TRUE(h.core.memory().OnTrimMemory(TrimLevel::kRunningCritical).ok());
   EXPECT_LT(h.engine.memory().pool_used_bytes, both) << "the indexer's instruction went";
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStart).ok());
   EXPECT_EQ(h.core.recorder().Stats().prefix_warm_tokens, 0) << "the system prompt stayed";
@@ -165,7 +165,7 @@ TEST(MemoryTrim, TheChatsSystemPromptGoesLastAndComesBackAtOnStart) {
   ASSERT_GT(prefix, 0) << "the system prompt was kept cached";
 
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStop).ok());
-  ASSERT_TRUE(h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  ASSERT_TRUE(h.core.memory().OnTrimMemory(TrimLevel::kComplete).ok());
   EXPECT_EQ(h.engine.memory().pool_used_bytes, 0u) << "next to be killed: nothing is kept";
   ASSERT_TRUE(h.core.OnLifecycleEvent(LifecycleEvent::kOnStart).ok());
   EXPECT_EQ(h.core.recorder().Stats().prefix_warm_tokens, prefix);
@@ -183,7 +183,7 @@ TEST(MemoryTrim, ASchedulerGivesATrimmedPoolBackWhenDestroyed) {
   o.clock = engine.ClockFunction();
   {
     SchedulerCore core(engine, o);
-    ASSERT_TRUE(core.OnTrimMemory(TrimLevel::kBackground).ok());
+    ASSERT_TRUE(core.memory().OnTrimMemory(TrimLevel::kBackground).ok());
     ASSERT_LT(engine.memory().pool_capacity_bytes, budget);
   }
   EXPECT_EQ(engine.memory().pool_capacity_bytes, budget);
@@ -193,7 +193,7 @@ TEST(MemoryTrim, ASchedulerGivesATrimmedPoolBackWhenDestroyed) {
 
 TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
   Parked p(ParkPolicy::kAuto);
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kComplete).ok());
   EXPECT_EQ(p.h.engine.memory().pool_used_bytes, 0u);
   p.ExpectOutputsAlone();
 }
@@ -204,12 +204,12 @@ TEST(MemoryTrim, CompleteParksEvenTheRunningTaskAndEverythingStillFinishes) {
 TEST(MemoryTrim, WeightsAreAdvisedColdWhenCriticalAndPagedOutAtComplete) {
   Parked p(ParkPolicy::kAuto);
   for (TrimLevel level : {TrimLevel::kRunningModerate, TrimLevel::kRunningLow, TrimLevel::kUiHidden}) {
-    ASSERT_TRUE(p.h.core.OnTrimMemory(level).ok());
+    ASSERT_TRUE(p.h.core.memory().OnTrimMemory(level).ok());
   }
   EXPECT_TRUE(p.h.engine.weights_advice().empty());
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kRunningCritical).ok());
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kBackground).ok());
-  ASSERT_TRUE(p.h.core.OnTrimMemory(TrimLevel::kComplete).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kRunningCritical).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kBackground).ok());
+  ASSERT_TRUE(p.h.core.memory().OnTrimMemory(TrimLevel::kComplete).ok());
   EXPECT_EQ(p.h.engine.weights_advice(), (std::vector<WeightsAdvice>{WeightsAdvice::kCold, WeightsAdvice::kPageOut}));
   p.ExpectOutputsAlone();
 }
@@ -217,9 +217,9 @@ TEST(MemoryTrim, WeightsAreAdvisedColdWhenCriticalAndPagedOutAtComplete) {
 TEST(MemoryBudgets, RefusesAPoolSmallerThanALiveTaskAndAppliesOthers) {
   Parked p(ParkPolicy::kAuto);
   MemoryBudgets tiny{p.h.engine.KvBytesFor(4), 0};
-  EXPECT_EQ(p.h.core.SetMemoryBudgets(tiny).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(p.h.core.memory().SetMemoryBudgets(tiny).code(), StatusCode::kInvalidArgument);
   MemoryBudgets smaller{p.h.engine.KvBytesFor(200), p.h.engine.KvBytesFor(10)};
-  ASSERT_TRUE(p.h.core.SetMemoryBudgets(smaller).ok());
+  ASSERT_TRUE(p.h.core.memory().SetMemoryBudgets(smaller).ok());
   EXPECT_EQ(p.h.engine.memory().pool_capacity_bytes, smaller.pool_bytes);
   EXPECT_EQ(p.h.core.memory_budgets().pool_bytes, smaller.pool_bytes);
   // Admission now measures against the new pool.

@@ -151,7 +151,7 @@ void RunSequence(uint64_t seed, const Pressure& pressure) {
     } else if (pressure.on && kind < 7) {
       if (rng() % 3 != 0) {
         const int levels[] = {5, 10, 15, 20, 40, 60, 80, 7, 100};
-        ASSERT_TRUE(h.core.OnTrimMemory(*TrimLevelFromInt(levels[rng() % 9])).ok());
+        ASSERT_TRUE(h.core.memory().OnTrimMemory(*TrimLevelFromInt(levels[rng() % 9])).ok());
         ++g_coverage.trims;
         continue;
       }
@@ -163,7 +163,7 @@ void RunSequence(uint64_t seed, const Pressure& pressure) {
       MemoryBudgets b;
       b.pool_bytes = static_cast<size_t>(tokens) * eo.kv_bytes_per_token;
       b.snapshot_ram_bytes = static_cast<size_t>(rng() % 64) * eo.kv_bytes_per_token;
-      const Status st = h.core.SetMemoryBudgets(b);
+      const Status st = h.core.memory().SetMemoryBudgets(b);
       ASSERT_EQ(st.ok(), largest == 0 || largest + 1 <= tokens) << st.ToString() << " seed " << seed;
       if (st.ok()) {
         pool_tokens = tokens;
