@@ -104,6 +104,9 @@ struct StepOutput {
 struct StepResult {
   std::vector<StepOutput> outputs;  // one per sampling item, in item order
   int32_t tokens_computed = 0;      // new + recomputed tokens run through the model
+  // Tokens of an earlier stopped step whose progress was dropped because
+  // this step gave their sequence other tokens (SetAbortFlag).
+  int32_t cut_tokens_dropped = 0;
   double seconds = 0.0;             // wall (real engine) or virtual (fake engine) time of the step
 };
 
@@ -111,6 +114,7 @@ struct ParkReport {
   ParkKind kind = ParkKind::kResident;
   size_t bytes = 0;               // bytes copied out (snapshots) or freed from the pool
   int32_t tokens_dropped = 0;     // tokens whose KV must be recomputed on resume
+  int32_t cut_tokens_dropped = 0; // tokens of a stopped step whose progress the park dropped
   double seconds = 0.0;
 };
 
@@ -119,6 +123,7 @@ struct ResumeReport {
   size_t bytes = 0;                     // bytes restored
   int32_t tokens_to_recompute = 0;      // pending recompute; run it with StepItem::recompute
   bool fell_back = false;               // a snapshot was missing or corrupt: recompute instead
+  int32_t cut_tokens_dropped = 0;       // tokens of a stopped step the snapshot could not give back
   double seconds = 0.0;
 };
 
@@ -130,6 +135,9 @@ struct SequenceInfo {
   bool parked = false;
   ParkKind park_kind = ParkKind::kResident;
   size_t own_kv_bytes = 0;      // pool bytes this sequence alone holds
+  // Tokens of a step stopped between layers (SetAbortFlag) whose progress the
+  // engine keeps: the next step that gives the sequence the same tokens goes on from it.
+  int32_t cut_tokens = 0;
 };
 
 struct EngineMemory {
@@ -257,8 +265,12 @@ class VALET_API EngineInterface {
   virtual ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const = 0;
 
   // Lets Step stop early (between layers) while *flag is true: it then
-  // returns kAborted and changes no sequence, so the step can simply be redone
-  // later. nullptr: steps run to the end. The flag may be set from any thread.
+  // returns kAborted and no sequence's history changes, so the step can
+  // simply be redone later. An engine may keep how far each item got
+  // (SequenceInfo::cut_tokens) and go on from there when a later step gives
+  // the sequence the same tokens; a resident or snapshot park keeps that, an
+  // eviction drops it.
+  // nullptr: steps run to the end. The flag may be set from any thread.
   virtual void SetAbortFlag(const std::atomic<bool>* flag) { (void)flag; }
 
   // How the next steps' compute threads run: how many, at what OS priority

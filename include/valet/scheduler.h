@@ -296,6 +296,17 @@ struct SchedulerOptions {
   DurableWriteHooks durable_write_hooks;
 };
 
+// Why tokens were run through the model again (SchedulerStats::recomputed_by_cause).
+enum class RecomputeCause : int32_t {
+  kCutStep,           // a step stopped between layers whose progress was not kept
+  kPartialEviction,   // parked down to the shared prefix
+  kFullEviction,      // parked with nothing kept
+  kSnapshotFallback,  // a snapshot that could not be stored or restored
+};
+inline constexpr int kNumRecomputeCauses = 4;
+// "cut_step", "partial_eviction", "full_eviction", "snapshot_fallback".
+VALET_API const char* RecomputeCauseName(RecomputeCause cause);
+
 enum class TimelineKind : int32_t {
   kSubmitted,
   kStarted,
@@ -366,7 +377,10 @@ struct SchedulerStats {
   int64_t batched_steps = 0;  // steps with riders (fill mode)
   int64_t prefill_tokens = 0;
   int64_t decode_tokens = 0;
-  int64_t tokens_recomputed = 0;
+  int64_t tokens_recomputed = 0;  // recomputed after parks (recomputed_by_cause has cut steps too)
+  // Tokens run through the model again, by cause: what preemption cost
+  // beyond the work itself.
+  std::array<int64_t, kNumRecomputeCauses> recomputed_by_cause{};
   std::array<int64_t, kNumTiers> generated_by_tier{};
   std::array<int64_t, kNumTiers> prefill_by_tier{};  // prompt tokens fed (recompute excluded)
   // Engine time per tier: a step's time split by its items' token counts,

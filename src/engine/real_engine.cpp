@@ -6,6 +6,7 @@
 #include <optional>
 #include <random>
 #include <unordered_set>
+#include <utility>
 
 #include "common/log.h"
 #include "engine/sequence_snapshot.h"
@@ -38,6 +39,8 @@ struct RealEngine::Seq {
   std::vector<float> logits;
   int32_t top_logprobs = -1;  // SequenceSpec::top_logprobs
   std::optional<SequenceConstraint> constraint;  // SequenceSpec::constraint
+  StepCut cut;  // how far a stopped step got (LlamaContext::Forward); in the snapshot while parked with one
+  int32_t snapshot_cut_tokens = 0;  // while parked with a snapshot: its stopped step's tokens
   int32_t pending() const { return static_cast<int32_t>(history.size()) - kv.n_tokens(); }
 };
 
@@ -187,6 +190,7 @@ Result<SequenceInfo> RealEngine::Info(SequenceId id) const {
   info.pending_recompute = s->snapshot_end >= 0 ? info.n_tokens - s->snapshot_end : s->pending();
   info.parked = s->parked;
   info.park_kind = s->park_kind;
+  info.cut_tokens = s->snapshot_end >= 0 ? s->snapshot_cut_tokens : static_cast<int32_t>(s->cut.tokens.size());
   const KvPool& pool = engine_->kv_pool();
   for (KvBlockId b : s->kv.blocks()) {
     if (b != KvSequence::kNoBlock && pool.ref_count(b) == 1) info.own_kv_bytes += pool.layout().block_bytes();
@@ -234,7 +238,7 @@ Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
   std::vector<Seq*> seqs(items.size());
   std::vector<std::vector<int32_t>> merged(items.size());  // pending recompute + new tokens
   std::vector<BatchItem> batch(items.size());
-  int32_t n_tokens = 0, n_recomputed = 0;
+  int32_t n_tokens = 0, n_recomputed = 0, cut_dropped = 0;
   bool decode_only = true;
   for (size_t i = 0; i < items.size(); ++i) {
     Seq* s = seqs[i] = *Find(items[i].seq);
@@ -254,7 +258,8 @@ Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
     } else {
       input = items[i].tokens;
     }
-    batch[i] = BatchItem{&s->kv, input, items[i].sample ? LogitsMode::kLast : LogitsMode::kNone};
+    if (!s->cut.empty() && !std::ranges::equal(input, s->cut.tokens)) cut_dropped += DropCut(*s);
+    batch[i] = BatchItem{&s->kv, input, items[i].sample ? LogitsMode::kLast : LogitsMode::kNone, &s->cut};
     n_tokens += static_cast<int32_t>(input.size());
     decode_only = decode_only && input.size() == 1;
   }
@@ -291,6 +296,7 @@ Result<StepResult> RealEngine::StepOnLane(std::span<const StepItem> items) {
     result.outputs.push_back(std::move(out));
   }
   result.tokens_computed = n_tokens;
+  result.cut_tokens_dropped = cut_dropped;
   result.seconds = Since(t0);
   accounting_.tokens_recomputed += n_recomputed;
   Meter& m = decode_only ? decode_ : prefill_;
@@ -317,7 +323,7 @@ void RealEngine::AttachPrefix(Seq& s, const PrefixMatch& m) {
 Status RealEngine::StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, SnapshotTier tier, size_t* bytes) {
   SnapshotHeader h{kv_begin, s.kv.n_tokens(), s.history, s.sampler.state()};
   const auto t0 = Clock::now();
-  std::vector<uint8_t> blob = EncodeSequenceSnapshot(h, s.kv);
+  std::vector<uint8_t> blob = EncodeSequenceSnapshot(h, s.kv, &s.cut);
   VALET_ASSIGN_OR_RETURN(SnapshotTier used, store_->Put(static_cast<uint64_t>(id), blob, tier));
   Meter& m = used == SnapshotTier::kRam ? ram_ : disk_;
   m.amount += static_cast<double>(blob.size());
@@ -325,6 +331,8 @@ Status RealEngine::StoreSnapshot(SequenceId id, Seq& s, int32_t kv_begin, Snapsh
   if (used != tier) Warn("snapshot of sequence " + std::to_string(id) + " went to the other tier");
   s.park_kind = used == SnapshotTier::kRam ? ParkKind::kSnapshotRam : ParkKind::kSnapshotDisk;
   s.snapshot_end = h.kv_end;
+  s.snapshot_cut_tokens = static_cast<int32_t>(s.cut.tokens.size());
+  s.cut.Clear();  // the snapshot holds it
   *bytes = blob.size();
   return Status::Ok();
 }
@@ -350,6 +358,8 @@ Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
         s->park_kind = ParkKind::kPartial;
       }
     }
+    // A snapshot took the stopped step along; otherwise its rows go with the rest.
+    r.cut_tokens_dropped = DropCut(*s);
     s->kv.Clear();
     AttachPrefix(*s, keep);
   }
@@ -367,10 +377,24 @@ Result<ParkReport> RealEngine::Park(SequenceId id, ParkKind kind) {
   return r;
 }
 
+int32_t RealEngine::DropCut(Seq& s) {
+  const auto n = static_cast<int32_t>(s.cut.tokens.size());
+  accounting_.cut_tokens_dropped += n;
+  s.cut.Clear();
+  return n;
+}
+
+int32_t RealEngine::DropSnapshotCut(Seq& s) {
+  const int32_t n = std::exchange(s.snapshot_cut_tokens, 0);
+  accounting_.cut_tokens_dropped += n;
+  return n;
+}
+
 ParkReport RealEngine::DropParked(SequenceId id, Seq& s) {
   ParkReport r;
   const size_t used_before = engine_->kv_pool().used_bytes();
   r.tokens_dropped = s.kv.n_tokens();
+  r.cut_tokens_dropped = DropCut(s) + DropSnapshotCut(s);
   store_->Erase(static_cast<uint64_t>(id));
   s.snapshot_end = -1;
   s.kv.Clear();
@@ -407,6 +431,7 @@ Result<int32_t> RealEngine::ImportSequence(SequenceId id, std::span<const uint8_
   if (h.size() < s->prefix.size() || h.size() >= expected.size() || !std::equal(h.begin(), h.end(), expected.begin())) {
     return InvalidArgument("the checkpoint's history is not a beginning of the sequence's tokens");
   }
+  (void)DropCut(*s);
   s->kv.Clear();
   s->kv.UnpinWindow();
   Status imported = s->kv.ImportRows(static_cast<int32_t>(h.size()), d.rows);
@@ -434,10 +459,20 @@ Status RealEngine::RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes) {
   VALET_ASSIGN_OR_RETURN(DecodedSnapshot d, DecodeSequenceSnapshot(blob, engine_->kv_pool().layout()));
   if (d.header.history != s.history) return Corrupt("snapshot history differs from the sequence's");
   if (d.header.kv_begin != s.kv.n_tokens()) return Corrupt("snapshot does not start where the shared prefix ends");
+  const ModelConfig& c = engine_->model().config();
+  if (static_cast<int32_t>(d.cut.tokens.size()) != s.snapshot_cut_tokens || d.cut.layer >= c.n_layer ||
+      d.cut.hidden.size() != d.cut.tokens.size() * static_cast<size_t>(c.n_embd)) {
+    return Corrupt("snapshot's stopped step differs from the sequence's");
+  }
   const int32_t n = d.header.kv_end - d.header.kv_begin;
   // Pool exhaustion is not corruption: the caller retries once others make room.
   Status imported = s.kv.ImportRows(n, d.rows);
   if (!imported.ok()) return ResourceExhausted(imported.message());
+  // Without room for the stopped step's rows the step runs again whole (Resume counts it).
+  if (!d.cut.empty() && s.kv.ImportPendingRows(static_cast<int32_t>(d.cut.tokens.size()), d.cut_rows).ok()) {
+    s.cut = std::move(d.cut);
+    s.snapshot_cut_tokens = 0;
+  }
   s.sampler.set_state(d.header.sampler);
   *bytes = blob.size();
   Meter& m = s.park_kind == ParkKind::kSnapshotRam ? ram_ : disk_;
@@ -461,6 +496,7 @@ Result<ResumeReport> RealEngine::Resume(SequenceId id) {
       r.bytes = 0;
       ++accounting_.fallbacks;
     }
+    r.cut_tokens_dropped = DropSnapshotCut(*s);
     store_->Erase(static_cast<uint64_t>(id));
     s->snapshot_end = -1;
   }
@@ -492,7 +528,8 @@ Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_need
   }
   in.own_tokens = s->kv.n_tokens() - shared;
   in.all_tokens = static_cast<int32_t>(s->history.size());
-  in.snapshot_bytes = SnapshotStore::FrameBytes(pool.layout().rows_bytes(shared, s->kv.n_tokens()));
+  const size_t cut_bytes = s->cut.tokens.size() * pool.layout().token_bytes() + s->cut.bytes();
+  in.snapshot_bytes = SnapshotStore::FrameBytes(pool.layout().rows_bytes(shared, s->kv.n_tokens()) + cut_bytes);
   in.ram_free_bytes = store_->ram_free_bytes();
   in.disk_available = store_->has_disk();
   in.costs = costs();

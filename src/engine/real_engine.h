@@ -52,6 +52,10 @@ struct ParkAccounting {
   size_t bytes_restored = 0;
   int64_t tokens_dropped = 0;
   int64_t tokens_recomputed = 0;  // run through the model again by recompute items
+  // Tokens of steps stopped between layers whose progress was dropped (the
+  // sequence evicted, its snapshot lost, or given other tokens next): run
+  // again from the first layer. A cut that is gone on from costs nothing.
+  int64_t cut_tokens_dropped = 0;
   int64_t fallbacks = 0;          // snapshots that could not be stored or restored
   double park_seconds = 0.0;
   double resume_seconds = 0.0;
@@ -134,6 +138,12 @@ class RealEngine final : public EngineInterface {
   Status RestoreSnapshot(SequenceId id, Seq& s, size_t* bytes);
   // A parked sequence loses what it still holds (snapshot, shared prefix).
   ParkReport DropParked(SequenceId id, Seq& s);
+  // Forgets how far a stopped step got for s (its rows are about to go, or
+  // the next step feeds other tokens); returns its tokens.
+  int32_t DropCut(Seq& s);
+  // The same for a stopped step a snapshot held, once the snapshot is gone
+  // without giving it back.
+  int32_t DropSnapshotCut(Seq& s);
   // RAM snapshots the store moved to disk: their sequences are disk-parked now.
   void NoteDemotedSnapshots();
   void Warn(const std::string& message) const;

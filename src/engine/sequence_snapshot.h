@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kv/kv_pool.h"
+#include "model/step_cut.h"
 #include "sampling/sampler.h"
 #include "valet/status.h"
 
@@ -23,12 +24,17 @@ struct SnapshotHeader {
   SamplerState sampler;
 };
 
-// Serializes `header` and the rows [kv_begin, kv_end) of `seq`.
-std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& header, const KvSequence& seq);
+// Serializes `header` and the rows [kv_begin, kv_end) of `seq`, then, with a
+// non-empty `cut`, how far a stopped step got: its tokens, the rows it wrote
+// past kv_end (KvSequence::ExportPendingRows) and its hidden state.
+std::vector<uint8_t> EncodeSequenceSnapshot(const SnapshotHeader& header, const KvSequence& seq,
+                                            const StepCut* cut = nullptr);
 
 struct DecodedSnapshot {
   SnapshotHeader header;
   const uint8_t* rows = nullptr;  // into the decoded bytes, ExportRows order
+  StepCut cut;                    // empty when the snapshot holds none
+  const uint8_t* cut_rows = nullptr;  // into the decoded bytes, ExportPendingRows order
 };
 
 // Corrupt when the bytes are malformed or laid out for another pool.

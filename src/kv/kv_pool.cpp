@@ -210,13 +210,12 @@ void KvSequence::DropOutOfWindow() {
 }
 
 // Calls fn(block bytes at the run start, packed byte offset, run length in
-// bytes) for every contiguous run of rows ExportRows moves for positions
-// [begin, end): one per (block, layer, K/V, head).
+// bytes) for every contiguous run of rows moved for positions [begin, end),
+// windowed layers' from windowed_begin: one per (block, layer, K/V, head).
 template <typename Fn>
-void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
+void KvSequence::ForEachRun(int32_t begin, int32_t end, int32_t windowed_begin, Fn&& fn) const {
   const KvLayout& l = pool_->layout();
   const size_t row = l.row_bytes();
-  const int32_t windowed_begin = std::max(begin, l.window_start(end));
   size_t at = 0;  // packed offset of the current (layer, K/V, head)'s first row
   for (int32_t layer = 0; layer < l.n_layer; ++layer) {
     const int32_t first = l.windowed(layer) ? windowed_begin : begin;
@@ -241,15 +240,33 @@ void KvSequence::ForEachRun(int32_t begin, int32_t end, Fn&& fn) const {
 void KvSequence::ExportRows(int32_t begin, int32_t end, void* out) const {
   assert(0 <= begin && begin <= end && end <= n_tokens_);
   auto* dst = static_cast<uint8_t*>(out);
-  ForEachRun(begin, end, [&](const uint8_t* rows, size_t at, size_t bytes) { std::memcpy(dst + at, rows, bytes); });
+  ForEachRun(begin, end, std::max(begin, pool_->layout().window_start(end)),
+             [&](const uint8_t* rows, size_t at, size_t bytes) { std::memcpy(dst + at, rows, bytes); });
 }
 
 Status KvSequence::ImportRows(int32_t n, const void* in) {
   const int32_t end = n_tokens_ + n;
+  const int32_t windowed_begin = std::max(n_tokens_, pool_->layout().window_start(end));
   VALET_RETURN_IF_ERROR(Grow(n, pool_->layout().window_start(end)));
   const auto* src = static_cast<const uint8_t*>(in);
-  ForEachRun(n_tokens_, end, [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
+  ForEachRun(n_tokens_, end, windowed_begin,
+             [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
   Commit(n);
+  return Status::Ok();
+}
+
+void KvSequence::ExportPendingRows(int32_t n, void* out) const {
+  assert(n >= 0 && static_cast<size_t>(n_tokens_ + n) <= blocks_.size() / n_slices_ * pool_->layout().block_tokens);
+  auto* dst = static_cast<uint8_t*>(out);
+  ForEachRun(n_tokens_, n_tokens_ + n, n_tokens_,
+             [&](const uint8_t* rows, size_t at, size_t bytes) { std::memcpy(dst + at, rows, bytes); });
+}
+
+Status KvSequence::ImportPendingRows(int32_t n, const void* in) {
+  VALET_RETURN_IF_ERROR(Reserve(n));
+  const auto* src = static_cast<const uint8_t*>(in);
+  ForEachRun(n_tokens_, n_tokens_ + n, n_tokens_,
+             [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
   return Status::Ok();
 }
 

@@ -139,6 +139,13 @@ class KvSequence {
   // windowed slice taking blocks only for what its window keeps. On failure
   // (the pool is full) nothing changes.
   Status ImportRows(int32_t n, const void* in);
+  // The rows of the `n` positions past the committed length that a stopped
+  // step wrote (StepCut), every layer's, windowed ones included:
+  // n * KvLayout::token_bytes() bytes in ExportRows' order.
+  void ExportPendingRows(int32_t n, void* out) const;
+  // Reserves those positions again and writes their rows back, committing
+  // nothing. On failure (the pool is full) nothing changes.
+  Status ImportPendingRows(int32_t n, const void* in);
 
   // Start of the row of head_dim elements (of the pool's KvType) for (layer, kv, head, position).
   void* row(int32_t layer, int32_t kv, int32_t head, int32_t pos) {
@@ -156,9 +163,10 @@ class KvSequence {
   Status Grow(int32_t n, int32_t window_from);
   // Releases windowed blocks wholly before window_start(n_tokens_).
   void DropOutOfWindow();
-  // Copies rows between this sequence's blocks and a packed buffer.
+  // Copies rows between this sequence's blocks and a packed buffer: windowed
+  // layers' from windowed_begin on.
   template <typename Fn>
-  void ForEachRun(int32_t begin, int32_t end, Fn&& fn) const;
+  void ForEachRun(int32_t begin, int32_t end, int32_t windowed_begin, Fn&& fn) const;
 
   KvPool* pool_;
   int32_t n_slices_ = pool_->layout().n_slices();

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <numeric>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "kernels/fp16.h"
 #include "kernels/kernel_table.h"
@@ -225,6 +227,11 @@ Status LlamaContext::Validate(std::span<const BatchItem> batch, int32_t* n_token
       return OutOfRange("sequence would reach " + std::to_string(end) + " tokens, past the context of " +
                         std::to_string(options_.n_ctx));
     }
+    if (item.cut != nullptr && !item.cut->empty() &&
+        (item.cut->layer >= c.n_layer || !std::ranges::equal(item.cut->tokens, item.tokens) ||
+         item.cut->hidden.size() != item.tokens.size() * static_cast<size_t>(c.n_embd))) {
+      return InvalidArgument("a step cut does not belong to its item's tokens");
+    }
     tokens += static_cast<int64_t>(item.tokens.size());
     rows += item.logits == LogitsMode::kAll ? static_cast<int64_t>(item.tokens.size())
             : item.logits == LogitsMode::kLast ? 1 : 0;
@@ -249,35 +256,17 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
     if (!s.ok()) return s;  // reserved-but-unfilled blocks stay with their sequences for next time
   }
 
-  ids_.clear();
-  seq_of_.clear();
-  pos_of_.clear();
-  out_rows_.clear();
-  for (const BatchItem& item : batch) {
-    const int32_t first = static_cast<int32_t>(ids_.size());
-    for (size_t j = 0; j < item.tokens.size(); ++j) {
-      ids_.push_back(item.tokens[j]);
-      seq_of_.push_back(item.seq);
-      pos_of_.push_back(item.seq->n_tokens() + static_cast<int32_t>(j));
-      if (item.logits == LogitsMode::kAll) out_rows_.push_back(first + static_cast<int32_t>(j));
-    }
-    if (item.logits == LogitsMode::kLast) out_rows_.push_back(static_cast<int32_t>(ids_.size()) - 1);
-  }
-
+  PlaceRows(batch);
   RopeAngles(n);
-
-  GetRows(model_->token_embd(), ids_, x_.data());  // x: [n, n_embd]
-  if (c.arch->embd_scale) {
-    const float scale = std::sqrt(static_cast<float>(c.n_embd));
-    for (size_t i = 0; i < static_cast<size_t>(n) * c.n_embd; ++i) x_[i] *= scale;
-  }
+  const int32_t cut_at = std::exchange(cut_for_testing_, -1);
   for (int32_t il = 0; il < c.n_layer; ++il) {
     // K/V rows written so far sit past each sequence's committed length, so
-    // stopping here leaves every sequence as it was.
-    if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+    // stopping here commits nothing; items with a cut keep how far they got.
+    if ((abort_ != nullptr && abort_->load(std::memory_order_relaxed)) || il == cut_at) {
+      KeepCuts(batch, il);
       return Aborted("step aborted before layer " + std::to_string(il) + " for a higher-priority request");
     }
-    Layer(model_->layers()[il], il, n);
+    if (rows_from_[il] > 0) Layer(model_->layers()[il], il, rows_from_[il]);
   }
 
   // Only the rows whose logits were asked for go through the output head.
@@ -294,12 +283,79 @@ Status LlamaContext::Forward(std::span<const BatchItem> batch, std::vector<float
       for (float& v : logits) v = std::tanh(v * (1.0f / cap)) * cap;  // as ggml: scale, tanh, scale
     }
   }
-  for (const BatchItem& item : batch) item.seq->Commit(static_cast<int32_t>(item.tokens.size()));
+  for (const BatchItem& item : batch) {
+    item.seq->Commit(static_cast<int32_t>(item.tokens.size()));
+    if (item.cut != nullptr) item.cut->Clear();
+  }
 
   stats_.steps += 1;
   stats_.tokens += n;
   stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return Status::Ok();
+}
+
+void LlamaContext::PlaceRows(std::span<const BatchItem> batch) {
+  const ModelConfig& c = model_->config();
+  const size_t embd = static_cast<size_t>(c.n_embd);
+  start_layer_.clear();
+  for (const BatchItem& item : batch) start_layer_.push_back(item.cut != nullptr ? item.cut->layer : 0);
+  order_.resize(batch.size());
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  if (std::ranges::any_of(start_layer_, [](int32_t l) { return l > 0; })) {
+    std::ranges::sort(order_, [&](size_t a, size_t b) {  // ties in item order
+      return start_layer_[a] != start_layer_[b] ? start_layer_[a] < start_layer_[b] : a < b;
+    });
+  }
+
+  ids_.clear();
+  seq_of_.clear();
+  pos_of_.clear();
+  first_row_.assign(batch.size(), 0);
+  rows_from_.assign(static_cast<size_t>(c.n_layer), 0);
+  for (size_t i : order_) {
+    const BatchItem& item = batch[i];
+    first_row_[i] = static_cast<int32_t>(ids_.size());
+    for (size_t j = 0; j < item.tokens.size(); ++j) {
+      ids_.push_back(item.tokens[j]);
+      seq_of_.push_back(item.seq);
+      pos_of_.push_back(item.seq->n_tokens() + static_cast<int32_t>(j));
+    }
+    for (int32_t il = start_layer_[i]; il < c.n_layer; ++il) rows_from_[il] += static_cast<int32_t>(item.tokens.size());
+  }
+  out_rows_.clear();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const int32_t n_item = static_cast<int32_t>(batch[i].tokens.size());
+    if (batch[i].logits == LogitsMode::kAll) {
+      for (int32_t j = 0; j < n_item; ++j) out_rows_.push_back(first_row_[i] + j);
+    } else if (batch[i].logits == LogitsMode::kLast) {
+      out_rows_.push_back(first_row_[i] + n_item - 1);
+    }
+  }
+
+  // x: [n, n_embd], embeddings for the rows starting at the first layer (a
+  // prefix), the kept hidden state for the others.
+  const int32_t fresh = rows_from_[0];
+  GetRows(model_->token_embd(), std::span<const int32_t>(ids_).first(static_cast<size_t>(fresh)), x_.data());
+  if (c.arch->embd_scale) {
+    const float scale = std::sqrt(static_cast<float>(c.n_embd));
+    for (size_t i = 0; i < static_cast<size_t>(fresh) * embd; ++i) x_[i] *= scale;
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (start_layer_[i] == 0) continue;
+    std::copy(batch[i].cut->hidden.begin(), batch[i].cut->hidden.end(), x_.data() + first_row_[i] * embd);
+  }
+}
+
+void LlamaContext::KeepCuts(std::span<const BatchItem> batch, int32_t il) {
+  const size_t embd = static_cast<size_t>(model_->config().n_embd);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    StepCut* cut = batch[i].cut;
+    if (cut == nullptr || start_layer_[i] >= il) continue;  // nothing computed for it yet
+    cut->layer = il;
+    cut->tokens.assign(batch[i].tokens.begin(), batch[i].tokens.end());
+    const float* rows = x_.data() + static_cast<size_t>(first_row_[i]) * embd;
+    cut->hidden.assign(rows, rows + batch[i].tokens.size() * embd);
+  }
 }
 
 // RoPE angles per token, (cos, sin) per rotated pair, computed the way

@@ -16,6 +16,7 @@
 #include "kernels/matmul.h"
 #include "kv/kv_pool.h"
 #include "model/llama_model.h"
+#include "model/step_cut.h"
 #include "valet/status.h"
 
 namespace valet {
@@ -27,11 +28,13 @@ enum class LogitsMode {
 };
 
 // One sequence's share of a forward step: `tokens` are appended at positions
-// seq->n_tokens() onwards.
+// seq->n_tokens() onwards. With `cut`, a stopped step keeps the item's
+// progress there, and a step starts from it when it holds (the same tokens).
 struct BatchItem {
   KvSequence* seq = nullptr;
   std::span<const int32_t> tokens;
   LogitsMode logits = LogitsMode::kLast;
+  StepCut* cut = nullptr;
 };
 
 struct ContextOptions {
@@ -66,20 +69,31 @@ class LlamaContext {
   // priority and cores; a step runs inside lanes().Run().
   ThreadLanes& lanes() { return lanes_; }
   // While *flag is true, Forward stops before its next layer and returns
-  // kAborted without changing any sequence (a higher-priority request wants
-  // the engine; the step is redone later). nullptr: run to the end.
+  // kAborted without committing any sequence (a higher-priority request wants
+  // the engine); items with a StepCut keep their progress in it, the others
+  // are redone from the first layer. nullptr: run to the end.
   void set_abort_flag(const std::atomic<bool>* flag) { abort_ = flag; }
+  // The seam cut-and-resume tests go through: the next Forward stops before
+  // `layer` as if the abort flag had been raised there (once; -1: never).
+  void set_cut_for_testing(int32_t layer) { cut_for_testing_ = layer; }
   // Bytes of scratch memory the forward pass holds.
   size_t scratch_bytes() const;
 
   // Runs one forward step over the batch (each sequence at most once) and
   // writes the requested logits row after row, in item order:
-  // logits is [n_rows, n_vocab]. On error no sequence is changed.
+  // logits is [n_rows, n_vocab]. On error no sequence is committed; on
+  // success every item's cut is cleared.
   Status Forward(std::span<const BatchItem> batch, std::vector<float>& logits);
 
  private:
   LlamaContext(std::shared_ptr<const LlamaModel> model, const ContextOptions& options);
   Status Validate(std::span<const BatchItem> batch, int32_t* n_tokens, int32_t* n_rows) const;
+  // Lays the step's tokens out as rows, items that start at lower layers
+  // first (so a layer's rows are a prefix), and fills x_ with each row's
+  // input: the embedding, or the hidden state a cut kept.
+  void PlaceRows(std::span<const BatchItem> batch);
+  // Keeps the progress of every item with a cut when the step stops before layer il.
+  void KeepCuts(std::span<const BatchItem> batch, int32_t il);
   void RopeAngles(int32_t n);
   // (cos, sin) of every rotated pair of the step's n tokens into out: [n, rope_dim].
   void RopeTable(int32_t n, float base, float freq_scale, const float* factors, float* out) const;
@@ -98,6 +112,7 @@ class LlamaContext {
   MatMulScratch matmul_scratch_;
   ForwardStats stats_;
   const std::atomic<bool>* abort_ = nullptr;
+  int32_t cut_for_testing_ = -1;
   const uint16_t* gelu_f16_ = nullptr;  // GeGLU families: GELU at every f16 value
 
   // Per-token bookkeeping of the current step.
@@ -105,6 +120,10 @@ class LlamaContext {
   std::vector<KvSequence*> seq_of_;  // [n]
   std::vector<int32_t> pos_of_;      // [n]
   std::vector<int32_t> out_rows_;    // [n_rows] token index of each logits row
+  std::vector<size_t> order_;        // [batch items] item indices by start layer
+  std::vector<int32_t> first_row_;   // [batch items] each item's first row
+  std::vector<int32_t> start_layer_; // [batch items] the layer each item starts at (its cut's, or 0)
+  std::vector<int32_t> rows_from_;   // [n_layer] rows taking part in each layer (a prefix)
 
   // Activations; n = tokens in the step.
   CacheAlignedVector<float> x_;     // [n, n_embd] residual stream

@@ -73,6 +73,9 @@ void MemoryKeeper::Park(Task& task, ParkReason reason, size_t bytes_needed, cons
   }
   task.active = false;
   task.park_kind = report->kind;
+  task.snapshot_fell_back =
+      (kind == ParkKind::kSnapshotRam || kind == ParkKind::kSnapshotDisk) && report->kind == ParkKind::kPartial;
+  if (report->kind == ParkKind::kPartial || report->kind == ParkKind::kFull) task.cut_chunk = 0;  // dropped with the KV
   const double now = s_.Now();
   s_.recorder.Event(task.id, TimelineKind::kParked, now, report->kind, report->bytes, report->tokens_dropped);
   const bool preempted = reason == ParkReason::kPreempted;
@@ -80,6 +83,7 @@ void MemoryKeeper::Park(Task& task, ParkReason reason, size_t bytes_needed, cons
   const bool arrival = preempted && cause != nullptr && cause->state == TaskState::kQueued;
   s_.recorder.UpdateStats([&](SchedulerStats& s) {
     ++s.parks_by_kind[static_cast<size_t>(report->kind)];
+    s.recomputed_by_cause[static_cast<size_t>(RecomputeCause::kCutStep)] += report->cut_tokens_dropped;
     s.park_bytes += report->bytes;
     s.busy_seconds += report->seconds;
     s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
@@ -216,8 +220,12 @@ bool MemoryKeeper::EvictFully(Task& task) {
   Result<ParkReport> report = engine_.Park(task.seq, ParkKind::kFull);
   if (!report.ok()) return false;
   task.park_kind = ParkKind::kFull;
+  task.cut_chunk = 0;
   s_.recorder.Event(task.id, TimelineKind::kParked, s_.Now(), report->kind, report->bytes, report->tokens_dropped);
-  s_.recorder.UpdateStats([&](SchedulerStats& s) { ++s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)]; });
+  s_.recorder.UpdateStats([&](SchedulerStats& s) {
+    ++s.parks_by_kind[static_cast<size_t>(ParkKind::kFull)];
+    s.recomputed_by_cause[static_cast<size_t>(RecomputeCause::kCutStep)] += report->cut_tokens_dropped;
+  });
   return true;
 }
 

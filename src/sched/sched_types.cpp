@@ -102,6 +102,16 @@ ThermalStatus EffectiveThermalStatus(ThermalStatus status, float headroom) {
   return status;
 }
 
+const char* RecomputeCauseName(RecomputeCause cause) {
+  switch (cause) {
+    case RecomputeCause::kCutStep: return "cut_step";
+    case RecomputeCause::kPartialEviction: return "partial_eviction";
+    case RecomputeCause::kFullEviction: return "full_eviction";
+    case RecomputeCause::kSnapshotFallback: return "snapshot_fallback";
+  }
+  return "unknown";
+}
+
 const char* TimelineKindName(TimelineKind kind) {
   switch (kind) {
     case TimelineKind::kSubmitted: return "submitted";

@@ -119,9 +119,15 @@ StepRunner::Activation StepRunner::ResumeTask(Task& task, const std::vector<cons
   task.pending_recompute = report->tokens_to_recompute;
   if (Result<SequenceInfo> info = engine_.Info(task.seq); info.ok()) task.pending_recompute = info->pending_recompute;
   s_.recorder.Event(task.id, TimelineKind::kResumed, s_.Now(), report->kind, report->bytes, report->tokens_to_recompute);
+  const RecomputeCause cause = report->fell_back || task.snapshot_fell_back ? RecomputeCause::kSnapshotFallback
+                               : report->kind == ParkKind::kFull         ? RecomputeCause::kFullEviction
+                                                                         : RecomputeCause::kPartialEviction;
+  task.snapshot_fell_back = false;
   s_.recorder.UpdateStats([&](SchedulerStats& s) {
     s.resume_bytes += report->bytes;
     s.tokens_recomputed += report->tokens_to_recompute;
+    s.recomputed_by_cause[static_cast<size_t>(cause)] += report->tokens_to_recompute;
+    s.recomputed_by_cause[static_cast<size_t>(RecomputeCause::kCutStep)] += report->cut_tokens_dropped;
     s.busy_seconds += report->seconds;
     s.busy_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
     s.led_seconds_by_tier[static_cast<size_t>(task.tier)] += report->seconds;
@@ -162,13 +168,16 @@ int32_t ChunkTokens(int32_t rest, int32_t limit, int32_t cap) {
 }  // namespace
 
 StepItem StepRunner::NextItem(Task& task, int32_t limit, int32_t cap, StepItemKind* kind) const {
+  const auto chunk = [&](int32_t rest) {
+    return task.cut_chunk > 0 ? std::min(task.cut_chunk, rest) : ChunkTokens(rest, limit, cap);
+  };
   StepItem item;
   item.seq = task.seq;
   if (task.pending_recompute > 0) {
-    item.recompute = ChunkTokens(task.pending_recompute, limit, cap);
+    item.recompute = chunk(task.pending_recompute);
     *kind = StepItemKind::kRecompute;
   } else if (!task.prompt_done()) {
-    const int32_t n = ChunkTokens(static_cast<int32_t>(task.prompt.size()) - task.prompt_pos, limit, cap);
+    const int32_t n = chunk(static_cast<int32_t>(task.prompt.size()) - task.prompt_pos);
     item.tokens = std::span<const int32_t>(task.prompt.data() + task.prompt_pos, static_cast<size_t>(n));
     item.sample = task.prompt_pos + n == static_cast<int32_t>(task.prompt.size());
     *kind = StepItemKind::kPrefill;
@@ -288,6 +297,7 @@ void StepRunner::ApplyStep(StepPlan& plan, StepResult& result) {
   for (size_t i = 0; i < plan.items.size(); ++i) {
     Task& t = *plan.tasks[i];
     const int32_t n = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
+    t.cut_chunk = 0;
     switch (plan.kinds[i]) {
       case StepItemKind::kRecompute: t.pending_recompute -= n; break;
       case StepItemKind::kPrefill:
@@ -309,6 +319,7 @@ void StepRunner::ApplyStep(StepPlan& plan, StepResult& result) {
   if (decode_only) s_.batch.ObserveDecodeStep(static_cast<int32_t>(plan.items.size()), result.seconds);
   s_.recorder.UpdateStats([&](SchedulerStats& s) {
     ++s.steps;
+    s.recomputed_by_cause[static_cast<size_t>(RecomputeCause::kCutStep)] += result.cut_tokens_dropped;
     if (plan.items.size() > 1) ++s.batched_steps;
     s.prefill_tokens += prefill;
     s.decode_tokens += decode;
@@ -344,10 +355,14 @@ void StepRunner::EndTurnIfDue(Task& lead) {
 }
 
 void StepRunner::OnStepError(const StepPlan& plan, const Status& status) {
-  // Either way no sequence changed. An aborted step is simply planned again
-  // (after the arrival that raised the signal), a step without room waits;
+  // Either way no sequence changed. An aborted step is planned again as it
+  // was (after the arrival that raised the signal: the engine may go on from
+  // where it stopped), a step without room waits;
   // any other error means the tasks of this step cannot proceed.
   if (status.code() == StatusCode::kAborted) {
+    for (size_t i = 0; i < plan.items.size(); ++i) {
+      plan.tasks[i]->cut_chunk = plan.items[i].recompute + static_cast<int32_t>(plan.items[i].tokens.size());
+    }
     s_.recorder.UpdateStats([](SchedulerStats& s) { ++s.aborted_steps; });
     return;
   }

@@ -34,8 +34,12 @@ struct Task {
   SequenceId seq = 0;
   bool active = false;            // sequence open and not parked
   ParkKind park_kind = ParkKind::kResident;
+  bool snapshot_fell_back = false;  // parked partially because its snapshot could not be stored
   int32_t pending_recompute = 0;  // history tokens whose KV must be recomputed
   int32_t pending_token = -1;     // sampled, not yet fed back
+  // Tokens of its item in a step stopped between layers (0: none): planned
+  // again as they were, so the engine goes on from where the step stopped.
+  int32_t cut_chunk = 0;
 
   int32_t turn_generated = 0;   // budget tokens this turn: generated + weighted prompt
   double prompt_charge = 0.0;   // weighted prompt tokens not yet charged (under one)

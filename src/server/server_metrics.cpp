@@ -45,6 +45,11 @@ void RenderSchedulerCounters(const SchedulerStats& s, std::string* out) {
     Sample("valet_parks_total", std::string("kind=\"") + ParkKindName(static_cast<ParkKind>(k)) + "\"",
            static_cast<double>(s.parks_by_kind[k]), out);
   }
+  Header("valet_recomputed_tokens_total", "counter", "Tokens run through the model again, by cause.", out);
+  for (int c = 0; c < kNumRecomputeCauses; ++c) {
+    Sample("valet_recomputed_tokens_total", std::string("cause=\"") + RecomputeCauseName(static_cast<RecomputeCause>(c)) + "\"",
+           static_cast<double>(s.recomputed_by_cause[static_cast<size_t>(c)]), out);
+  }
   Header("valet_park_bytes_total", "counter", "Bytes snapshotted or freed by parks.", out);
   Sample("valet_park_bytes_total", "", static_cast<double>(s.park_bytes), out);
   Header("valet_resume_bytes_total", "counter", "Bytes restored by resumes.", out);

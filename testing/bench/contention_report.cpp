@@ -241,6 +241,7 @@ ArmSummary Summarize(std::span<const ArmRun> blocks, const Calibration& calibrat
     AddAway(run, away);
     preempt.insert(preempt.end(), run.stats.preemption_latencies.begin(), run.stats.preemption_latencies.end());
     s.tokens_recomputed += run.stats.tokens_recomputed;
+    for (size_t c = 0; c < s.recomputed_by_cause.size(); ++c) s.recomputed_by_cause[c] += run.stats.recomputed_by_cause[c];
     s.preemptions += run.stats.preemptions;
     for (size_t k = 0; k < s.parks_by_kind.size(); ++k) s.parks_by_kind[k] += run.stats.parks_by_kind[k];
     for (const TaskRecord& t : run.tasks) {
@@ -305,16 +306,18 @@ std::string ReportMarkdown(const ContentionReport& r) {
                 "rate\" is background tokens per second of the time no foreground step ran, over that solo rate):\n\n",
                 r.calibration.solo_tokens_per_s, r.calibration.seconds);
   md += line;
-  md += "| arm | bg tok/s | free-time rate ×solo | rider tok | docs | summaries | suggestions | cancelled | failed | output mismatches | recomputed | parks res/ram/disk/part/full | snapshot MB | save / restore ms | bg tok/s RESUMED | bg tok/s CREATED | TTFT after ON_RESUME |\n";
+  md += "| arm | bg tok/s | free-time rate ×solo | rider tok | docs | summaries | suggestions | cancelled | failed | output mismatches | recomputed cut/part/full/fallback | parks res/ram/disk/part/full | snapshot MB | save / restore ms | bg tok/s RESUMED | bg tok/s CREATED | TTFT after ON_RESUME |\n";
   md += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
   for (const ArmSummary& a : r.arms) {
     std::snprintf(line, sizeof(line),
-                  "| %s | %.1f | %s | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld/%lld/%lld/%lld/%lld | %.1f | %s / %s | %s | %s | %s |\n",
+                  "| %s | %.1f | %s | %lld | %lld | %lld | %lld | %lld | %lld | %lld | %lld/%lld/%lld/%lld | %lld/%lld/%lld/%lld/%lld | %.1f | %s / %s | %s | %s | %s |\n",
                   ArmName(a.arm), a.bg_tokens_per_s, Fmt("%.2f", a.bg_free_rate_vs_solo).c_str(),
                   static_cast<long long>(a.bg_rider_tokens), static_cast<long long>(a.docs_completed),
                   static_cast<long long>(a.summaries_done), static_cast<long long>(a.suggestions_done),
                   static_cast<long long>(a.cancelled), static_cast<long long>(a.failed),
-                  static_cast<long long>(a.output_mismatches), static_cast<long long>(a.tokens_recomputed),
+                  static_cast<long long>(a.output_mismatches), static_cast<long long>(a.recomputed_by_cause[0]),
+                  static_cast<long long>(a.recomputed_by_cause[1]), static_cast<long long>(a.recomputed_by_cause[2]),
+                  static_cast<long long>(a.recomputed_by_cause[3]),
                   static_cast<long long>(a.parks_by_kind[0]), static_cast<long long>(a.parks_by_kind[1]),
                   static_cast<long long>(a.parks_by_kind[2]), static_cast<long long>(a.parks_by_kind[3]),
                   static_cast<long long>(a.parks_by_kind[4]), a.snapshot_bytes / 1048576.0,
@@ -334,6 +337,10 @@ namespace {
 Json ArmJson(const ArmSummary& a) {
   Json parks = Json::object();
   for (int k = 0; k < 5; ++k) parks[ParkKindName(static_cast<ParkKind>(k))] = a.parks_by_kind[static_cast<size_t>(k)];
+  Json recomputed = Json::object();
+  for (int c = 0; c < kNumRecomputeCauses; ++c) {
+    recomputed[RecomputeCauseName(static_cast<RecomputeCause>(c))] = a.recomputed_by_cause[static_cast<size_t>(c)];
+  }
   Json tasks = Json::array();
   for (const TaskRow& t : a.tasks) {
     tasks.push_back(Json{{"id", t.id}, {"kind", TaskKindName(t.kind)}, {"turn", t.turn},
@@ -373,6 +380,7 @@ Json ArmJson(const ArmSummary& a) {
            {"tasks_failed", a.failed},
            {"tasks_unfinished", a.unfinished},
            {"tokens_recomputed", a.tokens_recomputed},
+           {"recomputed_by_cause", std::move(recomputed)},
            {"preemptions", a.preemptions},
            {"parks", std::move(parks)},
            {"snapshot_bytes", a.snapshot_bytes},

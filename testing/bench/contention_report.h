@@ -90,6 +90,7 @@ struct ArmSummary {
   ReturnTurnStats returns;
   int64_t prefix_warm_tokens = 0;  // system-prompt tokens recomputed at ON_START
   int64_t tokens_recomputed = 0;
+  std::array<int64_t, kNumRecomputeCauses> recomputed_by_cause{};
   int64_t preemptions = 0;
   std::array<int64_t, 5> parks_by_kind{};
   size_t snapshot_bytes = 0;  // written by snapshot_ram / snapshot_disk parks

@@ -189,6 +189,7 @@ Result<SequenceInfo> FakeEngine::Info(SequenceId seq) const {
   info.parked = s->parked;
   info.park_kind = s->park_kind;
   info.own_kv_bytes = OwnBytes(*s);
+  if (s->cut) info.cut_tokens = s->cut->second + static_cast<int32_t>(s->cut->first.size());
   return info;
 }
 
@@ -231,7 +232,14 @@ void FakeEngine::Publish(Seq& s) {
 
 Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
   if (step_hook_) VALET_RETURN_IF_ERROR(step_hook_(items));
-  if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) return Aborted("fake engine: step aborted");
+  if (abort_ != nullptr && abort_->load(std::memory_order_relaxed)) {
+    if (CheckStep(items).ok()) {
+      for (const StepItem& item : items) {
+        seqs_.at(item.seq).cut.emplace(std::vector<int32_t>(item.tokens.begin(), item.tokens.end()), item.recompute);
+      }
+    }
+    return Aborted("fake engine: step aborted");
+  }
   // Unreferenced cached prefixes are the first to go, the highest rank first.
   Status checked = CheckStep(items);
   while (checked.code() == StatusCode::kResourceExhausted) {
@@ -248,8 +256,15 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
     Seq& s = seqs_.at(item.seq);
     if (item.sample && s.constraint) VALET_RETURN_IF_ERROR(s.constraint->PrepareMask());
   }
-  threads_log_.push_back(threads_);
   StepResult result;
+  for (const StepItem& item : items) {
+    Seq& s = seqs_.at(item.seq);
+    if (s.cut && (item.recompute != s.cut->second || !std::ranges::equal(item.tokens, s.cut->first))) {
+      result.cut_tokens_dropped += DropCut(s);
+    }
+    s.cut.reset();  // gone on from
+  }
+  threads_log_.push_back(threads_);
   int64_t prefill_tokens = 0;
   int64_t decode_items = 0;
   for (const StepItem& item : items) {
@@ -293,15 +308,24 @@ Result<StepResult> FakeEngine::Step(std::span<const StepItem> items) {
   return result;
 }
 
+int32_t FakeEngine::DropCut(Seq& s) {
+  const int32_t n = s.cut ? s.cut->second + static_cast<int32_t>(s.cut->first.size()) : 0;
+  cut_tokens_dropped_ += n;
+  s.cut.reset();
+  return n;
+}
+
 Result<ParkReport> FakeEngine::Park(SequenceId seq, ParkKind kind) {
   VALET_ASSIGN_OR_RETURN(Seq * s, Find(seq));
   if (s->parked && kind == ParkKind::kFull) {
+    const int32_t cut_dropped = DropCut(*s);
     // Dropping a parked sequence's remaining state: snapshot and prefix go.
     if (s->park_kind == ParkKind::kSnapshotRam) snapshot_ram_ -= s->snapshot_bytes;
     if (s->park_kind == ParkKind::kSnapshotDisk) snapshot_disk_ -= s->snapshot_bytes;
     ParkReport report;
     report.kind = kind;
     report.tokens_dropped = s->n_cached;
+    report.cut_tokens_dropped = cut_dropped;
     s->snapshot_bytes = 0;
     s->n_cached = s->n_shared = 0;
     DropPrefixRef(*s);
@@ -336,6 +360,7 @@ Result<ParkReport> FakeEngine::Park(SequenceId seq, ParkKind kind) {
       s->n_shared = 0;
       break;
   }
+  if (kind == ParkKind::kPartial || kind == ParkKind::kFull) report.cut_tokens_dropped = DropCut(*s);
   if (kind != ParkKind::kResident) {
     report.bytes = own;
     s->snapshot_bytes = (kind == ParkKind::kSnapshotRam || kind == ParkKind::kSnapshotDisk) ? own : 0;

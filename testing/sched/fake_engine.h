@@ -83,7 +83,10 @@ class FakeEngine : public EngineInterface {
   Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
   Result<ResumeReport> Resume(SequenceId seq) override;
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
-  // Like the real engine, an aborted step changes nothing (checked once, at its start).
+  // Like the real engine, an aborted step changes no history (checked once,
+  // at its start) and keeps each item as a cut (SequenceInfo::cut_tokens),
+  // dropped when the sequence's next step brings another item or it is
+  // evicted (cut_tokens_dropped counts them).
   void SetAbortFlag(const std::atomic<bool>* flag) override { abort_ = flag; }
   const std::atomic<bool>* abort_flag() const { return abort_; }
   Status SetThreads(const StepThreads& threads) override;
@@ -118,6 +121,7 @@ class FakeEngine : public EngineInterface {
   const StepThreads& step_threads() const { return threads_; }
   const std::vector<StepThreads>& step_threads_log() const { return threads_log_; }
   int64_t steps() const { return steps_; }
+  int64_t cut_tokens_dropped() const { return cut_tokens_dropped_; }
   size_t open_sequences() const { return seqs_.size(); }
 
   static constexpr int32_t kBos = 1;
@@ -126,6 +130,7 @@ class FakeEngine : public EngineInterface {
 
  private:
   const std::atomic<bool>* abort_ = nullptr;
+  int64_t cut_tokens_dropped_ = 0;
   std::vector<WeightsAdvice> weights_advice_;
   struct Prefix {
     std::vector<int32_t> tokens;
@@ -144,6 +149,8 @@ class FakeEngine : public EngineInterface {
     ParkKind park_kind = ParkKind::kResident;
     size_t snapshot_bytes = 0;
     std::optional<SequenceConstraint> constraint;
+    // An aborted step's item: its tokens, or its recompute count.
+    std::optional<std::pair<std::vector<int32_t>, int32_t>> cut;
   };
 
   // The special token whose text starts at text[pos] (the longest), or -1.
@@ -155,6 +162,7 @@ class FakeEngine : public EngineInterface {
   Status CheckStep(std::span<const StepItem> items) const;
   void Publish(Seq& s);
   void DropPrefixRef(Seq& s);
+  int32_t DropCut(Seq& s);  // returns the cut's tokens
 
   // The constrained pick: `token` if allowed, else the next allowed id.
   static int32_t Constrained(const SequenceConstraint& c, int32_t token);

@@ -47,12 +47,15 @@ struct Trace {
   std::vector<int32_t> tokens;
   std::string text;
   std::vector<std::vector<float>> logits;
+  int64_t cut_tokens_dropped = 0;  // ParkAccounting's at the end
+  int32_t cut_tokens_kept = -1;     // of a stopped step, once parked and resumed
 };
 
 struct Pause {
   int event = -1;  // park before this event (0: right after the prefix was shared)
   ParkKind kind = ParkKind::kResident;
   bool corrupt = false;  // damage the snapshot while parked
+  int32_t cut_layer = -1;  // first stop this event's step before this layer (-1: no)
 };
 
 class RealEngineTest : public ::testing::TestWithParam<const char*> {
@@ -134,7 +137,6 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
     Trace trace;
     const int n_prompt_events = (40 + kChunk - 1) / kChunk;
     for (int event = 0; event < n_prompt_events + kDecode; ++event) {
-      if (event == pause.event) ParkAndResume(*e, id, pause, n_vocab);
       StepItem item{id, {}, 0, false};
       if (event < n_prompt_events) {
         const int32_t begin = event * kChunk, n = std::min(kChunk, 40 - begin);
@@ -143,6 +145,11 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
       } else {
         item.tokens = {&trace.tokens.back(), 1};
         item.sample = true;
+      }
+      if (event == pause.event) {
+        if (pause.cut_layer >= 0) StopStep(*e, item, pause.cut_layer);
+        ParkAndResume(*e, id, pause, n_vocab);
+        trace.cut_tokens_kept = e->Info(id)->cut_tokens;
       }
       Result<StepResult> r = e->Step({&item, 1});
       EXPECT_TRUE(r.ok()) << r.status().ToString();
@@ -154,7 +161,16 @@ class RealEngineTest : public ::testing::TestWithParam<const char*> {
         trace.logits.emplace_back(l.begin(), l.end());
       }
     }
+    trace.cut_tokens_dropped = e->accounting().cut_tokens_dropped;
     return trace;
+  }
+
+  // Runs the item's step stopped before `layer`: it keeps what it computed
+  // (nothing before the first layer).
+  static void StopStep(RealEngine& e, const StepItem& item, int32_t layer) {
+    e.engine().context().set_cut_for_testing(layer);
+    EXPECT_EQ(e.Step({&item, 1}).status().code(), StatusCode::kAborted);
+    EXPECT_EQ(e.Info(item.seq)->cut_tokens, layer == 0 ? 0 : static_cast<int32_t>(item.tokens.size()));
   }
 
   void ParkAndResume(RealEngine& e, SequenceId id, const Pause& pause, int32_t n_vocab) {
@@ -230,6 +246,45 @@ TEST_P(RealEngineTest, SnapshotsResumeBitExactly) {
       }
     }
   }
+}
+
+void ExpectSameContinuation(const Trace& t, const Trace& ref, const std::string& what);
+
+// A step stopped between layers, then parked, other work run, and resumed:
+// kept resident or in a snapshot, it goes on from where it stopped and drops
+// nothing; an eviction drops its progress (counted) and the step runs again
+// from the first layer. Either way the continuation is the one never
+// stopped: bit for bit where the KV comes back whole, within recompute's
+// rounding otherwise.
+TEST_P(RealEngineTest, AStoppedStepGoesOnAfterEveryParkKind) {
+  const Trace ref = Run(Greedy(), {});
+  ASSERT_EQ(ref.tokens.size(), 1u + kDecode);
+  const int32_t n_layer = Open()->engine().model().config().n_layer;
+  for (ParkKind kind : {ParkKind::kResident, ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk, ParkKind::kPartial,
+                        ParkKind::kFull}) {
+    for (int32_t layer : {0, 1, n_layer - 1}) {
+      for (int at : {1, 3}) {  // a prompt chunk of 16 tokens, the first decode step
+        const std::string what = std::string(ParkKindName(kind)) + ", stopped before layer " + std::to_string(layer) +
+                                 " at event " + std::to_string(at);
+        const Trace t = Run(Greedy(), {at, kind, false, layer});
+        const int64_t chunk = at < 3 ? kChunk : 1;
+        const bool evicted = kind == ParkKind::kPartial || kind == ParkKind::kFull;
+        EXPECT_EQ(t.cut_tokens_dropped, evicted && layer > 0 ? chunk : 0) << what;
+        EXPECT_EQ(t.cut_tokens_kept, evicted || layer == 0 ? 0 : chunk) << what;
+        if (evicted) {
+          ExpectSameContinuation(t, ref, what);
+          continue;
+        }
+        ASSERT_EQ(t.tokens, ref.tokens) << what;
+        for (size_t i = 0; i < ref.logits.size(); ++i) ASSERT_EQ(t.logits[i], ref.logits[i]) << what << ", output " << i;
+      }
+    }
+  }
+  // A damaged snapshot gives neither the KV nor the stopped step back.
+  const Trace damaged = Run(Greedy(), {1, ParkKind::kSnapshotRam, true, 1});
+  EXPECT_EQ(damaged.cut_tokens_dropped, kChunk);
+  EXPECT_EQ(damaged.cut_tokens_kept, 0);
+  ExpectSameContinuation(damaged, ref, "damaged snapshot");
 }
 
 void ExpectSameContinuation(const Trace& t, const Trace& ref, const std::string& what) {

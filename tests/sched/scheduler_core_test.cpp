@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 
 #include "common/json.h"
@@ -131,6 +132,39 @@ TEST_P(ParkKindTest, OutputWithPreemptionsEqualsOutputAlone) {
     const int32_t shared = static_cast<int32_t>(h.engine.Tokenize(system + "\n\n", true).size());
     EXPECT_LE(m.tokens_recomputed, 5 * (m.prompt_tokens + 40 - shared));
   }
+  // Each recomputed token under its park's cause, and nothing else.
+  std::array<int64_t, kNumRecomputeCauses> by_cause{};
+  if (GetParam() == ParkPolicy::kForcePartial) by_cause[static_cast<size_t>(RecomputeCause::kPartialEviction)] = m.tokens_recomputed;
+  if (GetParam() == ParkPolicy::kForceFull) by_cause[static_cast<size_t>(RecomputeCause::kFullEviction)] = m.tokens_recomputed;
+  EXPECT_EQ(stats.recomputed_by_cause, by_cause);
+  EXPECT_EQ(stats.tokens_recomputed, m.tokens_recomputed);
+}
+
+// A snapshot the store cannot take while memory must be freed: the task is
+// parked down to its prefix, and what it recomputes is counted as the
+// snapshot's fallback, not as an eviction.
+TEST(RecomputeCauses, ASnapshotTheStoreCannotTakeCountsAsItsFallback) {
+  FakeEngineOptions e;
+  e.kv_bytes_per_token = 100;
+  e.pool_capacity_bytes = 100 * 260;  // room for one of the two tasks at a time
+  e.snapshot_ram_capacity_bytes = 0;
+  SchedulerOptions o;
+  o.park_policy = ParkPolicy::kForceSnapshotRam;
+  Harness h(e, o);
+  const std::string doc = Text(200, 1), question = Text(150, 2);
+  const TaskId bg = h.Submit(Tier::kOfflineIndexing, doc, 12, 3);
+  for (int i = 0; i < 8; ++i) h.core.RunOneStep();
+  const TaskId chat = h.Submit(Tier::kForegroundChat, question, 4, 5);
+  h.core.RunUntilIdle();
+  const SchedulerStats s = h.core.recorder().Stats();
+  EXPECT_GE(s.parks_by_kind[static_cast<size_t>(ParkKind::kPartial)], 1);
+  EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(ParkKind::kSnapshotRam)], 0);
+  EXPECT_GT(s.tokens_recomputed, 0);
+  std::array<int64_t, kNumRecomputeCauses> want{};
+  want[static_cast<size_t>(RecomputeCause::kSnapshotFallback)] = s.tokens_recomputed;
+  EXPECT_EQ(s.recomputed_by_cause, want);
+  EXPECT_EQ(h.out[bg].tokens, ExpectedAlone(h.engine, doc, 3, 12));
+  EXPECT_EQ(h.out[chat].tokens, ExpectedAlone(h.engine, question, 5, 4));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, ParkKindTest,

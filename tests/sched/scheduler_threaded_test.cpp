@@ -7,6 +7,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -102,12 +103,13 @@ struct ArrivalDuringStep {
     scheduler = std::move(Scheduler::Create(engine, o)).value();
   }
 
-  void Run(TaskRequest running, TaskRequest arrival, int at_step) {
+  void Run(TaskRequest running, TaskRequest arrival, int at_step, const std::function<void(Scheduler&)>& with_arrival = {}) {
     std::atomic<int> steps{0};
     engine.set_step_hook([&](std::span<const StepItem>) {
       if (++steps == at_step) {
         sink.Attach(arrival);
         arrival_id = *scheduler->Submit(std::move(arrival));
+        if (with_arrival) with_arrival(*scheduler);
       }
       return Status::Ok();
     });
@@ -146,6 +148,20 @@ TEST(SchedulerThreaded, AnArrivalMidStepAbortsTheBackgroundStep) {
     if (e.kind == TimelineKind::kParked) parked_at = e.time;
   }
   EXPECT_NEAR(parked_at - fg_metrics->submit_time, park, 1e-9);
+  std::lock_guard<std::mutex> lock(t.sink.mu);
+  EXPECT_EQ(t.sink.out[t.arrival_id].tokens, ExpectedAlone(t.engine, "urgent", 3, 8));
+  EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(300, 'd'), 3, 8));
+}
+
+// The background chunk a chat's arrival stopped is planned again as it was,
+// though the app went to the background meanwhile and its chunks grew (32 to
+// 64 tokens): the engine goes on from where the step stopped, dropping nothing.
+TEST(SchedulerThreaded, AStoppedStepIsPlannedAgainAsItWas) {
+  ArrivalDuringStep t;
+  t.Run(Req(Tier::kOfflineIndexing, std::string(300, 'd'), 8), Req(Tier::kForegroundChat, "urgent", 8), 3,
+        [](Scheduler& s) { ASSERT_TRUE(s.OnLifecycleEvent(LifecycleEvent::kOnPause).ok()); });
+  EXPECT_EQ(t.scheduler->Stats().aborted_steps, 1);
+  EXPECT_EQ(t.engine.cut_tokens_dropped(), 0);
   std::lock_guard<std::mutex> lock(t.sink.mu);
   EXPECT_EQ(t.sink.out[t.arrival_id].tokens, ExpectedAlone(t.engine, "urgent", 3, 8));
   EXPECT_EQ(t.sink.out[t.running_id].tokens, ExpectedAlone(t.engine, std::string(300, 'd'), 3, 8));

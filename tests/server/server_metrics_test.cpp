@@ -44,6 +44,7 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   in.lifecycle = LifecycleState::kStarted;
   in.unfinished_by_state[0][2] = 4;
   in.stats.parks_by_kind[1] = 3;
+  in.stats.recomputed_by_cause = {5, 6, 7, 8};
   in.stats.generated_by_tier = {10, 0, 0, 30};
   in.stats.busy_seconds = 2.0;
   in.stats.memory.weights_file_backed_bytes = 1600;
@@ -67,6 +68,8 @@ TEST(ServerMetricsTest, HistogramsAreCumulativePerTier) {
   EXPECT_EQ(Value(text, "valet_http_errors_total{status=\"429\"}"), 2);
   EXPECT_EQ(Value(text, "valet_queue_depth{tier=\"background_summary\"}"), 4);
   EXPECT_EQ(Value(text, "valet_parks_total{kind=\"snapshot_ram\"}"), 3);
+  EXPECT_EQ(Value(text, "valet_recomputed_tokens_total{cause=\"cut_step\"}"), 5);
+  EXPECT_EQ(Value(text, "valet_recomputed_tokens_total{cause=\"snapshot_fallback\"}"), 8);
   EXPECT_EQ(Value(text, "valet_lifecycle_state{state=\"STARTED\"}"), 1);
   EXPECT_EQ(Value(text, "valet_lifecycle_state{state=\"RESUMED\"}"), 0);
   EXPECT_EQ(Value(text, "valet_tokens_per_second"), 20);
