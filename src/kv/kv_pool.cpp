@@ -246,10 +246,10 @@ void KvSequence::ExportRows(int32_t begin, int32_t end, void* out) const {
 
 Status KvSequence::ImportRows(int32_t n, const void* in) {
   const int32_t end = n_tokens_ + n;
-  const int32_t windowed_begin = std::max(n_tokens_, pool_->layout().window_start(end));
-  VALET_RETURN_IF_ERROR(Grow(n, pool_->layout().window_start(end)));
+  const int32_t window_from = pool_->layout().window_start(end);
+  VALET_RETURN_IF_ERROR(Grow(n, window_from));
   const auto* src = static_cast<const uint8_t*>(in);
-  ForEachRun(n_tokens_, end, windowed_begin,
+  ForEachRun(n_tokens_, end, std::max(n_tokens_, window_from),
              [&](uint8_t* rows, size_t at, size_t bytes) { std::memcpy(rows, src + at, bytes); });
   Commit(n);
   return Status::Ok();

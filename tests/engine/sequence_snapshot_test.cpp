@@ -33,6 +33,16 @@ void FillRows(KvSequence& seq, int32_t begin, int32_t end) {
         }
 }
 
+// A header for rows [kv_begin, kv_end) of a history of kv_end tokens.
+SnapshotHeader Header(int32_t kv_begin, int32_t kv_end) {
+  SnapshotHeader h;
+  h.kv_begin = kv_begin;
+  h.kv_end = kv_end;
+  for (int32_t t = 0; t < kv_end; ++t) h.history.push_back(100 + t);
+  h.sampler.rng.words = {1, 2, 3, 4};
+  return h;
+}
+
 TEST(SequenceSnapshotTest, Q8_0RowsRoundTripAndOtherKvTypesAreRefused) {
   auto pool = Pool(KvType::kQ8_0);
   const KvLayout& l = pool->layout();
@@ -40,11 +50,7 @@ TEST(SequenceSnapshotTest, Q8_0RowsRoundTripAndOtherKvTypesAreRefused) {
   ASSERT_TRUE(a.Reserve(10).ok());
   FillRows(a, 0, 10);
   a.Commit(10);
-  SnapshotHeader h;
-  h.kv_begin = 2;  // positions [0, 2) stand for a shared prefix
-  h.kv_end = 10;
-  for (int32_t t = 0; t < 10; ++t) h.history.push_back(100 + t);
-  h.sampler.rng.words = {1, 2, 3, 4};
+  const SnapshotHeader h = Header(2, 10);  // positions [0, 2) stand for a shared prefix
   const std::vector<uint8_t> bytes = EncodeSequenceSnapshot(h, a);
   EXPECT_EQ(bytes.size(), 88 + 10 * sizeof(int32_t) + 8 * l.token_bytes() + 16);  // header, history, rows, no cut
 
@@ -84,10 +90,7 @@ TEST(SequenceSnapshotTest, AStoppedStepRoundTripsAndADamagedOneIsRefused) {
   ASSERT_TRUE(a.Reserve(9).ok());
   FillRows(a, 0, 9);
   a.Commit(6);  // three positions written past the committed length by a stopped step
-  SnapshotHeader h;
-  h.kv_end = 6;
-  for (int32_t t = 0; t < 6; ++t) h.history.push_back(100 + t);
-  h.sampler.rng.words = {1, 2, 3, 4};
+  const SnapshotHeader h = Header(0, 6);
   StepCut cut;
   cut.layer = 1;
   cut.tokens = {7, 8, 9};
