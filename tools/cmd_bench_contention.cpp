@@ -38,8 +38,8 @@ constexpr FlagSpec kFlags[] = {
     {"--md", nullptr, true, "write the Markdown table to this file"},
     {"--threads", "-t", true, "compute threads (default: all cores)"},
     {"--kv-pool-tokens", nullptr, true, "KV pool size in tokens (default 1024: a document and a summary do not fit together)"},
-    {"--snapshot-ram-mb", nullptr, true, "snapshot store's RAM tier, MiB (default 5: a document of up to ~640 tokens)"},
-    {"--snapshot-disk-mb", nullptr, true, "snapshot store's disk tier, MiB (default 6: up to ~768 tokens; what fits neither is evicted)"},
+    {"--snapshot-ram-tokens", nullptr, true, "snapshot store's RAM tier, in tokens of this model's KV (default 640: a document's own KV up to ~640 tokens)"},
+    {"--snapshot-disk-tokens", nullptr, true, "snapshot store's disk tier, likewise (default 768; what fits neither is evicted)"},
     {"--bg-chunk", nullptr, true, "valet: override the prefill chunk of non-chat tiers while RESUMED/STARTED (default: the shipped budgets)"},
     {"--think-min", nullptr, true, "shortest think time before a chat turn, seconds"},
     {"--think-max", nullptr, true, "longest think time, seconds"},
@@ -83,8 +83,11 @@ struct Flags {
   std::string json, svg, md;
   int threads = 0;
   int64_t pool_tokens = 1024;
-  int64_t snapshot_ram_mb = 5;
-  int64_t snapshot_disk_mb = 6;
+  // The snapshot tiers, like the pool, in tokens of the model's KV: the same
+  // scenario on every model (5 and 6 MiB on the bench model, 70 and 84 MiB
+  // on the 3b-shape one).
+  int64_t snapshot_ram_tokens = 640;
+  int64_t snapshot_disk_tokens = 768;
   int64_t cold_start = 0;  // > 0: the cold-start measurement instead of the arms
 };
 
@@ -122,39 +125,44 @@ Result<Flags> ReadFlags(const Args& a, const ContentionDefaults& d, const std::s
   VALET_ASSIGN_OR_RETURN(f.md, a.String("--md", ""));
   VALET_ASSIGN_OR_RETURN(f.threads, a.Int("--threads", ThreadPool::DefaultThreadCount(), 1, 256));
   VALET_ASSIGN_OR_RETURN(f.pool_tokens, a.Int("--kv-pool-tokens", f.pool_tokens, 64, 1 << 22));
-  VALET_ASSIGN_OR_RETURN(f.snapshot_ram_mb, a.Int("--snapshot-ram-mb", f.snapshot_ram_mb, 0, 1 << 20));
-  VALET_ASSIGN_OR_RETURN(f.snapshot_disk_mb, a.Int("--snapshot-disk-mb", f.snapshot_disk_mb, 0, 1 << 20));
+  VALET_ASSIGN_OR_RETURN(f.snapshot_ram_tokens, a.Int("--snapshot-ram-tokens", f.snapshot_ram_tokens, 0, 1 << 22));
+  VALET_ASSIGN_OR_RETURN(f.snapshot_disk_tokens, a.Int("--snapshot-disk-tokens", f.snapshot_disk_tokens, 0, 1 << 22));
   return f;
 }
 
-RealEngineOptions EngineOptions(const Flags& f, const std::string& snapshot_dir) {
+// The pool and the snapshot tiers in bytes of this model's KV, in the engine's KV type.
+struct KvSizes {
+  size_t pool = 0;
+  size_t snapshot_ram = 0;
+  size_t snapshot_disk = 0;
+};
+
+RealEngineOptions EngineOptions(const Flags& f, const std::string& snapshot_dir, const KvSizes& sizes) {
   RealEngineOptions o;
   o.engine.model_path = f.model;
   o.engine.n_threads = f.threads;
+  o.engine.kv_capacity_bytes = sizes.pool;
   o.store.disk_dir = snapshot_dir;
   // Phone-sized: parked documents spill from RAM to disk, and past the disk
   // budget the cost model evicts.
-  o.store.ram_budget_bytes = static_cast<size_t>(f.snapshot_ram_mb) << 20;
-  o.store.disk_budget_bytes = static_cast<size_t>(f.snapshot_disk_mb) << 20;
+  o.store.ram_budget_bytes = sizes.snapshot_ram;
+  o.store.disk_budget_bytes = sizes.snapshot_disk;
   o.store.warn = [](std::string_view) {};  // fallbacks are counted in the report
   return o;
 }
 
-// The pool is sized in tokens of this model's KV, in the engine's KV type.
-Result<size_t> PoolBytes(const Flags& f, const std::string& snapshot_dir) {
-  RealEngineOptions o = EngineOptions(f, snapshot_dir);
-  o.calibrate = false;
+Result<KvSizes> MeasureKvSizes(const Flags& f, const std::string& snapshot_dir) {
   // Only reserved (kv/kv_pool.cpp), so generous: a 3B model's block alone is 1.8 MB.
-  o.engine.kv_capacity_bytes = size_t{1} << 30;
+  RealEngineOptions o = EngineOptions(f, snapshot_dir, KvSizes{size_t{1} << 30, 0, 0});
+  o.calibrate = false;
   VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> probe, RealEngine::Open(o));
-  return probe->KvBytesFor(static_cast<int32_t>(f.pool_tokens));
+  const auto bytes = [&](int64_t tokens) { return tokens == 0 ? 0 : probe->KvBytesFor(static_cast<int32_t>(tokens)); };
+  return KvSizes{bytes(f.pool_tokens), bytes(f.snapshot_ram_tokens), bytes(f.snapshot_disk_tokens)};
 }
 
-Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string& snapshot_dir, size_t* pool_bytes) {
-  VALET_ASSIGN_OR_RETURN(*pool_bytes, PoolBytes(f, snapshot_dir));
-  RealEngineOptions o = EngineOptions(f, snapshot_dir);
-  o.engine.kv_capacity_bytes = *pool_bytes;
-  return RealEngine::Open(o);
+Result<std::unique_ptr<RealEngine>> OpenEngine(const Flags& f, const std::string& snapshot_dir, KvSizes* sizes) {
+  VALET_ASSIGN_OR_RETURN(*sizes, MeasureKvSizes(f, snapshot_dir));
+  return RealEngine::Open(EngineOptions(f, snapshot_dir, *sizes));
 }
 
 Status WriteFile(const std::string& path, const std::string& text) {
@@ -195,20 +203,17 @@ Result<ContentionReport> Run(const Flags& f, RealEngine& engine, size_t pool_byt
 // --cold-start N: whole starts, empty durable directory vs three unfinished
 // durable tasks to recover (testing/bench/cold_start.h).
 int RunColdStartMode(const char* command, const Flags& f, const std::string& scratch) {
-  Result<size_t> pool_bytes = PoolBytes(f, scratch);
-  if (!pool_bytes.ok()) return Fail(command, pool_bytes.status());
+  Result<KvSizes> sizes = MeasureKvSizes(f, scratch);
+  if (!sizes.ok()) return Fail(command, sizes.status());
   ColdStartOptions o;
   o.repetitions = static_cast<int32_t>(f.cold_start);
-  o.open_engine = [&f, bytes = *pool_bytes](const std::string& snapshot_dir) {
-    RealEngineOptions e = EngineOptions(f, snapshot_dir);
-    e.engine.kv_capacity_bytes = bytes;
-    return RealEngine::Open(e);
+  o.open_engine = [&f, sizes = *sizes](const std::string& snapshot_dir) {
+    return RealEngine::Open(EngineOptions(f, snapshot_dir, sizes));
   };
   o.progress = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   Result<ColdStartReport> report = [&]() -> Result<ColdStartReport> {
-    RealEngineOptions e = EngineOptions(f, scratch);
+    RealEngineOptions e = EngineOptions(f, scratch, *sizes);
     e.calibrate = false;
-    e.engine.kv_capacity_bytes = *pool_bytes;
     VALET_ASSIGN_OR_RETURN(std::unique_ptr<RealEngine> tokenizer, RealEngine::Open(e));
     VALET_ASSIGN_OR_RETURN(Workload workload, BuildWorkload(f.config, *tokenizer));
     tokenizer.reset();
@@ -222,7 +227,7 @@ int RunColdStartMode(const char* command, const Flags& f, const std::string& scr
   report->threads = f.threads;
   const std::string md = ColdStartMarkdown(*report);
   std::printf("\n%s\nmodel %s | %d threads | KV pool %.1f MiB (%lld tokens) | %s\n", md.c_str(), f.model.c_str(),
-              f.threads, *pool_bytes / 1048576.0, static_cast<long long>(f.pool_tokens), report->machine.c_str());
+              f.threads, sizes->pool / 1048576.0, static_cast<long long>(f.pool_tokens), report->machine.c_str());
   for (const auto& [path, text] : {std::pair{f.json, ColdStartJson(*report)}, {f.md, md}}) {
     if (Status s = WriteFile(path, text); !s.ok()) return Fail(command, s);
   }
@@ -249,23 +254,24 @@ int RunContention(const char* command, std::span<char* const> argv, const Conten
     fs::remove_all(tmp, ec);
     return code;
   }
-  size_t pool_bytes = 0;
-  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(*flags, tmp.string(), &pool_bytes);
+  KvSizes sizes;
+  Result<std::unique_ptr<RealEngine>> engine = OpenEngine(*flags, tmp.string(), &sizes);
   if (!engine.ok()) {
     fs::remove_all(tmp, ec);
     return Fail(command, engine.status());
   }
   std::vector<ArmRun> runs;
-  Result<ContentionReport> report = Run(*flags, **engine, pool_bytes, &runs);
+  Result<ContentionReport> report = Run(*flags, **engine, sizes.pool, &runs);
   engine->reset();
   fs::remove_all(tmp, ec);
   if (!report.ok()) return Fail(command, report.status());
   const std::string md = ReportMarkdown(*report);
   std::printf("\n%s\n", md.c_str());
-  std::printf("model %s | %d threads | KV pool %.1f MiB (%lld tokens) | snapshots RAM %lld MiB, disk %lld MiB | "
-              "seed %llu | %s\n",
-              flags->model.c_str(), flags->threads, pool_bytes / 1048576.0, static_cast<long long>(flags->pool_tokens),
-              static_cast<long long>(flags->snapshot_ram_mb), static_cast<long long>(flags->snapshot_disk_mb),
+  std::printf("model %s | %d threads | KV pool %.1f MiB (%lld tokens) | snapshots RAM %.1f MiB (%lld tokens), disk "
+              "%.1f MiB (%lld tokens) | seed %llu | %s\n",
+              flags->model.c_str(), flags->threads, sizes.pool / 1048576.0, static_cast<long long>(flags->pool_tokens),
+              sizes.snapshot_ram / 1048576.0, static_cast<long long>(flags->snapshot_ram_tokens),
+              sizes.snapshot_disk / 1048576.0, static_cast<long long>(flags->snapshot_disk_tokens),
               static_cast<unsigned long long>(flags->config.seed), report->machine.c_str());
   if (defaults.seed_comparison) std::printf("\nThe seed's phone figures beside ours:\n%s", SeedComparison(*report).c_str());
   for (const auto& [path, text] : {std::pair{flags->json, ReportJson(*report)}, {flags->md, md},

@@ -263,6 +263,13 @@ class VALET_API EngineInterface {
   // The cheapest way to park `seq` now that keeps `bytes_needed` free in the
   // pool for others (0: no pressure), from measured costs.
   virtual ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const = 0;
+  // How to park `seq` when the system asks for memory back (onTrimMemory):
+  // its KV must leave RAM, to a disk snapshot where that has room, else
+  // dropped down to the shared prefix (the default) to be recomputed.
+  virtual ParkKind AdviseTrimPark(SequenceId seq) const {
+    (void)seq;
+    return ParkKind::kPartial;
+  }
 
   // Lets Step stop early (between layers) while *flag is true: it then
   // returns kAborted and no sequence's history changes, so the step can

@@ -247,8 +247,9 @@ struct SchedulerOptions {
   PowerState initial_power;
   BatchMode batch_mode = BatchMode::kStrict;
   // kFill: riders join while their measured marginal step cost stays below
-  // this fraction of a solo decode step.
-  double fill_max_cost_fraction = 0.25;
+  // this fraction of a solo decode step, so the chat's TPOT grows by at most
+  // that much.
+  double fill_max_cost_fraction = 0.05;
   // What one prompt token costs a budget, in generated tokens. A prompt token
   // runs in a batch, a few times cheaper than a decode token (pp512 is 3-4x
   // tg128 on the bench model); recompute after a park is never charged.

@@ -1,6 +1,9 @@
 #include "engine/park_advisor.h"
 
+#include <cstdint>
+#include <initializer_list>
 #include <limits>
+#include <optional>
 
 namespace valet {
 namespace {
@@ -36,21 +39,27 @@ size_t FreedBytes(ParkKind kind, const ParkAdviceInput& in) {
 ParkKind AdvisePark(const ParkAdviceInput& in) {
   if (in.bytes_needed <= in.pool_free_bytes) return ParkKind::kResident;
   const size_t shortfall = in.bytes_needed - in.pool_free_bytes;
-  bool allowed[5] = {false, in.snapshot_bytes <= in.ram_free_bytes, in.disk_available, true, true};
-  ParkKind best = ParkKind::kFull;
-  double best_cost = kUnknown;
-  bool best_frees_enough = false;
-  for (ParkKind kind : {ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk, ParkKind::kPartial, ParkKind::kFull}) {
-    if (!allowed[static_cast<int>(kind)]) continue;
-    const bool enough = FreedBytes(kind, in) >= shortfall;
-    const double cost = EstimatedResumeSeconds(kind, in);
-    if (enough && (!best_frees_enough || cost < best_cost)) {
-      best = kind;
-      best_cost = cost;
-      best_frees_enough = true;
+  // Snapshots first, the faster tier to resume from (RAM on a tie or when
+  // neither was measured), whatever recomputing would cost: a recomputed
+  // token is compute spent twice, a snapshot's bytes are only copied.
+  const auto pick = [&](std::initializer_list<ParkKind> kinds) -> std::optional<ParkKind> {
+    std::optional<ParkKind> best;
+    for (ParkKind kind : kinds) {
+      const size_t room = kind == ParkKind::kSnapshotRam   ? in.ram_free_bytes
+                          : kind == ParkKind::kSnapshotDisk ? in.disk_free_bytes
+                                                            : SIZE_MAX;
+      if (in.snapshot_bytes > room) continue;
+      if (FreedBytes(kind, in) < shortfall) continue;
+      if (!best || EstimatedResumeSeconds(kind, in) < EstimatedResumeSeconds(*best, in)) best = kind;
     }
-  }
-  return best;  // kFull frees the most when nothing frees enough
+    return best;
+  };
+  if (std::optional<ParkKind> kind = pick({ParkKind::kSnapshotRam, ParkKind::kSnapshotDisk})) return *kind;
+  return pick({ParkKind::kPartial, ParkKind::kFull}).value_or(ParkKind::kFull);  // kFull frees the most
+}
+
+ParkKind AdviseTrimPark(const ParkAdviceInput& in) {
+  return in.snapshot_bytes <= in.disk_free_bytes ? ParkKind::kSnapshotDisk : ParkKind::kPartial;
 }
 
 }  // namespace valet

@@ -3,7 +3,8 @@
 // Resuming costs either moving bytes back (a snapshot: bytes / measured
 // round-trip bandwidth of its tier) or recomputing tokens (tokens x measured
 // prefill seconds per token). Parking has to free enough of the pool for the
-// work that needs it; among the ways that do, the cheapest resume wins.
+// work that needs it; among the ways that do, a snapshot whose tier has room
+// wins over recomputing, and then the cheapest resume.
 #pragma once
 
 #include <cstddef>
@@ -22,7 +23,7 @@ struct ParkAdviceInput {
   int32_t own_tokens = 0;      // tokens `partial` recomputes
   int32_t all_tokens = 0;      // tokens `full` recomputes
   size_t ram_free_bytes = 0;   // room in the snapshot store's RAM tier
-  bool disk_available = false;
+  size_t disk_free_bytes = 0;  // room in its disk tier's budget (0: no disk tier)
   EngineCosts costs;
 };
 
@@ -32,8 +33,12 @@ double EstimatedResumeSeconds(ParkKind kind, const ParkAdviceInput& in);
 // Pool bytes parking as `kind` frees.
 size_t FreedBytes(ParkKind kind, const ParkAdviceInput& in);
 
-// kResident without pressure; otherwise the cheapest-to-resume kind that
-// frees enough, or the one freeing the most when none does.
+// kResident without pressure; otherwise the cheapest-to-resume snapshot
+// whose tier has room for it (one the store would refuse falls back to
+// recomputing), else the cheapest eviction that frees enough, else kFull.
 ParkKind AdvisePark(const ParkAdviceInput& in);
+// Out of RAM for onTrimMemory: kSnapshotDisk when the disk tier has room for
+// the snapshot, else kPartial.
+ParkKind AdviseTrimPark(const ParkAdviceInput& in);
 
 }  // namespace valet

@@ -531,7 +531,7 @@ Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_need
   const size_t cut_bytes = s->cut.tokens.size() * pool.layout().token_bytes() + s->cut.bytes();
   in.snapshot_bytes = SnapshotStore::FrameBytes(pool.layout().rows_bytes(shared, s->kv.n_tokens()) + cut_bytes);
   in.ram_free_bytes = store_->ram_free_bytes();
-  in.disk_available = store_->has_disk();
+  in.disk_free_bytes = store_->disk_free_bytes();
   in.costs = costs();
   return in;
 }
@@ -539,6 +539,11 @@ Result<ParkAdviceInput> RealEngine::AdviceInput(SequenceId id, size_t bytes_need
 ParkKind RealEngine::AdvisePark(SequenceId id, size_t bytes_needed) const {
   Result<ParkAdviceInput> in = AdviceInput(id, bytes_needed);
   return in.ok() ? valet::AdvisePark(*in) : ParkKind::kResident;
+}
+
+ParkKind RealEngine::AdviseTrimPark(SequenceId id) const {
+  Result<ParkAdviceInput> in = AdviceInput(id, 0);
+  return in.ok() ? valet::AdviseTrimPark(*in) : ParkKind::kPartial;
 }
 
 Status RealEngine::SetThreads(const StepThreads& threads) { return engine_->context().lanes().Configure(threads); }

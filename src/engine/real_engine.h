@@ -88,6 +88,7 @@ class RealEngine final : public EngineInterface {
   Result<ParkReport> Park(SequenceId seq, ParkKind kind) override;
   Result<ResumeReport> Resume(SequenceId seq) override;
   ParkKind AdvisePark(SequenceId seq, size_t bytes_needed) const override;
+  ParkKind AdviseTrimPark(SequenceId seq) const override;
   Result<std::vector<uint8_t>> ExportSequence(SequenceId seq) const override;
   Result<int32_t> ImportSequence(SequenceId seq, std::span<const uint8_t> bytes,
                                  std::span<const int32_t> expected) override;

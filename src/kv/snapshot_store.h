@@ -90,6 +90,10 @@ class SnapshotStore {
   size_t ram_bytes() const { return ram_bytes_; }
   size_t disk_bytes() const { return disk_bytes_; }
   size_t ram_free_bytes() const { return ram_bytes_ >= options_.ram_budget_bytes ? 0 : options_.ram_budget_bytes - ram_bytes_; }
+  // Room left in the disk tier's budget; 0 without a disk tier.
+  size_t disk_free_bytes() const {
+    return !has_disk() || disk_bytes_ >= options_.disk_budget_bytes ? 0 : options_.disk_budget_bytes - disk_bytes_;
+  }
   const SnapshotStoreOptions& options() const { return options_; }
   const SnapshotStoreStats& stats() const { return stats_; }
   // The frame bytes a blob of `raw` bytes would take uncompressed.

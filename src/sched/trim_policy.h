@@ -13,7 +13,9 @@ namespace valet {
 
 struct TrimActions {
   bool demote_snapshots = false;      // RAM-tier snapshots move to disk
-  bool evict_parked = false;          // parked KV dropped down to the shared prefix; unused cached prefixes dropped
+  // Parked KV leaves RAM (EngineInterface::AdviseTrimPark: to a disk snapshot
+  // with room, else down to the shared prefix); unused cached prefixes dropped.
+  bool evict_parked = false;
   bool drop_parked_prefixes = false;  // partially evicted tasks drop their shared prefix too (full eviction)
   bool shrink = false;                // pool down to what is in use (never below the largest live task), no RAM snapshots
   bool park_running = false;          // running tasks parked as well (they resume at their next step)

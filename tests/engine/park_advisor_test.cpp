@@ -17,7 +17,7 @@ ParkAdviceInput Base() {
   in.own_tokens = 100;
   in.all_tokens = 150;
   in.ram_free_bytes = 10'000'000;
-  in.disk_available = true;
+  in.disk_free_bytes = 100'000'000;
   in.costs.prefill_seconds_per_token = 1e-3;  // partial: 0.1 s, full: 0.15 s
   in.costs.ram_bytes_per_second = 1e9;        // 1 ms
   in.costs.disk_bytes_per_second = 1e8;       // 10 ms
@@ -33,17 +33,27 @@ TEST(ParkAdvisorTest, NoPressureStaysResident) {
   EXPECT_EQ(AdvisePark(in), ParkKind::kResident);
 }
 
-TEST(ParkAdvisorTest, PicksTheCheapestResumeThatFreesEnough) {
+TEST(ParkAdvisorTest, PicksTheCheapestSnapshotThatFreesEnough) {
   ParkAdviceInput in = Base();
   in.bytes_needed = 500'000;
   EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotRam);
   in.ram_free_bytes = 0;  // RAM tier full
   EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotDisk);
-  in.costs.disk_bytes_per_second = 1e6;  // 1 s: slower than recomputing 100 tokens
-  EXPECT_EQ(AdvisePark(in), ParkKind::kPartial);
-  in.disk_available = false;
-  in.costs.prefill_seconds_per_token = 1e-6;  // recompute now beats even RAM
+  in.costs.ram_bytes_per_second = 1e7;  // RAM slower than disk: the faster tier
   in.ram_free_bytes = 10'000'000;
+  EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotDisk);
+}
+
+TEST(ParkAdvisorTest, EvictsOnlyWhenNoTierHasRoom) {
+  ParkAdviceInput in = Base();
+  in.bytes_needed = 500'000;
+  in.costs.prefill_seconds_per_token = 1e-9;  // recomputing would be faster than either tier
+  EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotRam);
+  in.ram_free_bytes = in.snapshot_bytes - 1;
+  EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotDisk);
+  in.disk_free_bytes = in.snapshot_bytes - 1;  // the disk tier's budget is spent
+  EXPECT_EQ(AdvisePark(in), ParkKind::kPartial);
+  in.disk_free_bytes = 0;  // no disk tier
   EXPECT_EQ(AdvisePark(in), ParkKind::kPartial);
 }
 
@@ -55,13 +65,24 @@ TEST(ParkAdvisorTest, DropsThePrefixOnlyWhenOwnBlocksAreNotEnough) {
   EXPECT_EQ(AdvisePark(in), ParkKind::kFull);
 }
 
+TEST(ParkAdvisorTest, TrimmingGoesToDiskWhileItHasRoom) {
+  ParkAdviceInput in = Base();
+  in.costs.prefill_seconds_per_token = 1e-9;
+  EXPECT_EQ(AdviseTrimPark(in), ParkKind::kSnapshotDisk);  // never the RAM tier: RAM is what is asked for
+  in.disk_free_bytes = in.snapshot_bytes;
+  EXPECT_EQ(AdviseTrimPark(in), ParkKind::kSnapshotDisk);
+  in.disk_free_bytes = in.snapshot_bytes - 1;
+  EXPECT_EQ(AdviseTrimPark(in), ParkKind::kPartial);
+}
+
 TEST(ParkAdvisorTest, UnmeasuredBandwidthIsNeverAssumedFast) {
   ParkAdviceInput in = Base();
   in.bytes_needed = 1;
   in.costs.ram_bytes_per_second = 0;
-  in.costs.disk_bytes_per_second = 0;
   EXPECT_TRUE(std::isinf(EstimatedResumeSeconds(ParkKind::kSnapshotRam, in)));
-  EXPECT_EQ(AdvisePark(in), ParkKind::kPartial);
+  EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotDisk);  // the measured tier
+  in.costs.disk_bytes_per_second = 0;
+  EXPECT_EQ(AdvisePark(in), ParkKind::kSnapshotRam);  // neither measured: RAM, still no recompute
   EXPECT_DOUBLE_EQ(EstimatedResumeSeconds(ParkKind::kFull, in), 0.15);
 }
 

@@ -6,6 +6,8 @@
 #include "engine/real_engine.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>
@@ -419,6 +421,8 @@ TEST_P(RealEngineMiscTest, AccountingCostsAndAdvice) {
   EXPECT_EQ(in->all_tokens, 52);
   EXPECT_EQ(e->AdvisePark(a, 0), ParkKind::kResident);
   EXPECT_NE(e->AdvisePark(a, e->memory().pool_capacity_bytes), ParkKind::kResident);
+  EXPECT_EQ(in->disk_free_bytes, SIZE_MAX) << "a disk tier without a budget";
+  EXPECT_EQ(e->AdviseTrimPark(a), ParkKind::kSnapshotDisk);
 
   ASSERT_EQ(e->Park(a, ParkKind::kSnapshotRam)->kind, ParkKind::kSnapshotRam);
   EXPECT_GT(e->memory().snapshot_ram_bytes, 0u);

@@ -216,6 +216,22 @@ TEST_F(SnapshotStoreTest, FullDiskAndFullRamIsAnErrorNotACrash) {
   EXPECT_FALSE(warnings_.empty());
 }
 
+TEST_F(SnapshotStoreTest, TheDiskTiersRoomShrinksWithWhatItHolds) {
+  const std::vector<uint8_t> a = Blob(1000, 1);
+  const size_t frame = SnapshotStore::FrameBytes(a.size());
+  SnapshotStoreOptions o = Options(0);
+  o.disk_budget_bytes = 3 * frame;
+  auto store = std::move(SnapshotStore::Create(o).value());
+  EXPECT_EQ(store->disk_free_bytes(), 3 * frame);
+  ASSERT_EQ(*store->Put(1, a, SnapshotTier::kDisk), SnapshotTier::kDisk);
+  ASSERT_EQ(*store->Put(2, a, SnapshotTier::kDisk), SnapshotTier::kDisk);
+  EXPECT_EQ(store->disk_free_bytes(), frame);
+  store->Erase(1);
+  EXPECT_EQ(store->disk_free_bytes(), 2 * frame);
+  SnapshotStoreOptions no_disk;
+  EXPECT_EQ(std::move(SnapshotStore::Create(no_disk).value())->disk_free_bytes(), 0u);
+}
+
 TEST_F(SnapshotStoreTest, DemotingMovesRamSnapshotsToDiskIntact) {
   auto store = std::move(SnapshotStore::Create(Options(1 << 20)).value());
   const std::vector<uint8_t> a = Blob(1000, 1), b = Blob(2000, 2);

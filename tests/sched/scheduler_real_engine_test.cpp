@@ -156,6 +156,38 @@ TEST(RealEngineConstraintTest, ABadConstraintIsRefusedAtSubmission) {
   std::filesystem::remove_all(dir);
 }
 
+// onTrimMemory asks for RAM back: a parked task's KV goes to a disk snapshot
+// while the disk tier has room, so nothing is recomputed; without a disk tier
+// it is dropped down to its shared prefix. Either way the output is the same.
+TEST(RealEngineTrimTest, TrimmedParkedWorkGoesToDiskWhenItCan) {
+  const std::string model = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << "needs " << model << " (../shared)";
+  const std::string dir = ::testing::TempDir() + "/valet_sched_trim";
+  std::filesystem::create_directories(dir);
+  const std::string story = " She liked to play in the park with her dog.";
+  std::vector<int32_t> alone;
+  for (const bool disk : {true, false}) {
+    Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model, disk ? dir : "");
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    SchedulerCore core(**engine, {});
+    std::map<TaskId, Output> out;
+    const TaskId bg = *core.Submit(Request(Model::kStories, Tier::kOfflineIndexing, story, 24, out));
+    for (int i = 0; i < 4; ++i) core.RunOneStep();
+    ASSERT_TRUE(core.Submit(Request(Model::kStories, Tier::kForegroundChat, " The sun", 2, out)).ok());
+    core.RunOneStep();  // the indexer is parked resident: the pool has room
+    ASSERT_TRUE(core.memory().OnTrimMemory(TrimLevel::kUiHidden).ok());
+    core.RunUntilIdle();
+    ASSERT_TRUE(out[bg].done);
+    if (alone.empty()) alone = out[bg].tokens;
+    EXPECT_EQ(out[bg].tokens, alone);
+    const SchedulerStats s = core.recorder().Stats();
+    const ParkKind trimmed = disk ? ParkKind::kSnapshotDisk : ParkKind::kPartial;
+    EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(trimmed)], 1) << (disk ? "disk tier" : "no disk tier");
+    EXPECT_EQ(s.tokens_recomputed == 0, disk);
+  }
+  std::filesystem::remove_all(dir);
+}
+
 std::string ParamName(const ::testing::TestParamInfo<std::tuple<Model, ParkPolicy>>& info) {
   constexpr const char* kPolicies[] = {"auto", "resident", "ram", "disk", "partial", "full"};
   constexpr const char* kModels[] = {"stories", "gemma3_chat", "gemma3_json"};
