@@ -169,7 +169,8 @@ typedef struct valet_params {
   const char* budget_table_path;   /* governor budgets as a JSON file; NULL: defaults */
   valet_lifecycle_state initial_state;
   valet_batch_mode batch_mode;
-  double fill_max_cost_fraction;
+  double fill_max_cost_fraction;   /* FILL: riders' measured extra cost, at most this
+                                    * fraction of a solo decode step (default 0.05) */
   const char* budget_table_json;   /* the same as a JSON string (not with budget_table_path); NULL: none */
   /* v3. The model as model_size bytes (0: to the end of the file) at
    * model_offset of an open file: Android's ParcelFileDescriptor.getFd(), or

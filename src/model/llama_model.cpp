@@ -1,6 +1,7 @@
 #include "model/llama_model.h"
 
 #include <sys/mman.h>
+#include <sys/sysinfo.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +64,15 @@ size_t Advise(const void* p, size_t n, int advice) {
   const auto begin = reinterpret_cast<uintptr_t>(p) / page * page;
   const auto end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
   return madvise(reinterpret_cast<void*>(begin), end - begin, advice) == 0 ? end - begin : 0;
+}
+
+// Whether anonymous pages can leave RAM at all (swap or zram). Without it,
+// MADV_COLD on them frees nothing and still costs the next step: a 3b-shape
+// decode step went from 44 to 974 ms after it on a swapless Linux VM
+// (`valet bench-trim`).
+bool HasSwap() {
+  struct sysinfo info {};
+  return sysinfo(&info) == 0 && info.totalswap > 0;
 }
 
 }  // namespace
@@ -286,7 +296,9 @@ size_t LlamaModel::AdviseWeights(WeightsAdvice advice) const {
   const std::span<const uint8_t> model = file_.bytes();
   size_t advised = Advise(model.data() + file_.data_offset(), model.size() - file_.data_offset(), file_advice);
   if (weights_cache_) advised += Advise(weights_cache_->data(), weights_cache_->data_bytes(), file_advice);
-  if (packed_ && advice == WeightsAdvice::kCold) advised += Advise(packed_.get(), weight_memory_.anonymous, MADV_COLD);
+  if (packed_ && advice == WeightsAdvice::kCold && HasSwap()) {
+    advised += Advise(packed_.get(), weight_memory_.anonymous, MADV_COLD);
+  }
   return advised;
 }
 

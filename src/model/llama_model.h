@@ -124,9 +124,10 @@ class LlamaModel {
   // Taken before any page is repacked.
   const std::string& fingerprint() const { return fingerprint_; }
   const ModelLoadReport& load_report() const { return load_report_; }
-  // madvise over the weights: kCold on every byte the forward pass reads,
-  // kPageOut on the file-backed ones only (anonymous row groups would go to
-  // swap or zram, costlier to bring back than to keep). Returns the bytes
+  // madvise over the weights: kCold on every byte the forward pass reads
+  // (anonymous row groups only where swap or zram can take them), kPageOut
+  // on the file-backed ones only (anonymous row groups would go to swap or
+  // zram, costlier to bring back than to keep). Returns the bytes
   // advised. The pages come back on the next touch: nothing changes but speed.
   size_t AdviseWeights(WeightsAdvice advice) const;
 

@@ -58,7 +58,10 @@ size_t MemoryKeeper::EstimateBytesNeeded(const Task& incoming) {
 }
 
 void MemoryKeeper::Park(Task& task, ParkReason reason, size_t bytes_needed, const Task* cause) {
-  const ParkKind kind = s_.preemption.Decide(engine_, {task.seq, reason, bytes_needed});
+  ParkAs(task, s_.preemption.Decide(engine_, {task.seq, reason, bytes_needed}), reason, cause);
+}
+
+void MemoryKeeper::ParkAs(Task& task, ParkKind kind, ParkReason reason, const Task* cause) {
   // A durable task's KV is about to leave the pool: a copy goes to disk first.
   if (kind != ParkKind::kResident) journals_.Checkpoint(task, FileSync::kNone);
   Result<ParkReport> report = engine_.Park(task.seq, kind);
@@ -257,7 +260,7 @@ Status MemoryKeeper::SetMemoryBudgets(const MemoryBudgets& budgets) {
   return Status::Ok();
 }
 
-void MemoryKeeper::EvictParked() {
+void MemoryKeeper::EvictParked(const TrimActions& actions) {
   std::vector<Task*> parked;
   for (auto& [id, task] : s_.tasks) {
     if (task->seq_open && !task->active && task->park_kind == ParkKind::kResident) parked.push_back(task.get());
@@ -266,7 +269,8 @@ void MemoryKeeper::EvictParked() {
   for (Task* t : parked) {
     if (!engine_.Resume(t->seq).ok()) continue;
     t->active = true;
-    Park(*t, ParkReason::kTrim, 0, nullptr);
+    const ParkKind kind = actions.parked_to_disk ? engine_.AdviseTrimPark(t->seq) : ParkKind::kPartial;
+    ParkAs(*t, kind, ParkReason::kTrim, nullptr);
   }
 }
 
@@ -287,7 +291,7 @@ Status MemoryKeeper::OnTrimMemory(TrimLevel level) {
   if (actions.park_running) ParkAllRunning(ParkReason::kTrim);
   if (actions.demote_snapshots) engine_.DemoteSnapshots();
   if (actions.evict_parked) {
-    EvictParked();
+    EvictParked(actions);
     if (actions.drop_parked_prefixes) DropEvictedPrefixes();
     // The foreground's system prompt is the last thing to give back: only
     // when the process is next to be killed.

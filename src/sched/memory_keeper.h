@@ -47,6 +47,8 @@ class MemoryKeeper {
   void WarmForegroundPrefix();
 
  private:
+  // Park as `kind`, whatever the policy would choose.
+  void ParkAs(Task& task, ParkKind kind, ParkReason reason, const Task* cause);
   bool ParkResidentVictim(const std::vector<const Task*>& keep, size_t bytes_needed);
   bool DropParkedPrefix(const std::vector<const Task*>& keep);
   bool EvictFully(Task& task);
@@ -54,8 +56,9 @@ class MemoryKeeper {
   size_t BytesAlone(int64_t tokens) const;
   // The tokens of the largest live task, as BytesAlone counts them.
   int64_t LargestLiveTask() const;
-  // Parked-resident tasks lose their KV down to the shared prefix.
-  void EvictParked();
+  // Parked-resident tasks' KV leaves the pool: down to the shared prefix, or
+  // to disk snapshots (actions.parked_to_disk).
+  void EvictParked(const TrimActions& actions);
   // Partially evicted tasks drop their shared-prefix reference too (full).
   void DropEvictedPrefixes();
   void ShrinkPool();

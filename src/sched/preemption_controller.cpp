@@ -52,7 +52,7 @@ bool Forced(ParkPolicy policy, ParkKind* kind) {
 
 ParkKind PreemptionController::Decide(const EngineInterface& engine, const ParkRequest& request) const {
   if (request.reason == ParkReason::kDestroy) return ParkKind::kSnapshotDisk;
-  if (request.reason == ParkReason::kTrim) return engine.AdviseTrimPark(request.seq);
+  if (request.reason == ParkReason::kTrim) return ParkKind::kPartial;
   ParkKind forced = ParkKind::kResident;
   const bool is_forced = Forced(policy_, &forced);
   if (request.reason == ParkReason::kPressure) {

@@ -18,7 +18,7 @@ enum class ParkReason {
   kPower,      // the battery does not let the tier run (the power column)
   kPressure,   // the pool is full: memory must be freed now
   kDestroy,    // ON_DESTROY: keep everything, off the pool, on disk
-  kTrim,       // the app was asked to trim memory: KV out of RAM (a disk snapshot, else down to the shared prefix)
+  kTrim,       // the app was asked to trim memory: KV down to the shared prefix (or to disk: TrimActions)
   kConsumerBehind,  // the task's callbacks fell behind: it waits for its consumer
   kJournalIo,       // its journal cannot take a record: it waits for a retry
 };

@@ -43,6 +43,7 @@ TrimActions TrimActionsFor(TrimLevel level) {
   // The device is low on memory, or the UI is gone and nobody waits for a
   // parked task: parked KV is the cheapest memory to give back.
   a.evict_parked = level >= TrimLevel::kRunningLow;
+  a.parked_to_disk = level >= TrimLevel::kUiHidden;
   // Critical while running, or in the background LRU list: give back the pool.
   a.shrink = level == TrimLevel::kRunningCritical || level >= TrimLevel::kBackground;
   // Giving the pool back: a prefix only parked work holds is parked memory too.

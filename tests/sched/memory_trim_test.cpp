@@ -27,6 +27,8 @@ TEST(TrimLevel, ActionsGrowWithTheLevel) {
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningModerate).demote_snapshots);
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kRunningModerate).evict_parked);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kUiHidden).evict_parked);
+  EXPECT_TRUE(TrimActionsFor(TrimLevel::kUiHidden).parked_to_disk);
+  EXPECT_FALSE(TrimActionsFor(TrimLevel::kRunningCritical).parked_to_disk);  // the user may be waiting
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).shrink);
   EXPECT_TRUE(TrimActionsFor(TrimLevel::kRunningCritical).shrink);
   EXPECT_FALSE(TrimActionsFor(TrimLevel::kUiHidden).drop_parked_prefixes);

@@ -156,9 +156,10 @@ TEST(RealEngineConstraintTest, ABadConstraintIsRefusedAtSubmission) {
   std::filesystem::remove_all(dir);
 }
 
-// onTrimMemory asks for RAM back: a parked task's KV goes to a disk snapshot
-// while the disk tier has room, so nothing is recomputed; without a disk tier
-// it is dropped down to its shared prefix. Either way the output is the same.
+// onTrimMemory asks for RAM back: with the UI gone, a parked task's KV goes
+// to a disk snapshot while the disk tier has room, so nothing is recomputed;
+// without a disk tier, or while the user may be waiting on the next step
+// (RUNNING_LOW), it is dropped down to its shared prefix. The output is the same.
 TEST(RealEngineTrimTest, TrimmedParkedWorkGoesToDiskWhenItCan) {
   const std::string model = std::string(VALET_SHARED_DIR) + "/models/stories260K.gguf";
   if (!std::filesystem::exists(model)) GTEST_SKIP() << "needs " << model << " (../shared)";
@@ -166,8 +167,15 @@ TEST(RealEngineTrimTest, TrimmedParkedWorkGoesToDiskWhenItCan) {
   std::filesystem::create_directories(dir);
   const std::string story = " She liked to play in the park with her dog.";
   std::vector<int32_t> alone;
-  for (const bool disk : {true, false}) {
-    Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model, disk ? dir : "");
+  struct Case {
+    TrimLevel level;
+    bool disk_tier;
+    ParkKind expected;
+  };
+  for (const Case c : {Case{TrimLevel::kUiHidden, true, ParkKind::kSnapshotDisk},
+                       Case{TrimLevel::kUiHidden, false, ParkKind::kPartial},
+                       Case{TrimLevel::kRunningLow, true, ParkKind::kPartial}}) {
+    Result<std::unique_ptr<RealEngine>> engine = OpenEngine(model, c.disk_tier ? dir : "");
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
     SchedulerCore core(**engine, {});
     std::map<TaskId, Output> out;
@@ -175,15 +183,14 @@ TEST(RealEngineTrimTest, TrimmedParkedWorkGoesToDiskWhenItCan) {
     for (int i = 0; i < 4; ++i) core.RunOneStep();
     ASSERT_TRUE(core.Submit(Request(Model::kStories, Tier::kForegroundChat, " The sun", 2, out)).ok());
     core.RunOneStep();  // the indexer is parked resident: the pool has room
-    ASSERT_TRUE(core.memory().OnTrimMemory(TrimLevel::kUiHidden).ok());
+    ASSERT_TRUE(core.memory().OnTrimMemory(c.level).ok());
     core.RunUntilIdle();
     ASSERT_TRUE(out[bg].done);
     if (alone.empty()) alone = out[bg].tokens;
     EXPECT_EQ(out[bg].tokens, alone);
     const SchedulerStats s = core.recorder().Stats();
-    const ParkKind trimmed = disk ? ParkKind::kSnapshotDisk : ParkKind::kPartial;
-    EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(trimmed)], 1) << (disk ? "disk tier" : "no disk tier");
-    EXPECT_EQ(s.tokens_recomputed == 0, disk);
+    EXPECT_EQ(s.parks_by_kind[static_cast<size_t>(c.expected)], 1) << TrimLevelName(c.level) << " " << c.disk_tier;
+    EXPECT_EQ(s.tokens_recomputed == 0, c.expected == ParkKind::kSnapshotDisk);
   }
   std::filesystem::remove_all(dir);
 }
