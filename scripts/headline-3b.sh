@@ -12,7 +12,7 @@
 # TURNS chat turns per arm (default 30), RETURNS of them after a return to the
 # foreground (default 6), SEED the workload's (default 1). -o DIR keeps each
 # model's JSON report there. MODEL... replaces the two default models. The
-# demo keeps the small bench model; this takes about 40 minutes on 2 cores.
+# demo keeps the small bench model; this takes about 30 minutes on 2 cores.
 # Run it on a quiet machine: only ratios from one interleaved run mean anything.
 set -euo pipefail
 VALET_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
