@@ -7,12 +7,12 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
